@@ -1,0 +1,43 @@
+"""Errors raised by the toolkit. The CLI turns every `BuildersError` into a clean message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class BuildersError(Exception):
+    """Base class of every error the toolkit raises on purpose."""
+
+
+class SourceFormatError(BuildersError):
+    """A raw input file does not follow its format.
+
+    The message always names the file, the 1-based line (or record) and the offending value,
+    so the user can open the file at the right place.
+    """
+
+    def __init__(self, path: str | Path, line: int | None, message: str, value: object = None):
+        self.path = str(path)
+        self.line = line
+        self.value = value
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        shown = "" if value is None else f": {_show(value)}"
+        super().__init__(f"{where}: {message}{shown}")
+
+
+class UnknownNameError(BuildersError):
+    """A name (source, benchmark, strategy, ...) is not one of the valid ones."""
+
+    def __init__(self, what: str, name: str, valid: list[str] | tuple[str, ...]):
+        self.what, self.name, self.valid = what, name, list(valid)
+        super().__init__(f"unknown {what} {name!r}. Valid: {', '.join(sorted(valid))}")
+
+
+class StoreError(BuildersError):
+    """The span store cannot do what was asked (missing source, schema mismatch, ...)."""
+
+
+def _show(value: object, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,125 @@
+"""Label normalisation, benchmark verbalisations and the packaged benchmark label sets.
+
+A label is compared in its normalised form (METHOD.md section 1): Unicode NFC, lower-cased,
+stripped, inner whitespace and `_` collapsed to one space. Benchmark tags are verbalised by the
+data table `builders/data/benchmarks.toml` (METHOD.md section 6).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from builders.errors import UnknownNameError
+
+_SPACES = re.compile(r"[\s_]+")
+
+#: The seven zero-shot benchmarks of the Familiarity paper, in the paper's order.
+ZERO_SHOT = (
+    "crossner-ai",
+    "crossner-literature",
+    "crossner-music",
+    "crossner-politics",
+    "crossner-science",
+    "mit-movie",
+    "mit-restaurant",
+)
+
+MISC_LABEL = "else"
+
+
+def normalise_label(raw: str) -> str:
+    """Return the comparison form of a label: NFC, lower case, `_`/whitespace runs -> one space."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", raw).lower()).strip()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark's label set: its raw tags and their verbalised, normalised labels."""
+
+    name: str
+    title: str
+    tags: tuple[str, ...]
+    zero_shot: bool
+
+    def labels(self, keep_misc: bool = False) -> tuple[str, ...]:
+        """Verbalised labels in tag order; `misc` is left out unless `keep_misc`."""
+        out: list[str] = []
+        for tag in self.tags:
+            label = verbalise(tag)
+            if label == MISC_LABEL and not keep_misc:
+                continue
+            if label not in out:
+                out.append(label)
+        return tuple(out)
+
+
+@cache
+def _table() -> dict:
+    with resources.files("builders.data").joinpath("benchmarks.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def verbalise(tag: str) -> str:
+    """Turn a raw benchmark tag (`programlang`, `RATINGS_AVERAGE`) into its label text.
+
+    Tags missing from the table fall back to their normalised form, so unseen tags of a
+    user's own column files still get a sensible label.
+    """
+    key = normalise_label(tag).replace(" ", "_")
+    table = _table()["verbalise"]
+    if key in table:
+        return str(table[key])
+    return normalise_label(tag)
+
+
+@cache
+def benchmarks() -> dict[str, Benchmark]:
+    """All benchmarks with a packaged label set, by name."""
+    out = {}
+    for name, entry in _table()["benchmarks"].items():
+        out[name] = Benchmark(
+            name=name,
+            title=entry["title"],
+            tags=tuple(entry["tags"]),
+            zero_shot=bool(entry.get("zero_shot", False)),
+        )
+    return out
+
+
+def get_benchmark(name: str) -> Benchmark:
+    table = benchmarks()
+    if name not in table:
+        raise UnknownNameError("benchmark", name, list(table))
+    return table[name]
+
+
+def resolve_benchmarks(spec: str | list[str] | tuple[str, ...] | None) -> list[Benchmark]:
+    """Parse a `--benchmarks` value: `all` (the seven zero-shot ones), or comma-separated names."""
+    if spec is None or spec == "all" or spec == ["all"]:
+        return [get_benchmark(n) for n in ZERO_SHOT]
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list[Benchmark] = []
+    for raw in names:
+        name = raw.strip()
+        if not name:
+            continue
+        if name == "all":
+            out.extend(get_benchmark(n) for n in ZERO_SHOT)
+        else:
+            out.append(get_benchmark(name))
+    seen: set[str] = set()
+    return [b for b in out if not (b.name in seen or seen.add(b.name))]
+
+
+def union_labels(selected: list[Benchmark], keep_misc: bool = False) -> tuple[str, ...]:
+    """The evaluation label set L_Z: the union of the benchmarks' labels, first-seen order."""
+    out: dict[str, None] = {}
+    for bench in selected:
+        for label in bench.labels(keep_misc):
+            out.setdefault(label, None)
+    return tuple(out)

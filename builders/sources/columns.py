@@ -1,0 +1,194 @@
+"""Column files: one token per line, a blank line between sentences (CoNLL style).
+
+    EU      B-ORG          token-first, tab or space separated (CrossNER, CoNLL-2003, Pile-NER BIO)
+    B-GENRE comedy         label-first (MIT Movie / Restaurant)
+    -DOCSTART- -X- -X- O   document separators are skipped
+
+Tag schemes: BIO (`B-x`, `I-x`, `O`), BIOES (adds `E-x`, `S-x`) and IO (`I-x` or a bare type
+such as Few-NERD's `person-artist/author`, and `O`). In IO, adjacent tokens of the same type
+are one entity: two neighbouring entities of one type cannot be told apart and are merged,
+which is why IO files have fewer mentions than their BIO originals.
+
+Strictness: a row with the wrong number of columns, a tag outside the scheme, or `I-x` that
+does not continue an `x` entity is an error naming the file, line and value. Some published
+files are lax (`I-x` opening an entity); `repair=True` reads such an `I-x` as `B-x` and counts
+the repaired tags in the read report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from builders.errors import SourceFormatError
+from builders.sources.base import Example, ReadReport, open_text
+
+SCHEMES = ("auto", "bio", "bioes", "io")
+
+
+def read(
+    path: Path,
+    report: ReadReport,
+    *,
+    token_col: int = 0,
+    tag_col: int = -1,
+    scheme: str = "auto",
+    sep: str | None = None,
+    columns: int | None = None,
+    repair: bool = False,
+    **unused: object,
+) -> Iterator[Example]:
+    """Yield the sentences of one column file.
+
+    Args:
+        token_col, tag_col: column indices of the token and the tag (negative counts from the end).
+        scheme: `bio`, `bioes`, `io`, or `auto` (IO when no tag has a B-/E-/S- prefix, BIOES
+            when one has E-/S-, else BIO; decided per file from its tags).
+        sep: column separator; default: tab if the line has one, else any whitespace.
+        columns: expected number of columns; default: the first row's count.
+        repair: read an `I-x` that opens an entity as `B-x` (counted as `repaired_tags`).
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
+    if scheme == "auto":
+        scheme = _detect_scheme(path, tag_col, sep)
+        report.note(f"{path.name}: tag scheme detected as {scheme.upper()}")
+    tokens: list[str] = []
+    tags: list[str] = []
+    start_line = 0
+    width = columns
+    for number, line in open_text(path):
+        if not line.strip():
+            if tokens:
+                yield _decode(path, start_line, tokens, tags, scheme, repair, report)
+                tokens, tags = [], []
+            continue
+        if line.startswith("-DOCSTART-"):
+            continue
+        cells = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+        if width is None:
+            width = len(cells)
+            if width < 2:
+                raise SourceFormatError(path, number, "expected at least 2 columns (token and tag)", line)
+        if len(cells) != width:
+            raise SourceFormatError(
+                path, number, f"expected {width} columns, found {len(cells)}", line
+            )
+        if not tokens:
+            start_line = number
+        tokens.append(cells[token_col])
+        tags.append(cells[tag_col].strip())
+    if tokens:
+        yield _decode(path, start_line, tokens, tags, scheme, repair, report)
+
+
+def _detect_scheme(path: Path, tag_col: int, sep: str | None) -> str:
+    prefixes: set[str] = set()
+    for _, line in open_text(path):
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            continue
+        cells = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+        if len(cells) < 2:
+            continue
+        tag = cells[tag_col].strip()
+        if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
+            prefixes.add(tag[0])
+    if prefixes & {"E", "S"}:
+        return "bioes"
+    if "B" in prefixes:
+        return "bio"
+    return "io"
+
+
+def _decode(
+    path: Path,
+    first_line: int,
+    tokens: list[str],
+    tags: list[str],
+    scheme: str,
+    repair: bool,
+    report: ReadReport,
+) -> Example:
+    """Turn one sentence's tags into (start, stop, label) spans, validating as we go."""
+    spans: list[tuple[int, int, str]] = []
+    open_label: str | None = None
+    open_start = 0
+    open_kind = ""  # prefix of the token that opened/continued the entity
+    for i, tag in enumerate(tags):
+        line = first_line + i
+        if tag == "O":
+            if scheme == "bioes" and open_label is not None:
+                raise SourceFormatError(
+                    path, line, f"BIOES entity {open_label!r} not closed by E- before O", tag
+                )
+            if open_label is not None:
+                spans.append((open_start, i, open_label))
+                open_label = None
+            continue
+        prefix, label = _split_tag(tag, scheme)
+        if prefix is None or not label:
+            raise SourceFormatError(path, line, _bad_tag_message(scheme), tag)
+        if scheme == "io":
+            if open_label == label:
+                continue
+            if open_label is not None:
+                spans.append((open_start, i, open_label))
+            open_label, open_start = label, i
+            continue
+        if prefix in ("B", "S"):
+            if open_label is not None:
+                if scheme == "bioes":
+                    raise SourceFormatError(
+                        path, line, f"BIOES entity {open_label!r} not closed by E- before {prefix}-", tag
+                    )
+                spans.append((open_start, i, open_label))
+            if prefix == "S":
+                spans.append((i, i + 1, label))
+                open_label = None
+            else:
+                open_label, open_start, open_kind = label, i, prefix
+            continue
+        # prefix is I or E: must continue an open entity of the same type
+        if open_label != label:
+            if not repair:
+                what = "after O" if open_label is None else f"after an entity of type {open_label!r}"
+                raise SourceFormatError(
+                    path,
+                    line,
+                    f"{prefix}- tag {what} (expected B-{label}; use repair to read it as B-)",
+                    tag,
+                )
+            report.add("repaired_tags")
+            if open_label is not None:
+                spans.append((open_start, i, open_label))
+            open_label, open_start = label, i
+        if prefix == "E":
+            spans.append((open_start, i + 1, label))
+            open_label = None
+        else:
+            open_kind = prefix
+    if open_label is not None:
+        if scheme == "bioes" and open_kind != "E":
+            raise SourceFormatError(
+                path, first_line + len(tags) - 1, f"BIOES entity {open_label!r} not closed by E-", tags[-1]
+            )
+        spans.append((open_start, len(tags), open_label))
+    return Example(tokens=tokens, spans=spans, line=first_line)
+
+
+def _split_tag(tag: str, scheme: str) -> tuple[str | None, str]:
+    if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
+        prefix = tag[0]
+        allowed = {"bio": "BI", "bioes": "BIES", "io": "I"}[scheme]
+        return (prefix if prefix in allowed else None), tag[2:].strip()
+    if scheme == "io":
+        return "I", tag
+    return None, ""
+
+
+def _bad_tag_message(scheme: str) -> str:
+    return {
+        "bio": "tag is not O, B-<type> or I-<type>",
+        "bioes": "tag is not O, B-, I-, E- or S-<type>",
+        "io": "tag is not O, I-<type> or a bare type",
+    }[scheme]

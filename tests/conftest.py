@@ -1,0 +1,42 @@
+"""Shared fixtures: no hub, no token, caches in a temp dir, and paths to test data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+DATA = TESTS / "data"
+SHARED = Path(os.environ.get("LABELSHIFT_SHARED_DATA", TESTS.parent.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    cache = tmp_path_factory.getbasetemp() / "hf-cache"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(cache))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(cache / "datasets"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.delenv("LABELSHIFT_DB", raising=False)
+    monkeypatch.delenv("LABELSHIFT_DATA", raising=False)
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not found at {SHARED}")
+    return SHARED
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store.duckdb"
