@@ -61,7 +61,10 @@ def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
     print_table(
         "Sources",
         ["source", "kind", "default origin", "description"],
-        [[r["source"], r["kind"], r["local"] or r["origin"] or "--path", r["description"]] for r in rows],
+        [
+            [r["source"], r["kind"], r["local"] or r["origin"] or "--path", r["description"]]
+            for r in rows
+        ],
     )
 
 
@@ -102,7 +105,13 @@ def ingest_cmd(
         options["repair"] = True
     with open_store(db) as store, progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
         result = ingest(
-            store, source, path, split=split, name=name, replace=replace, options=options,
+            store,
+            source,
+            path,
+            split=split,
+            name=name,
+            replace=replace,
+            options=options,
             progress=bar,
         )
     if as_json:
@@ -112,7 +121,16 @@ def ingest_cmd(
         f"{result.source} ({result.kind}): {result.status}",
         ["split", "status", "sentences", "mentions", "negatives", "types"],
         [[s.split, s.status, s.sentences, s.mentions, s.negatives, s.types] for s in result.splits]
-        + [["all", result.status, result.sentences, result.mentions, result.negatives, result.types]],
+        + [
+            [
+                "all",
+                result.status,
+                result.sentences,
+                result.mentions,
+                result.negatives,
+                result.types,
+            ]
+        ],
     )
     for s in result.splits:
         for key, n in s.report.get("counts", {}).items():
@@ -161,7 +179,15 @@ def stats_cmd(db: Path, as_json: bool, quiet: bool) -> None:
         f"Store {stats['db']}",
         ["source", "kind", "splits", "sentences", "mentions", "negatives", "types"],
         [
-            [s["source"], s["kind"], ",".join(s["splits"]), s["sentences"], s["mentions"], s["negatives"], s["types"]]
+            [
+                s["source"],
+                s["kind"],
+                ",".join(s["splits"]),
+                s["sentences"],
+                s["mentions"],
+                s["negatives"],
+                s["types"],
+            ]
             for s in stats["sources"]
         ],
     )
@@ -178,3 +204,9 @@ def build_splits_main() -> None:
     from builders.cli_splits import build_splits
 
     build_splits(prog_name="build-splits")
+
+
+from builders.cli_splits import build_splits, familiarity_cmd  # noqa: E402
+
+cli.add_command(build_splits)
+cli.add_command(familiarity_cmd)

@@ -18,9 +18,7 @@ from builders.store import DB_ENV, DEFAULT_DB, Store
 
 def common_options(f: Callable) -> Callable:
     """`--db`, `--json` and `--quiet`, shared by every command (sqlite-utils style)."""
-    f = click.option(
-        "--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr."
-    )(f)
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr.")(f)
     f = click.option(
         "--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout."
     )(f)
@@ -62,7 +60,9 @@ def note(msg: str, quiet: bool = False) -> None:
 
 
 @contextmanager
-def progress_bar(desc: str, quiet: bool, total: int | None = None, unit: str = "it") -> Iterator[Callable[[int], None]]:
+def progress_bar(
+    desc: str, quiet: bool, total: int | None = None, unit: str = "it"
+) -> Iterator[Callable[[int], None]]:
     """A tqdm bar on stderr; yields an `update(n)` callable (a no-op when quiet)."""
     if quiet:
         yield lambda n: None

@@ -46,7 +46,12 @@ def ingest(
     if isinstance(where, Path) and spec.name != "hf":
         files = spec.discover(where, split)
         return store.ingest(
-            spec, files, name=name, options=options, replace=replace, origin=str(where),
+            spec,
+            files,
+            name=name,
+            options=options,
+            replace=replace,
+            origin=str(where),
             progress=progress,
         )
     # A Hugging Face dataset: a Hub id (online) or a local `save_to_disk` folder.
@@ -63,8 +68,12 @@ def ingest(
         )
 
     return store.ingest(
-        spec, files, name=name or (spec.name if spec.name != "hf" else None),
-        options={"config": config, **options}, replace=replace,
-        origin=str(where) + (f"[{config}]" if config else ""), progress=progress,
+        spec,
+        files,
+        name=name or (spec.name if spec.name != "hf" else None),
+        options={"config": config, **options},
+        replace=replace,
+        origin=str(where) + (f"[{config}]" if config else ""),
+        progress=progress,
         examples=examples,
     )

@@ -94,6 +94,13 @@ _NEG_SCHEMA = pa.schema(
 )
 
 
+def one(cursor: duckdb.DuckDBPyConnection) -> Any:
+    """The first row of a result, consuming it whole (DuckDB 2 refuses new work on a
+    connection with an unfinished result)."""
+    rows = cursor.fetchall()
+    return rows[0] if rows else None
+
+
 def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV, DEFAULT_DB))
 
@@ -193,7 +200,7 @@ class Store:
             self._check_version()
 
     def _check_version(self) -> None:
-        row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = one(self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
         if row is None:
             self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         elif row[0] != str(SCHEMA_VERSION):
@@ -253,12 +260,17 @@ class Store:
         plans: list[tuple[str, list[Path], str]] = []
         unchanged: list[str] = []
         for split, paths in sorted(files.items()):
-            fp = fingerprint(spec, paths, options) if paths else "hub:" + json.dumps(
-                _jsonable(reader_opts), sort_keys=True
+            fp = (
+                fingerprint(spec, paths, options)
+                if paths
+                else "hub:" + json.dumps(_jsonable(reader_opts), sort_keys=True)
             )
-            old = self.con.execute(
-                "SELECT fingerprint FROM sources WHERE source = ? AND split = ?", [source, split]
-            ).fetchone()
+            old = one(
+                self.con.execute(
+                    "SELECT fingerprint FROM sources WHERE source = ? AND split = ?",
+                    [source, split],
+                )
+            )
             if old is not None and old[0] == fp and not replace:
                 unchanged.append(split)
             else:
@@ -279,9 +291,11 @@ class Store:
         for split in unchanged:
             results[split] = self._split_counts(source, split, files[split], "unchanged")
         ordered = [results[s] for s in sorted(results, key=_split_order)]
-        types = self.con.execute(
-            "SELECT count(DISTINCT label) FROM mentions WHERE source = ?", [source]
-        ).fetchone()[0]
+        types = one(
+            self.con.execute(
+                "SELECT count(DISTINCT label) FROM mentions WHERE source = ?", [source]
+            )
+        )[0]
         return IngestResult(
             source=source,
             kind=spec.kind,
@@ -358,10 +372,12 @@ class Store:
         if progress:
             progress(len(buf))
         buf.flush(con)
-        types = con.execute(
-            "SELECT count(DISTINCT label) FROM mentions WHERE source = ? AND split = ?",
-            [source, split],
-        ).fetchone()[0]
+        types = one(
+            con.execute(
+                "SELECT count(DISTINCT label) FROM mentions WHERE source = ? AND split = ?",
+                [source, split],
+            )
+        )[0]
         rep = {"counts": dict(sorted(report.counts.items())), "notes": report.notes}
         con.execute(
             "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -385,15 +401,19 @@ class Store:
         )
 
     def _split_counts(self, source: str, split: str, paths: list[Path], status: str) -> SplitResult:
-        row = self.con.execute(
-            "SELECT n_sentences, n_mentions, n_negatives, report FROM sources "
-            "WHERE source = ? AND split = ?",
-            [source, split],
-        ).fetchone()
-        types = self.con.execute(
-            "SELECT count(DISTINCT label) FROM mentions WHERE source = ? AND split = ?",
-            [source, split],
-        ).fetchone()[0]
+        row = one(
+            self.con.execute(
+                "SELECT n_sentences, n_mentions, n_negatives, report FROM sources "
+                "WHERE source = ? AND split = ?",
+                [source, split],
+            )
+        )
+        types = one(
+            self.con.execute(
+                "SELECT count(DISTINCT label) FROM mentions WHERE source = ? AND split = ?",
+                [source, split],
+            )
+        )[0]
         return SplitResult(
             split,
             [str(p) for p in paths],
@@ -407,12 +427,14 @@ class Store:
 
     # ------------------------------------------------------------------ queries
     def has_source(self, source: str) -> bool:
-        row = self.con.execute("SELECT 1 FROM sources WHERE source = ? LIMIT 1", [source]).fetchone()
+        row = one(self.con.execute("SELECT 1 FROM sources WHERE source = ? LIMIT 1", [source]))
         return row is not None
 
     def require_source(self, source: str) -> None:
         if not self.has_source(source):
-            known = [r[0] for r in self.con.execute("SELECT DISTINCT source FROM sources").fetchall()]
+            known = [
+                r[0] for r in self.con.execute("SELECT DISTINCT source FROM sources").fetchall()
+            ]
             raise StoreError(
                 f"source {source!r} is not in {self.path}; run `builders ingest {source}` first"
                 + (f" (the store holds: {', '.join(sorted(known))})" if known else "")
@@ -449,9 +471,13 @@ class Store:
             "list(split ORDER BY split) FROM sources GROUP BY source ORDER BY source"
         ).fetchall()
         types = dict(
-            self.con.execute("SELECT source, count(DISTINCT label) FROM mentions GROUP BY source").fetchall()
+            self.con.execute(
+                "SELECT source, count(DISTINCT label) FROM mentions GROUP BY source"
+            ).fetchall()
         )
-        emb = self.con.execute("SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY model").fetchall()
+        emb = self.con.execute(
+            "SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY model"
+        ).fetchall()
         return {
             "db": str(self.path),
             "sources": [
@@ -505,7 +531,9 @@ class _Buffers:
         self.s_tok.append(tokens)
         self.s_raw.append(raw_id)
 
-    def mention(self, idx: int, start: int, stop: int, label: str, raw: str, coarse: str | None) -> None:
+    def mention(
+        self, idx: int, start: int, stop: int, label: str, raw: str, coarse: str | None
+    ) -> None:
         self.m_idx.append(idx)
         self.m_start.append(start)
         self.m_stop.append(stop)

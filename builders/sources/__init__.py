@@ -21,7 +21,13 @@ from builders.labels import normalise_label, verbalise
 Kind = Literal["corpus", "benchmark"]
 
 #: Canonical split names; `valid`/`validation` files are stored as `dev`.
-SPLIT_ALIASES = {"train": "train", "dev": "dev", "valid": "dev", "validation": "dev", "test": "test"}
+SPLIT_ALIASES = {
+    "train": "train",
+    "dev": "dev",
+    "valid": "dev",
+    "validation": "dev",
+    "test": "test",
+}
 
 
 def canonical_split(name: str) -> str:
@@ -215,7 +221,9 @@ _SPECS: list[SourceSpec] = [
         options=_frozen({"token_col": 0, "tag_col": -1, "scheme": "bio", "columns": 4}),
         origin="eriktks/conll2003",
         local="conll2003",
-        splits=_frozen({"train": ("train.txt",), "dev": ("valid.txt", "dev.txt"), "test": ("test.txt",)}),
+        splits=_frozen(
+            {"train": ("train.txt",), "dev": ("valid.txt", "dev.txt"), "test": ("test.txt",)}
+        ),
         verbalise=True,
         license="other",
     ),
@@ -250,7 +258,9 @@ _SPECS: list[SourceSpec] = [
         description="Bundled real sample: 2,217 Pile-NER passages in BIO (SLIMER's held-out slice)",
         # SLIMER's conversion flattened overlapping mentions, leaving 156 `I-x` tags right after
         # a `y` entity; they are read as `B-x` and counted as `repaired_tags`.
-        options=_frozen({"token_col": 0, "tag_col": -1, "scheme": "bio", "sep": "\t", "repair": True}),
+        options=_frozen(
+            {"token_col": 0, "tag_col": -1, "scheme": "bio", "sep": "\t", "repair": True}
+        ),
         local="package:sample/pilener-391xALL-dev.bio.xz",
         license="cc-by-nc-4.0",
     ),

@@ -69,7 +69,9 @@ def read(
         if width is None:
             width = len(cells)
             if width < 2:
-                raise SourceFormatError(path, number, "expected at least 2 columns (token and tag)", line)
+                raise SourceFormatError(
+                    path, number, "expected at least 2 columns (token and tag)", line
+                )
         if len(cells) != width:
             raise SourceFormatError(
                 path, number, f"expected {width} columns, found {len(cells)}", line
@@ -139,7 +141,10 @@ def _decode(
             if open_label is not None:
                 if scheme == "bioes":
                     raise SourceFormatError(
-                        path, line, f"BIOES entity {open_label!r} not closed by E- before {prefix}-", tag
+                        path,
+                        line,
+                        f"BIOES entity {open_label!r} not closed by E- before {prefix}-",
+                        tag,
                     )
                 spans.append((open_start, i, open_label))
             if prefix == "S":
@@ -151,7 +156,9 @@ def _decode(
         # prefix is I or E: must continue an open entity of the same type
         if open_label != label:
             if not repair:
-                what = "after O" if open_label is None else f"after an entity of type {open_label!r}"
+                what = (
+                    "after O" if open_label is None else f"after an entity of type {open_label!r}"
+                )
                 raise SourceFormatError(
                     path,
                     line,
@@ -170,7 +177,10 @@ def _decode(
     if open_label is not None:
         if scheme == "bioes" and open_kind != "E":
             raise SourceFormatError(
-                path, first_line + len(tags) - 1, f"BIOES entity {open_label!r} not closed by E-", tags[-1]
+                path,
+                first_line + len(tags) - 1,
+                f"BIOES entity {open_label!r} not closed by E-",
+                tags[-1],
             )
         spans.append((open_start, len(tags), open_label))
     return Example(tokens=tokens, spans=spans, line=first_line)

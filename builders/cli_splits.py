@@ -1,0 +1,293 @@
+"""`build-splits` and `familiarity`: the splitter and the metric on the command line."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builders.cli_common import (
+    common_options,
+    emit_json,
+    handle_errors,
+    note,
+    open_store,
+    progress_bar,
+)
+from builders.labels import ZERO_SHOT, benchmarks
+from builders.scoring import LEVELS, STRATEGIES
+from builders.splits import DEFAULT_MODEL, BuildResult, SplitConfig, build
+
+
+def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> None:
+    """Ingest the source when it is not in the store yet, or when --path is given (a no-op
+    if that input is unchanged)."""
+    from builders.ingest import ingest
+
+    if path is None and store.has_source(source):
+        return
+    with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
+        res = ingest(store, source, path, progress=bar)
+    note(
+        f"{source}: {res.status} ({res.sentences:,} sentences, {res.mentions:,} mentions, "
+        f"{res.types:,} labels)",
+        quiet,
+    )
+
+
+def _benchmarks_option(f: Any) -> Any:
+    return click.option(
+        "--benchmarks",
+        default="all",
+        show_default=True,
+        help="Comma-separated benchmark names, or `all` (the seven zero-shot benchmarks: "
+        + ", ".join(ZERO_SHOT)
+        + f"). Known: {', '.join(benchmarks())}.",
+    )(f)
+
+
+def _model_option(f: Any) -> Any:
+    return click.option(
+        "--model",
+        default=DEFAULT_MODEL,
+        show_default=True,
+        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
+        "a local folder or a Hub name.",
+    )(f)
+
+
+def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
+    names = [b for b in res.full.familiarity.per_benchmark]
+    cols = ["set", "sentences", "mentions", "labels", *names, "macro", "VB 0.5", "95% CI"]
+    rows = []
+    for sub in [res.full, *res.subsets]:
+        f = sub.familiarity
+        rows.append(
+            [
+                sub.name if sub.level == "full" else f"{sub.level} ({sub.strategy})",
+                sub.sentences,
+                sub.mentions,
+                sub.labels,
+                *[f.per_benchmark[b] for b in names],
+                f.macro,
+                f.summary["vb_0.5"],
+                f"{f.summary['ci_low']:.3f}-{f.summary['ci_high']:.3f}",
+            ]
+        )
+    return cols, rows
+
+
+@click.command("build-splits", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
+@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="entropy", show_default=True)
+@click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
+@_benchmarks_option
+@_model_option
+@click.option("--k", "k", type=int, default=1000, show_default=True, help="Familiarity top-K.")
+@click.option(
+    "--temperature", type=float, default=0.01, show_default=True, help="Entropy softmax T."
+)
+@click.option("--low-quantile", "low_q", type=float, help="Override the low-shift quantile.")
+@click.option("--high-quantile", "high_q", type=float, help="Override the high-shift quantile.")
+@click.option(
+    "--medium-band", "medium_q", type=(float, float), help="Override q_lo q_hi of medium."
+)
+@click.option("--profile", type=click.Choice(["pilener", "nuner"]), help="Quantile profile.")
+@click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
+@click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("out"),
+    show_default=True,
+    help="Where the dataset folders are written.",
+)
+@common_options
+@handle_errors
+def build_splits(
+    source: str,
+    path: str | None,
+    strategy: str,
+    levels: str,
+    benchmarks: str,
+    model: str,
+    k: int,
+    temperature: float,
+    low_q: float | None,
+    high_q: float | None,
+    medium_q: tuple[float, float] | None,
+    profile: str | None,
+    per_benchmark: bool,
+    keep_misc: bool,
+    seed: int,
+    out: Path,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Build low / medium / high label-shift subsets of a training corpus.
+
+    Scores every training label against the benchmark labels (max similarity or softmax
+    entropy), cuts them at the paper's quantiles, writes each subset as a Hub-ready folder
+    OUT/{source}-{level}-shift/{strategy}/ and reports its Familiarity per benchmark.
+
+    Example: build-splits --source nuner --path NuNER/ --strategy entropy --out out/
+    """
+    cfg = SplitConfig(
+        source=source,
+        strategy=strategy,
+        levels=tuple(x.strip() for x in levels.split(",") if x.strip()),
+        benchmarks=tuple(x.strip() for x in benchmarks.split(",") if x.strip()),
+        model=model,
+        k=k,
+        temperature=temperature,
+        low_q=low_q,
+        high_q=high_q,
+        medium_q=medium_q,
+        profile=profile,
+        per_benchmark=per_benchmark,
+        keep_misc=keep_misc,
+        seed=seed,
+    )
+    command = (
+        "build-splits " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
+    )
+    with open_store(db) as store:
+        _ensure_ingested(store, source, path, quiet)
+        results = build(
+            store, cfg, out, progress=not quiet, command=command, on_stage=lambda s: note(s, quiet)
+        )
+    if as_json:
+        emit_json([r.to_dict() for r in results])
+        return
+    from builders.cli_common import print_table
+
+    for res in results:
+        cols, rows = _summary_rows(res)
+        print_table(
+            f"{source}: label-shift subsets ({strategy}, {res.profile} profile, {model}, K={k})",
+            cols,
+            rows,
+        )
+        for sub in res.subsets:
+            sel = sub.selection
+            note(
+                f"{sub.level}: {sel['side']} q{sel['quantiles']} = "
+                f"{', '.join(f'{t:.4f}' for t in sel['thresholds'])} -> {sub.path}",
+                quiet,
+            )
+
+
+@click.command("familiarity")
+@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
+@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@_benchmarks_option
+@_model_option
+@click.option("--k", "k", type=int, default=1000, show_default=True, help="Familiarity top-K.")
+@click.option(
+    "--weighting",
+    type=click.Choice(["zipf", "linear", "unweighted"]),
+    default="zipf",
+    show_default=True,
+)
+@click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
+@common_options
+@handle_errors
+def familiarity_cmd(
+    source: str,
+    path: str | None,
+    benchmarks: str,
+    model: str,
+    k: int,
+    weighting: str,
+    keep_misc: bool,
+    seed: int,
+    per_label: bool,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """How familiar is a training corpus with the benchmarks? (before you report zero-shot F1)
+
+    Familiarity per benchmark and over the union of their labels, with VB robustness, a
+    bootstrap CI, exact label overlap and the most familiar training labels.
+
+    Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
+    """
+    from builders.labels import resolve_benchmarks, union_labels
+    from builders.splits import LabelTable, familiarity_report, similarity_matrix
+
+    with open_store(db) as store:
+        _ensure_ingested(store, source, path, quiet)
+        benches = resolve_benchmarks(benchmarks)
+        table = LabelTable.load(store, source)
+        evals = union_labels(benches, keep_misc)
+        m, _ = similarity_matrix(store, model, table.labels, evals, progress=not quiet)
+    rep = familiarity_report(
+        m.T.copy(),
+        table.mentions,
+        table.labels,
+        evals,
+        benches,
+        k=k,
+        weighting=weighting,
+        keep_misc=keep_misc,
+        seed=seed,
+    )
+    if as_json:
+        emit_json(
+            {
+                "source": source,
+                "model": model,
+                "k": k,
+                "weighting": weighting,
+                "labels": len(table.labels),
+                "mentions": int(table.mentions.sum()),
+                **rep.to_dict(),
+            }
+        )
+        return
+    from builders.cli_common import print_table
+
+    rows: list[list[Any]] = []
+    for b in benches:
+        s = rep.benchmark_summaries[b.name]
+        rows.append(
+            [
+                b.name,
+                rep.per_benchmark[b.name],
+                s["vb_0.5"],
+                s["vb_1"],
+                rep.overlap[b.name],
+                ", ".join(lab for lab, _, _ in rep.top_training_labels[b.name][:3]),
+            ]
+        )
+    s = rep.summary
+    rows.append(
+        [
+            "union (macro)",
+            rep.macro,
+            s["vb_0.5"],
+            s["vb_1"],
+            rep.overlap["union"],
+            f"95% CI {s['ci_low']:.3f}-{s['ci_high']:.3f}",
+        ]
+    )
+    print_table(
+        f"Familiarity of {source} ({model}, K={k}, {weighting})",
+        ["benchmark", "Familiarity", "VB 0.5", "VB 1", "overlap", "most familiar labels"],
+        rows,
+    )
+    if per_label:
+        print_table(
+            "per evaluation label",
+            ["label", "F"],
+            [[z, v] for z, v in sorted(rep.per_label.items(), key=lambda kv: -kv[1])],
+        )

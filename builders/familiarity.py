@@ -1,0 +1,270 @@
+"""Familiarity of evaluation labels with a training corpus (METHOD.md section 2).
+
+For an evaluation label z the training labels are ordered by s_d = sim(z, d) descending, each
+s_d is imagined repeated c_d times (its support count), the first K values are kept and
+averaged with Zipf (default), linear-decay or uniform weights. The repetition is never
+materialised: a label occupying positions a..b contributes s_d * (W(b) - W(a - 1)), with W the
+cumulative weight (harmonic numbers for Zipf), and only the top K labels of a row can reach the
+first K positions, so one row-wise partial sort of the (Z, D) similarity matrix suffices.
+
+Also here: the VB-Score style summary of per-label values (mean, sigma, VB_alpha, bootstrap CI)
+and the exact-overlap share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WEIGHTINGS = ("zipf", "linear", "unweighted")
+
+
+def familiarity(
+    sims: np.ndarray,
+    counts: np.ndarray,
+    k: int = 1000,
+    weighting: str = "zipf",
+    labels: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Familiarity F(z) of every evaluation label (closed form, no repetition).
+
+    Args:
+        sims: shape (Z, D), sim(z, d) of evaluation label z to training label d. Negative
+            values are clipped to 0 (sim = max(cos, 0)); values are expected in [0, 1].
+        counts: shape (D,), support count c_d >= 0 of each training label (integer-valued).
+            Labels with c_d == 0 are ignored.
+        k: K, the number of (repeated) values kept.
+        weighting: "zipf" (weight 1/k), "linear" (weight (K - k + 1) / K) or "unweighted".
+        labels: shape (D,), training label texts; ties in s_d are broken by text ascending.
+            Without labels, ties are broken by column index. Ties never change the value of
+            F (tied values are equal); the tie order only fixes the summation order.
+
+    Returns:
+        Array of shape (Z,), float64, with F(z) in [0, 1] when sims are in [0, 1].
+
+    With N = min(K, sum c_d) values kept, Zipf and linear are normalised by the weight sum of
+    positions 1..N; "unweighted" divides the sum of the kept values by K, not N (METHOD.md
+    literally), so a corpus with fewer than K mentions in total scores lower than its
+    average similarity.
+
+    Raises:
+        ValueError: on k < 1, an unknown weighting, mismatched shapes, negative, non-integer or
+            all-zero counts, or NaN similarities.
+    """
+    s, c, tie = _validate(sims, counts, k, weighting, labels)
+    z_count = s.shape[0]
+    keep = c > 0
+    if not keep.all():
+        s, c, tie = s[:, keep], c[keep], tie[keep]
+    n_labels = s.shape[1]
+    if z_count == 0:
+        return np.zeros(0, dtype=np.float64)
+
+    w = _cumulative_weights(k, weighting)
+    n_kept = int(min(k, int(c.sum())))
+    norm = float(k) if weighting == "unweighted" else w[n_kept]
+
+    # Every label holds >= 1 position, so only a row's top min(K, D) labels can reach the first
+    # K positions. Partition once, then sort just those candidates.
+    kk = min(k, n_labels)
+    if kk == n_labels:
+        idx = np.broadcast_to(np.arange(n_labels), s.shape)
+    else:
+        idx = np.argpartition(s, n_labels - kk, axis=1)[:, n_labels - kk :]
+    cand = np.take_along_axis(s, idx, axis=1)
+    v_k = cand.min(axis=1)  # the kk-th largest value of each row, in the input dtype
+
+    # Labels strictly above v_k are placed one by one, in (-s, tie) order. All labels equal to
+    # v_k (possibly many more than the candidates, e.g. clipped zeros) form one block whose
+    # contribution v_k * (W(end) - W(start)) does not depend on their order.
+    strict = cand > v_k[:, None]
+    vals = cand.astype(np.float64)
+    order = np.lexsort((tie[idx], -vals), axis=-1)
+    idx = np.take_along_axis(idx, order, axis=1)
+    vals = np.take_along_axis(vals, order, axis=1)
+    strict = np.take_along_axis(strict, order, axis=1)
+
+    placed = np.where(strict, c[idx], 0)
+    end = np.cumsum(placed, axis=1)
+    start = end - placed
+    contrib = (vals * (w[np.minimum(end, k)] - w[np.minimum(start, k)])).sum(axis=1)
+
+    n_strict = end[:, -1]
+    n_tied = ((s == v_k[:, None]) @ c.astype(np.float64)).astype(np.int64)
+    first = np.minimum(n_strict, k)
+    last = np.minimum(n_strict + n_tied, k)
+    contrib += v_k.astype(np.float64) * (w[last] - w[first])
+    return contrib / norm
+
+
+def familiarity_reference(
+    sims: np.ndarray,
+    counts: np.ndarray,
+    k: int = 1000,
+    weighting: str = "zipf",
+    labels: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Literal Familiarity: repeats every s_d c_d times, sorts, keeps K and weights them.
+
+    Same arguments, result and errors as `familiarity`; slow and memory-hungry on large corpora
+    (it materialises sum c_d values per evaluation label). Used as the baseline in tests and in
+    `scripts/bench_familiarity.py`.
+    """
+    s, c, tie = _validate(sims, counts, k, weighting, labels)
+    keep = c > 0
+    s, c, tie = s[:, keep], c[keep], tie[keep]
+    out = np.zeros(s.shape[0], dtype=np.float64)
+    for i, row in enumerate(s):
+        row = row.astype(np.float64)
+        order = np.lexsort((tie, -row))
+        values = np.repeat(row[order], c[order])[:k]
+        pos = np.arange(1, values.size + 1, dtype=np.float64)
+        if weighting == "unweighted":
+            out[i] = values.sum() / k
+            continue
+        weights = 1.0 / pos if weighting == "zipf" else (k - pos + 1) / k
+        out[i] = (values * weights).sum() / weights.sum()
+    return out
+
+
+def _validate(
+    sims: np.ndarray,
+    counts: np.ndarray,
+    k: int,
+    weighting: str,
+    labels: Sequence[str] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check the inputs; return (clipped sims, int64 counts, tie-break rank per label)."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
+    s = np.asarray(sims)
+    if s.ndim != 2:
+        raise ValueError(f"sims must have shape (Z, D), got shape {s.shape}")
+    if not np.issubdtype(s.dtype, np.floating):
+        s = s.astype(np.float64)
+    if np.isnan(s).any():
+        raise ValueError("sims contains NaN")
+    c = np.asarray(counts)
+    if c.ndim != 1 or c.shape[0] != s.shape[1]:
+        raise ValueError(
+            f"counts must have shape (D,) = ({s.shape[1]},) to match sims {s.shape}, "
+            f"got shape {c.shape}"
+        )
+    if not np.issubdtype(c.dtype, np.integer) and not np.array_equal(c, np.floor(c)):
+        raise ValueError("counts must be integer-valued")
+    c = c.astype(np.int64)
+    if (c < 0).any():
+        bad = int(np.flatnonzero(c < 0)[0])
+        raise ValueError(f"counts must be >= 0, got {c[bad]} at index {bad}")
+    if c.sum() == 0:
+        raise ValueError("no training label has a positive count; Familiarity is undefined")
+    if labels is None:
+        tie = np.arange(s.shape[1])
+    else:
+        if len(labels) != s.shape[1]:
+            raise ValueError(
+                f"labels must have length D = {s.shape[1]} to match sims, got {len(labels)}"
+            )
+        text = np.asarray(list(labels), dtype=str)
+        tie = np.empty(len(text), dtype=np.int64)
+        tie[np.argsort(text, kind="stable")] = np.arange(len(text))
+    return np.maximum(s, 0), c, tie
+
+
+def _cumulative_weights(k: int, weighting: str) -> np.ndarray:
+    """W[n] = sum of the weights of positions 1..n, for n = 0..K (W[0] = 0)."""
+    n = np.arange(k + 1, dtype=np.float64)
+    if weighting == "zipf":
+        w = np.zeros(k + 1)
+        np.cumsum(1.0 / n[1:], out=w[1:])
+        return w
+    if weighting == "linear":
+        return (n * (k + 1) - n * (n + 1) / 2) / k
+    return n
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Robustness summary of per-label Familiarity values (VB-Score applied to F(z)).
+
+    Attributes:
+        mean: ES, the plain mean of the per-label values.
+        std: sigma, the population standard deviation.
+        vb: VB_alpha = ES - alpha * sigma, keyed by alpha.
+        ci_low: lower end of the 95% percentile-bootstrap interval of the mean.
+        ci_high: upper end of that interval.
+        n: number of per-label values.
+        n_boot: number of bootstrap replicas.
+        seed: seed of the bootstrap generator.
+    """
+
+    mean: float
+    std: float
+    vb: dict[float, float] = field(hash=False)
+    ci_low: float
+    ci_high: float
+    n: int
+    n_boot: int
+    seed: int
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready dict; VB keys become `vb_<alpha>` (e.g. `vb_0.5`)."""
+        out: dict[str, object] = {"n": self.n, "mean": self.mean, "std": self.std}
+        out.update({f"vb_{alpha:g}": value for alpha, value in self.vb.items()})
+        out.update(
+            {
+                "ci_low": self.ci_low,
+                "ci_high": self.ci_high,
+                "n_boot": self.n_boot,
+                "seed": self.seed,
+            }
+        )
+        return out
+
+
+def summarise(
+    per_label: np.ndarray,
+    alphas: Iterable[float] = (0.0, 0.5, 1.0),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Summary:
+    """Mean ES, population sigma, VB_alpha and a 95% bootstrap CI of the mean.
+
+    The CI resamples the per-label values with replacement `n_boot` times using
+    `np.random.default_rng(seed)` and takes the 2.5 and 97.5 percentiles of the replica means,
+    so the same input and seed give the same numbers.
+
+    Raises:
+        ValueError: on an empty or non-1-D input, NaN values, or n_boot < 1.
+    """
+    x = np.asarray(per_label, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"per_label must be a non-empty 1-D array, got shape {x.shape}")
+    if np.isnan(x).any():
+        raise ValueError("per_label contains NaN")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    mean = float(x.mean())
+    std = float(x.std(ddof=0))
+    vb = {float(a): mean - float(a) * std for a in alphas}
+    rng = np.random.default_rng(seed)
+    reps = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    lo, hi = np.percentile(reps, [2.5, 97.5])
+    return Summary(mean, std, vb, float(lo), float(hi), int(x.size), int(n_boot), int(seed))
+
+
+def exact_overlap(eval_labels: Iterable[str], train_labels: Iterable[str]) -> float:
+    """Share of distinct (already normalised) evaluation labels that occur in the training set.
+
+    Raises:
+        ValueError: when there are no evaluation labels.
+    """
+    evals = set(eval_labels)
+    if not evals:
+        raise ValueError("no evaluation labels; exact overlap is undefined")
+    train = set(train_labels)
+    return len(evals & train) / len(evals)

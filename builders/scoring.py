@@ -1,0 +1,235 @@
+"""Scoring training labels against evaluation labels, and quantile selection (METHOD.md section 3).
+
+M has shape (D, Z) with M[d, z] = sim(d, z), the clipped cosine of training label d and
+evaluation label z. Each training label gets one score: `max` (closeness to the nearest
+evaluation label) or `entropy` (spread of a sharp softmax over the evaluation labels). Low,
+medium and high label-shift subsets are then cut at quantiles of the scores; the default
+quantiles (the paper's Appendix B) are the data table `QUANTILES` below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+STRATEGIES = ("max", "entropy")
+LEVELS = ("low", "medium", "high")
+
+#: Default quantiles (low level, high level) per source profile and strategy, paper Appendix B.
+QUANTILES: dict[str, dict[str, tuple[float, float]]] = {
+    "pilener": {"max": (0.99, 0.05), "entropy": (0.01, 0.95)},
+    "nuner": {"max": (0.995, 0.005), "entropy": (0.005, 0.995)},
+}
+#: Medium label shift, every source and strategy: q(0.495) <= score <= q(0.505).
+MEDIUM_QUANTILES = (0.495, 0.505)
+#: Sources with at least this many training labels use the NuNER profile, others PileNER.
+NUNER_MIN_LABELS = 50_000
+
+#: Which side of its quantile each level keeps: "ge" = score >= q, "le" = score <= q.
+_SIDES = {
+    "max": {"low": "ge", "high": "le"},
+    "entropy": {"low": "le", "high": "ge"},
+}
+
+
+def max_scores(M: np.ndarray) -> np.ndarray:
+    """m_d = max_z M[d, z]; shape (D,). High = close to some evaluation label."""
+    m = _check_matrix(M)
+    return m.max(axis=1).astype(np.float64)
+
+
+def entropy_scores(
+    M: np.ndarray, temperature: float = 0.01, chunk_rows: int = 16_384
+) -> np.ndarray:
+    """e_d = -sum_z p_dz ln p_dz with p_d = softmax_z(M[d] / T); shape (D,).
+
+    Computed with a log-softmax in float64 (no epsilon), `chunk_rows` rows at a time so that a
+    (200k, 80) matrix never needs more than a few chunk-sized temporaries. Low = the similarity
+    mass sits on one or a few evaluation labels.
+    """
+    m = _check_matrix(M)
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    out = np.empty(m.shape[0], dtype=np.float64)
+    for lo in range(0, m.shape[0], chunk_rows):
+        x = m[lo : lo + chunk_rows].astype(np.float64) / temperature
+        x -= x.max(axis=1, keepdims=True)
+        logp = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+        out[lo : lo + chunk_rows] = -(np.exp(logp) * logp).sum(axis=1)
+    return out
+
+
+def _check_matrix(M: np.ndarray) -> np.ndarray:
+    m = np.asarray(M)
+    if m.ndim != 2 or m.shape[1] == 0:
+        raise ValueError(f"M must have shape (D, Z) with Z >= 1, got shape {m.shape}")
+    if np.isnan(m).any():
+        raise ValueError("M contains NaN")
+    return m
+
+
+@dataclass(frozen=True)
+class LevelRule:
+    """One level's cut: keep scores `side` the quantile(s); "between" keeps q0 <= s <= q1."""
+
+    side: str
+    quantiles: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SelectionRule:
+    """Quantiles for the three label-shift levels of one strategy.
+
+    Attributes:
+        strategy: "max" or "entropy"; fixes the side of each level (see `levels`).
+        low: quantile of the low-shift (easy) cut.
+        high: quantile of the high-shift (hard) cut.
+        medium: (lower, upper) quantiles of the medium band.
+        profile: name of the profile the defaults came from ("custom" after overrides).
+    """
+
+    strategy: str
+    low: float
+    high: float
+    medium: tuple[float, float] = MEDIUM_QUANTILES
+    profile: str = "custom"
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}. Valid: {', '.join(STRATEGIES)}")
+        _check_quantile("low", self.low)
+        _check_quantile("high", self.high)
+        if len(self.medium) != 2:
+            raise ValueError(f"medium must be (lower, upper) quantiles, got {self.medium!r}")
+        _check_quantile("medium lower", self.medium[0])
+        _check_quantile("medium upper", self.medium[1])
+        if self.medium[0] > self.medium[1]:
+            raise ValueError(
+                f"medium lower quantile must be <= upper, got {self.medium[0]} > {self.medium[1]}"
+            )
+
+    def with_overrides(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        medium: tuple[float, float] | None = None,
+    ) -> SelectionRule:
+        """A copy with the given quantiles replaced (validated); profile becomes "custom"."""
+        changes: dict[str, object] = {}
+        if low is not None:
+            changes["low"] = low
+        if high is not None:
+            changes["high"] = high
+        if medium is not None:
+            changes["medium"] = tuple(medium)
+        if not changes:
+            return self
+        return replace(self, profile="custom", **changes)  # type: ignore[arg-type]
+
+    def levels(self) -> dict[str, LevelRule]:
+        """Side and quantile(s) of each level, e.g. max low = LevelRule("ge", (0.99,))."""
+        sides = _SIDES[self.strategy]
+        return {
+            "low": LevelRule(sides["low"], (self.low,)),
+            "medium": LevelRule("between", tuple(self.medium)),
+            "high": LevelRule(sides["high"], (self.high,)),
+        }
+
+
+def _check_quantile(name: str, q: float) -> None:
+    if isinstance(q, bool) or not isinstance(q, int | float | np.floating) or not 0 <= q <= 1:
+        raise ValueError(f"{name} quantile must be in [0, 1], got {q!r}")
+
+
+def default_rule(profile: str, strategy: str) -> SelectionRule:
+    """The paper's rule for a profile ("pilener" or "nuner") and a strategy."""
+    if profile not in QUANTILES:
+        raise ValueError(f"unknown profile {profile!r}. Valid: {', '.join(QUANTILES)}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(STRATEGIES)}")
+    low, high = QUANTILES[profile][strategy]
+    return SelectionRule(strategy, low, high, MEDIUM_QUANTILES, profile)
+
+
+def profile_for(n_labels: int) -> str:
+    """PileNER profile below `NUNER_MIN_LABELS` training labels, NuNER at or above."""
+    if n_labels < 0:
+        raise ValueError(f"n_labels must be >= 0, got {n_labels}")
+    return "nuner" if n_labels >= NUNER_MIN_LABELS else "pilener"
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionResult:
+    """The training labels one level keeps, and the cut that chose them.
+
+    Attributes:
+        level: "low", "medium" or "high".
+        side: "ge", "le" or "between".
+        quantiles: the quantile(s) asked for.
+        thresholds: the score value(s) np.quantile(..., method="linear") gave for them.
+        mask: boolean array over the training labels, True = selected.
+    """
+
+    level: str
+    side: str
+    quantiles: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    mask: np.ndarray
+
+    @property
+    def indices(self) -> np.ndarray:
+        return np.flatnonzero(self.mask)
+
+    @property
+    def count(self) -> int:
+        return int(self.mask.sum())
+
+    def to_dict(self) -> dict[str, object]:
+        """The cut for a dataset card (no mask)."""
+        return {
+            "level": self.level,
+            "side": self.side,
+            "quantiles": list(self.quantiles),
+            "thresholds": list(self.thresholds),
+            "count": self.count,
+        }
+
+
+def select(
+    scores: np.ndarray, strategy: str, rule: SelectionRule | None = None
+) -> dict[str, SelectionResult]:
+    """Cut the training labels into low / medium / high label-shift sets by score quantiles.
+
+    max: low = m >= q(low), high = m <= q(high); entropy: low = e <= q(low), high = e >= q(high);
+    medium: q(medium[0]) <= s <= q(medium[1]) for both. Without a rule, the paper's defaults
+    for `profile_for(len(scores))` are used.
+
+    Raises:
+        ValueError: on an unknown strategy, a rule for another strategy, or empty, non-1-D or
+            NaN scores.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(STRATEGIES)}")
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"scores must be a non-empty 1-D array, got shape {s.shape}")
+    if np.isnan(s).any():
+        raise ValueError("scores contains NaN")
+    if rule is None:
+        rule = default_rule(profile_for(s.size), strategy)
+    elif rule.strategy != strategy:
+        raise ValueError(f"rule is for strategy {rule.strategy!r}, not {strategy!r}")
+    out: dict[str, SelectionResult] = {}
+    for level, lr in rule.levels().items():
+        t = tuple(float(v) for v in np.quantile(s, lr.quantiles, method="linear"))
+        if lr.side == "ge":
+            mask = s >= t[0]
+        elif lr.side == "le":
+            mask = s <= t[0]
+        else:
+            mask = (s >= t[0]) & (s <= t[1])
+        out[level] = SelectionResult(level, lr.side, lr.quantiles, t, mask)
+    return out

@@ -1,0 +1,179 @@
+"""The span store: ingestion is all-or-nothing, idempotent, and counts what the files hold."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builders.errors import BuildersError, SourceFormatError, StoreError, UnknownNameError
+from builders.ingest import ingest
+from builders.sources import SOURCES, get_source
+from builders.store import Store
+
+
+def snapshot(store: Store) -> list:
+    return [
+        store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
+        for t in ("sentences", "mentions", "negatives")
+    ] + [store.con.execute("SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL").fetchall()]
+
+
+def test_ingest_counts_and_schema(db: Path, data_dir: Path) -> None:
+    with Store(db) as store:
+        res = ingest(store, "crossner-ai", data_dir / "crossner/ai-test.txt", split="test")
+        assert (res.status, res.sentences, res.mentions, res.types) == ("ingested", 3, 8, 2)
+        row = store.con.execute(
+            "SELECT sentence_id, tokens[1], len(tokens) FROM sentences ORDER BY idx LIMIT 1"
+        ).fetchone()
+        assert row == ("crossner-ai/test/0", "Typical", 20)
+        # labels are verbalised and normalised, raw tags kept beside them
+        labels = store.con.execute(
+            "SELECT DISTINCT label, raw_label FROM mentions ORDER BY label"
+        ).fetchall()
+        assert labels == [("algorithm", "algorithm"), ("conference", "conference")]
+
+
+def test_benchmark_labels_are_verbalised(db: Path, tmp_path: Path) -> None:
+    f = tmp_path / "test.txt"
+    f.write_text("ACL\tB-organisation\nand\tO\nPython\tB-programlang\nx\tB-misc\n\n", encoding="utf-8")
+    with Store(db) as store:
+        ingest(store, "crossner-ai", f, split="test")
+        labels = store.con.execute("SELECT label, raw_label FROM mentions ORDER BY start").fetchall()
+    assert labels == [("organization", "organisation"), ("program language", "programlang"), ("else", "misc")]
+
+
+def test_reingest_unchanged_is_noop(db: Path, data_dir: Path) -> None:
+    with Store(db) as store:
+        ingest(store, "mit-movie", data_dir / "mit-movie/engtest.bio")
+        before = snapshot(store)
+        again = ingest(store, "mit-movie", data_dir / "mit-movie/engtest.bio")
+        assert again.status == "unchanged"
+        assert (again.sentences, again.mentions) == (3, 5)
+        assert snapshot(store) == before
+        forced = ingest(store, "mit-movie", data_dir / "mit-movie/engtest.bio", replace=True)
+        assert forced.status == "ingested"
+        assert snapshot(store)[:3] == before[:3]
+
+
+def test_changed_input_reingests(db: Path, data_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "engtest.bio"
+    shutil.copy(data_dir / "mit-movie/engtest.bio", f)
+    with Store(db) as store:
+        ingest(store, "mit-movie", f)
+        f.write_text(f.read_text() + "O\tmore\nB-YEAR\t1999\n\n", encoding="utf-8")
+        res = ingest(store, "mit-movie", f)
+        assert (res.status, res.sentences, res.mentions) == ("ingested", 4, 6)
+
+
+def test_failed_ingest_leaves_store_unchanged(db: Path, data_dir: Path, tmp_path: Path) -> None:
+    good = tmp_path / "good" / "test.txt"
+    good.parent.mkdir()
+    shutil.copy(data_dir / "crossner/ai-test.txt", good)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    shutil.copy(data_dir / "crossner/ai-test.txt", bad / "train.txt")  # a good split ...
+    (bad / "test.txt").write_text("EU\tB-ORG\nrejects\tI-MISC\n\n", encoding="utf-8")  # ... and a bad one
+    with Store(db) as store:
+        ingest(store, "crossner-ai", good.parent)
+        before = snapshot(store)
+        with pytest.raises(SourceFormatError, match=re.escape(f"{bad / 'test.txt'}:2: I- tag after")):
+            ingest(store, "crossner-ai", bad)
+        assert snapshot(store) == before  # neither the good train split nor a deletion landed
+
+
+def test_span_outside_sentence(db: Path, tmp_path: Path) -> None:
+    f = tmp_path / "train.json"
+    f.write_text('[{"tokenized_text": ["a", "b"], "ner": [[1, 2, "x"]]}]', encoding="utf-8")
+    pytest.importorskip("builders.sources.gliner")
+    with Store(db) as store, pytest.raises(SourceFormatError) as err:
+        ingest(store, "gliner", f)
+    assert str(err.value) == (
+        f"{f}:1: span outside its sentence of 2 tokens (start, stop exclusive): (1, 3, 'x')"
+    )
+
+
+def test_empty_file(db: Path, tmp_path: Path) -> None:
+    f = tmp_path / "test.txt"
+    f.write_text("\n\n", encoding="utf-8")
+    with Store(db) as store, pytest.raises(SourceFormatError, match=re.escape(f"{f}: empty input: no sentences found")):
+        ingest(store, "crossner-ai", f)
+
+
+def test_unknown_source_lists_valid_names(db: Path) -> None:
+    with Store(db) as store, pytest.raises(UnknownNameError, match=r"unknown source 'nunr'\. Valid: .*nuner, pilener"):
+        ingest(store, "nunr")
+
+
+def test_missing_path(db: Path, tmp_path: Path) -> None:
+    with Store(db) as store, pytest.raises(BuildersError, match="no such file or folder"):
+        ingest(store, "crossner-ai", tmp_path / "nope")
+
+
+def test_read_only_store_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no store here yet"):
+        Store(tmp_path / "none.duckdb", read_only=True)
+
+
+def test_name_and_label_counts(db: Path, data_dir: Path) -> None:
+    with Store(db) as store:
+        ingest(store, "mit-restaurant", data_dir / "mit-restaurant/restauranttest.bio", name="rest")
+        rows = store.label_counts("rest")
+        assert rows[0][1] >= rows[-1][1]
+        assert {r[0] for r in rows} <= {"amenity", "cuisine", "dish", "hours", "location", "price", "rating", "restaurant name"}
+        with pytest.raises(StoreError, match="source 'mit-restaurant' is not in"):
+            store.label_counts("mit-restaurant")
+
+
+def test_bundled_sample(db: Path) -> None:
+    with Store(db) as store:
+        res = ingest(store, "pilener-sample")
+    # 30,822 B- tags (the shared README's count) + 156 lax I- tags that open an entity.
+    assert (res.sentences, res.mentions, res.types) == (2217, 30822 + 156, 368)
+    assert res.splits[0].report["counts"] == {"repaired_tags": 156}
+
+
+def test_every_spec_has_a_reader_module() -> None:
+    import importlib.util
+
+    for spec in SOURCES.values():
+        assert importlib.util.find_spec(f"builders.sources.{spec.module}") is not None, spec.name
+        mod = importlib.import_module(f"builders.sources.{spec.module}")
+        assert mod.__doc__ and len(mod.__doc__.strip().splitlines()) >= 3, spec.module
+
+
+import importlib  # noqa: E402
+
+# ---------------------------------------------------------------- the shared corpora
+SHARED_COUNTS = {
+    # source, folder: split -> (sentences, mentions, types), from ../shared/data/README.md
+    "crossner-ai": ("crossner/ai", {"test": (431, 1809, 14)}),
+    "crossner-literature": ("crossner/literature", {"test": (416, 2266, 12)}),
+    "crossner-music": ("crossner/music", {"test": (465, 3336, 13)}),
+    "crossner-politics": ("crossner/politics", {"test": (651, 4209, 9)}),
+    "crossner-science": ("crossner/science", {"test": (543, 3089, 17)}),
+    "crossner-conll2003": ("crossner/conll2003", {"train": (14041, 23429, 4)}),
+    "mit-movie": ("mit-movie", {"train": (9775, 21295, 12), "test": (2443, 5339, 12)}),
+    "mit-restaurant": ("mit-restaurant", {"train": (7660, 15363, 8), "test": (1521, 3151, 8)}),
+    "conll2003": ("conll2003", {"train": (14041, 23499, 4)}),
+}
+
+
+@pytest.mark.parametrize("source", sorted(SHARED_COUNTS))
+def test_shared_corpora_counts(shared: Path, db: Path, source: str) -> None:
+    folder, expected = SHARED_COUNTS[source]
+    with Store(db) as store:
+        res = ingest(store, source, shared / folder)
+    got = {s.split: (s.sentences, s.mentions, s.types) for s in res.splits}
+    for split, counts in expected.items():
+        assert got[split] == counts, (source, split)
+    assert get_source(source).kind == "benchmark"
+
+
+def test_shared_pilener_bio(shared: Path, db: Path) -> None:
+    with Store(db) as store:
+        res = ingest(store, "pilener-sample", shared / "pilener/pilener-391xALL-dev.bio")
+    assert (res.sentences, res.types) == (2217, 368)
+    assert res.mentions == 30822 + res.splits[0].report["counts"]["repaired_tags"]
