@@ -112,8 +112,10 @@ def resolve_benchmarks(spec: str | list[str] | tuple[str, ...] | None) -> list[B
             out.extend(get_benchmark(n) for n in ZERO_SHOT)
         else:
             out.append(get_benchmark(name))
-    seen: set[str] = set()
-    return [b for b in out if not (b.name in seen or seen.add(b.name))]
+    unique: dict[str, Benchmark] = {}
+    for b in out:
+        unique.setdefault(b.name, b)
+    return list(unique.values())
 
 
 def union_labels(selected: list[Benchmark], keep_misc: bool = False) -> tuple[str, ...]:

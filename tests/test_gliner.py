@@ -1,0 +1,308 @@
+"""GLiNER json: training (token spans, inclusive end) and benchmark (character spans) shapes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from builders.errors import SourceFormatError
+from builders.ingest import ingest
+from builders.store import Store
+
+BENCH = "gliner/CrossNER_AI-test-excerpt.json"
+TRAIN = "gliner/train-shaped.json"
+
+
+def rows(store: Store, source: str) -> tuple[list, list, list]:
+    sentences = store.con.execute(
+        "SELECT idx, tokens FROM sentences WHERE source = ? ORDER BY idx", [source]
+    ).fetchall()
+    mentions = store.con.execute(
+        "SELECT idx, start, stop, raw_label FROM mentions WHERE source = ? ORDER BY ALL", [source]
+    ).fetchall()
+    negatives = store.con.execute(
+        "SELECT idx, raw_label FROM negatives WHERE source = ? ORDER BY ALL", [source]
+    ).fetchall()
+    return sentences, mentions, negatives
+
+
+def snapshot(store: Store) -> list:
+    return [
+        store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
+        for t in ("sentences", "mentions", "negatives")
+    ] + [
+        store.con.execute(
+            "SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL"
+        ).fetchall()
+    ]
+
+
+def write(tmp_path: Path, records: object, name: str = "test.json") -> Path:
+    f = tmp_path / name
+    f.write_text("[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n", encoding="utf-8")
+    return f
+
+
+def test_benchmark_json(db: Path, data_dir: Path) -> None:
+    with Store(db) as store:
+        res = ingest(store, "gliner", data_dir / BENCH)
+        assert (res.sentences, res.mentions, res.negatives, res.types) == (10, 44, 0, 7)
+        assert res.splits[0].report == {
+            "counts": {},
+            "notes": ["CrossNER_AI-test-excerpt.json: GLiNER benchmark json"],
+        }
+        sentences, mentions, _ = rows(store, "gliner")
+    assert sentences[0][1][5:8] == ["naive", "Bayes", "classifier"]
+    assert [m[1:] for m in mentions if m[0] == 0] == [
+        (5, 8, "algorithm"),
+        (10, 13, "algorithm"),
+        (15, 17, "algorithm"),
+    ]
+    # "e.g." is four tokens; "gradient descent" is annotated once, at its first occurrence
+    assert [m[1:] for m in mentions if m[0] == 7] == [
+        (18, 20, "algorithm"),
+        (22, 25, "algorithm"),
+        (34, 36, "field"),
+        (45, 47, "algorithm"),
+        (48, 51, "algorithm"),
+    ]
+
+
+def test_training_json_matches_the_benchmark_it_was_built_from(db: Path, data_dir: Path) -> None:
+    with Store(db) as store:
+        ingest(store, "gliner", data_dir / BENCH, name="bench")
+        res = ingest(store, "gliner", data_dir / TRAIN, name="train")
+        assert (res.sentences, res.mentions, res.negatives) == (10, 44, 9)
+        bench, train = rows(store, "bench"), rows(store, "train")
+    assert train[:2] == bench[:2]
+    assert train[2][:3] == [(0, "conference"), (0, "else"), (0, "product")]
+
+
+def test_training_negative_key_and_duplicates(db: Path, tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        [
+            # GLiNER's process_pilener.py writes "negative" (singular)
+            {
+                "tokenized_text": ["Ada", "met", "Alan"],
+                "ner": [[2, 2, "person"], [0, 0, "person"], [0, 0, "person"]],
+                "negative": ["city", "city"],
+            },
+            {"tokenized_text": ["in", "New", "York"], "ner": [], "negatives": ["person"]},
+        ],
+        name="train.json",
+    )
+    with Store(db) as store:
+        res = ingest(store, "gliner", f)
+        _, mentions, negatives = rows(store, "gliner")
+    assert mentions == [(0, 0, 1, "person"), (0, 2, 3, "person")]
+    assert negatives == [(0, "city"), (1, "person")]
+    assert res.splits[0].report["counts"] == {"duplicate_spans": 1}
+
+
+def test_benchmark_snaps_char_spans_and_counts_name_mismatches(db: Path, tmp_path: Path) -> None:
+    s = "The Paris-based UNESCO met in Rome ."
+    f = write(
+        tmp_path,
+        [
+            {
+                "sentence": s,
+                "entities": [
+                    {"name": "Paris", "type": "city", "pos": [4, 9]},  # inside "Paris-based"
+                    {"name": "UNESCO", "type": "organization", "pos": [16, 22]},
+                    {"name": "Roma", "type": "city", "pos": [30, 34]},
+                    {"name": "NESC", "type": "organization", "pos": [17, 21]},  # snaps to UNESCO
+                ],
+            }
+        ],
+    )
+    with Store(db) as store:
+        res = ingest(store, "gliner", f)
+        sentences, mentions, _ = rows(store, "gliner")
+    assert sentences[0][1] == ["The", "Paris-based", "UNESCO", "met", "in", "Rome", "."]
+    assert mentions == [(0, 1, 2, "city"), (0, 2, 3, "organization"), (0, 5, 6, "city")]
+    assert res.splits[0].report["counts"] == {
+        "char_spans_snapped": 2,
+        "duplicate_spans": 1,
+        "entity_name_mismatch": 1,
+    }
+
+
+GOOD_TRAIN = {"tokenized_text": ["Ada", "."], "ner": [[0, 0, "person"]]}
+GOOD_BENCH = {"sentence": "Ada .", "entities": [{"name": "Ada", "type": "person", "pos": [0, 3]}]}
+
+
+def bad_cases() -> list[tuple[str, list | str, str]]:
+    """(id, records or raw text, expected message after '<path>:')."""
+    ent = {"name": "Ada", "type": "person"}
+    return [
+        ("empty", "", " empty file"),
+        (
+            "invalid",
+            '[\n{"sentence": "x",}\n]',
+            "2: invalid JSON in record 1: Expecting property name "
+            "enclosed in double quotes (column 18): '}\\n]'",
+        ),
+        (
+            "not-a-list",
+            '{"sentence": "x"}',
+            '1: expected a JSON list of records, found an object: \'{"sentence": "x"}\'',
+        ),
+        (
+            "unknown-shape",
+            [{"text": "x", "spans": []}],
+            "2: record 1: neither GLiNER training "
+            "('tokenized_text', 'ner') nor benchmark ('sentence', 'entities') json; keys: ['spans', 'text']",
+        ),
+        (
+            "mixed-shapes",
+            [GOOD_TRAIN, GOOD_BENCH],
+            "3: record 2: no 'tokenized_text' key: ['entities', 'sentence']",
+        ),
+        (
+            "no-ner",
+            [GOOD_TRAIN, {"tokenized_text": ["x"]}],
+            "3: record 2: no 'ner' key: ['tokenized_text']",
+        ),
+        (
+            "tokens-not-strings",
+            [{"tokenized_text": ["x", 1], "ner": []}],
+            "2: record 1: 'tokenized_text' is not a list of strings: ['x', 1]",
+        ),
+        (
+            "pair",
+            [GOOD_TRAIN, {"tokenized_text": ["x"], "ner": [[0, 0]]}],
+            "3: record 2: ner item is not [start, end, label]: [0, 0]",
+        ),
+        (
+            "float-offset",
+            [{"tokenized_text": ["x"], "ner": [[0, 0.0, "person"]]}],
+            "2: record 1: ner offsets are not integers: [0, 0.0, 'person']",
+        ),
+        (
+            "bool-offset",
+            [{"tokenized_text": ["x"], "ner": [[0, True, "person"]]}],
+            "2: record 1: ner offsets are not integers: [0, True, 'person']",
+        ),
+        (
+            "label",
+            [{"tokenized_text": ["x"], "ner": [[0, 0, None]]}],
+            "2: record 1: ner label is not a string: [0, 0, None]",
+        ),
+        (
+            "reversed",
+            [{"tokenized_text": ["x", "y"], "ner": [[1, 0, "person"]]}],
+            "2: record 1: ner end before start (end is inclusive): [1, 0, 'person']",
+        ),
+        (
+            "out-of-range",
+            [{"tokenized_text": ["x", "y"], "ner": [[1, 2, "person"]]}],
+            "2: span outside its sentence of 2 tokens (start, stop exclusive): (1, 3, 'person')",
+        ),
+        (
+            "negatives",
+            [{"tokenized_text": ["x"], "ner": [], "negatives": "city"}],
+            "2: record 1: 'negatives' is not a list of strings: 'city'",
+        ),
+        (
+            "both-negative-keys",
+            [{"tokenized_text": ["x"], "ner": [], "negatives": [], "negative": []}],
+            "2: record 1: both 'negatives' and 'negative' keys: ['negative', 'negatives', 'ner', 'tokenized_text']",
+        ),
+        (
+            "entities",
+            [{"sentence": "x", "entities": {}}],
+            "2: record 1: 'entities' is not a list: {}",
+        ),
+        (
+            "entity-keys",
+            [{"sentence": "x", "entities": [{"name": "x", "pos": [0, 1]}]}],
+            "2: record 1: entity is not an object with name, type and pos: {'name': 'x', 'pos': [0, 1]}",
+        ),
+        (
+            "pos-shape",
+            [GOOD_BENCH, {"sentence": "Ada .", "entities": [ent | {"pos": [0, 3, 4]}]}],
+            "3: record 2: entity pos is not [char_start, char_end]: {'name': 'Ada', 'type': 'person', 'pos': [0, 3, 4]}",
+        ),
+        (
+            "pos-beyond",
+            [{"sentence": "Ada .", "entities": [ent | {"pos": [0, 9]}]}],
+            "2: record 1: entity pos outside the sentence of 5 characters (or empty): "
+            "{'name': 'Ada', 'type': 'person', 'pos': [0, 9]}",
+        ),
+        (
+            "pos-empty",
+            [{"sentence": "Ada .", "entities": [ent | {"pos": [2, 2]}]}],
+            "2: record 1: entity pos outside the sentence of 5 characters (or empty): "
+            "{'name': 'Ada', 'type': 'person', 'pos': [2, 2]}",
+        ),
+        (
+            "pos-on-space",
+            [{"sentence": "Ada  .", "entities": [ent | {"pos": [3, 5]}]}],
+            "2: record 1: entity pos covers no token: {'name': 'Ada', 'type': 'person', 'pos': [3, 5]}",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("records", "message"), [c[1:] for c in bad_cases()], ids=[c[0] for c in bad_cases()]
+)
+def test_bad_input_names_file_record_and_value(
+    db: Path, tmp_path: Path, records: list | str, message: str
+) -> None:
+    if isinstance(records, str):
+        f = tmp_path / "test.json"
+        f.write_text(records, encoding="utf-8")
+    else:
+        f = write(tmp_path, records)
+    with (
+        Store(db) as store,
+        pytest.raises(SourceFormatError, match=f"^{re.escape(f'{f}:{message}')}$"),
+    ):
+        ingest(store, "gliner", f)
+
+
+def test_failed_ingest_leaves_the_store_unchanged(db: Path, tmp_path: Path, data_dir: Path) -> None:
+    bad = tmp_path / "bad" / "test.json"
+    bad.parent.mkdir()
+    lines = (data_dir / BENCH).read_text(encoding="utf-8").splitlines(keepends=True)
+    assert '"pos": [87, 90]' in lines[3]  # record 3: "HMM"
+    lines[3] = lines[3].replace('"pos": [87, 90]', '"pos": [87, 900]')
+    bad.write_text("".join(lines), encoding="utf-8")
+    with Store(db) as store:
+        ingest(store, "gliner", data_dir / BENCH, name="ai")
+        before = snapshot(store)
+        with pytest.raises(
+            SourceFormatError, match=re.escape(f"{bad}:4: record 3: entity pos outside")
+        ):
+            ingest(store, "gliner", bad, name="ai", replace=True)
+        assert snapshot(store) == before
+
+
+# records (= sentences) and mentions after reading, per benchmark test file; mentions fall short
+# of the entity count where two entities snap to the same token span (CoNLL2003: 5,648 -> 5,646)
+GLINER_TEST_FILES = {
+    "CoNLL2003": (3453, 5646),
+    "CrossNER_AI": (431, 1804),
+    "CrossNER_literature": (416, 2263),
+    "CrossNER_music": (465, 3334),
+    "CrossNER_politics": (650, 4200),
+    "CrossNER_science": (543, 3088),
+    "mit-movie": (2442, 5338),
+    "mit-restaurant": (1520, 3150),
+}
+
+
+def test_gliner_benchmark_test_files(db: Path, shared: Path) -> None:
+    files = sorted((shared / "gliner-format").glob("*/test.json"))
+    assert sorted(f.parent.name for f in files) == sorted(GLINER_TEST_FILES)
+    with Store(db) as store:
+        for f in files:
+            records = json.loads(f.read_text(encoding="utf-8"))
+            res = ingest(store, "gliner", f, name=f.parent.name)
+            assert res.sentences == len(records)
+            assert (res.sentences, res.mentions) == GLINER_TEST_FILES[f.parent.name]
+            assert res.splits[0].report["counts"].get("entity_name_mismatch", 0) == 0
