@@ -1,0 +1,298 @@
+"""`builders fewnerd-splits` and `builders fewnerd-episodes`: thin commands over
+`builders.fewnerd`, `builders.fewnerd_export` and `builders.episodes`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from builders.cli_common import (
+    common_options,
+    emit_json,
+    handle_errors,
+    note,
+    open_store,
+    print_table,
+    progress_bar,
+)
+from builders.fewnerd import ASSIGNMENTS, HUB_SPLITS, MODES, PARTS
+
+
+def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    """Ingest the source when it is missing (or when files are given); a no-op if unchanged."""
+    from builders.ingest import ingest, resolve_input
+    from builders.sources import SOURCES
+
+    if path is None and store.has_source(source):
+        return
+    spec = source if source in SOURCES else "fewnerd"
+    options = {}
+    if isinstance(resolve_input(SOURCES[spec], path), str):
+        # The Hub copy (DFKI-SLT/few-nerd): fine types are in `fine_ner_tags`, IO.
+        options = {"tags_column": "fine_ner_tags", "scheme": "io"}
+    with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
+        result = ingest(store, spec, path, name=source, options=options, progress=bar)
+    for s in result.splits:
+        note(
+            f"{source}/{s.split}: {s.status}, {s.sentences:,} sentences, {s.mentions:,} mentions",
+            quiet,
+        )
+        for key, n in s.report.get("counts", {}).items():
+            note(f"{s.split}: {key.replace('_', ' ')}: {n:,}", quiet)
+
+
+@click.command("fewnerd-splits")
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    required=True,
+    help="INTRA (by coarse type) or INTER (by fine type).",
+)
+@click.option(
+    "--assignment",
+    type=click.Choice(ASSIGNMENTS),
+    default="official",
+    show_default=True,
+    help="INTER type assignment: the official 36/13/17, or a seeded random 60/20/20 per coarse type.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the sentence picks and the random assignment.",
+)
+@click.option(
+    "--source",
+    default="fewnerd",
+    show_default=True,
+    help="The stored source to split; ingested first when missing (from --path, or its default origin).",
+)
+@click.option(
+    "--path", help="Few-NERD files (IO coarse-fine or BIO coarse_fine) to ingest as the source."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Where the fewnerd-{intra|inter}/ folder is written.",
+)
+@click.option(
+    "--no-familiarity", is_flag=True, help="Skip Familiarity (no embedding model needed)."
+)
+@click.option(
+    "--model",
+    default="all-mpnet-base-v2",
+    show_default=True,
+    help="Embedding model for Familiarity.",
+)
+@click.option("-k", "k", type=int, default=1000, show_default=True, help="K of Familiarity.")
+@common_options
+@handle_errors
+def fewnerd_splits_cmd(
+    mode: str,
+    assignment: str,
+    seed: int,
+    source: str,
+    path: str | None,
+    out: Path,
+    no_familiarity: bool,
+    model: str,
+    k: int,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Rebuild Few-NERD INTRA / INTER train/validation/test parts from a stored source.
+
+    Every sentence of the source (all its splits) goes to one part owning one of its types,
+    picked at random (seeded); other parts' entities become O; sentences without entities are
+    dropped (METHOD.md section 5). Writes OUT/fewnerd-{mode}/ (parquet per part, README card,
+    summary.json) with the Familiarity of the dev and test labels against the train labels.
+
+    Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
+    """
+    from builders.fewnerd import build_split, familiarity_summary
+    from builders.fewnerd_export import write_split
+
+    with open_store(db) as store:
+        _ensure_source(store, source, path, quiet)
+        with progress_bar(f"split {source} ({mode})", quiet, unit=" sent") as bar:
+            build = build_split(store, source, mode, assignment, seed, progress=bar)
+        fam = None
+        if not no_familiarity:
+            note(f"Familiarity with {model} (K={k})", quiet)
+            fam = familiarity_summary(store, build, model, k=k)
+    command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
+    folder = write_split(build, out, fam, command=command)
+    summary = build.summary()
+    if fam is not None:
+        summary["familiarity"] = fam
+    if as_json:
+        emit_json({"folder": str(folder), **summary})
+        return
+    rows = []
+    for p in PARTS:
+        part = summary["parts"][p]
+        f = (fam or {}).get(p)
+        rows.append(
+            [
+                HUB_SPLITS[p],
+                part["sentences"],
+                part["mentions"],
+                part["types"],
+                f["mean"] if f else None,
+            ]
+        )
+    print_table(
+        f"{build.name} ({assignment}, seed {seed}) -> {folder}",
+        ["part", "sentences", "mentions", "types", "familiarity"],
+        rows,
+    )
+    note(
+        f"dropped without entities: {build.dropped_no_entity:,}; mentions relabelled O: {build.relabelled_o:,}",
+        quiet,
+    )
+
+
+@click.command("fewnerd-episodes")
+@click.option(
+    "--part",
+    type=click.Choice(["train", "dev", "validation", "test"]),
+    required=True,
+    help="The part to sample from.",
+)
+@click.option("--n-way", type=int, default=5, show_default=True, help="N: types per episode.")
+@click.option(
+    "--k-shot",
+    type=int,
+    default=1,
+    show_default=True,
+    help="K: K~2K mentions per type in the support set.",
+)
+@click.option(
+    "--q-shot",
+    type=int,
+    default=None,
+    help="Q: Q~2Q mentions per type in the query set [default: K].",
+)
+@click.option(
+    "--episodes",
+    "n_episodes",
+    type=int,
+    default=1000,
+    show_default=True,
+    help="Number of episodes.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--split-dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A folder written by fewnerd-splits; read the part from it.",
+)
+@click.option(
+    "--source",
+    default="fewnerd",
+    show_default=True,
+    help="Without --split-dir: the stored source whose split of that name is the part "
+    "(e.g. the official INTER files, ingested as `fewnerd`).",
+)
+@click.option(
+    "--lowercase",
+    is_flag=True,
+    help="Lower-case words and labels, as the official episode files are.",
+)
+@click.option(
+    "--max-attempts",
+    type=int,
+    default=1000,
+    show_default=True,
+    help="Type draws per episode before giving up.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output JSONL [default: SPLIT_DIR/episode-data/PART_N_K.jsonl, or ./PART_N_K.jsonl].",
+)
+@common_options
+@handle_errors
+def fewnerd_episodes_cmd(
+    part: str,
+    n_way: int,
+    k_shot: int,
+    q_shot: int | None,
+    n_episodes: int,
+    seed: int,
+    split_dir: Path | None,
+    source: str,
+    lowercase: bool,
+    max_attempts: int,
+    out: Path | None,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Sample N-way K~2K-shot episodes (greedy, Few-NERD's Algorithm 1) from one part.
+
+    Writes the official episode JSONL ({"support": {"word", "label"}, "query": ..., "types"})
+    and checks every episode: each support type has K..2K mentions, no other type, the query
+    (drawn from the other sentences) has Q..2Q of each.
+
+    Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
+    """
+    from builders.episodes import check_episode, episode_record, sample_episodes, write_jsonl
+    from builders.errors import BuildersError
+
+    part = "dev" if part == "validation" else part
+    if split_dir is not None:
+        from builders.fewnerd_export import read_part
+
+        examples = read_part(split_dir, part)
+        where = f"{split_dir}:{part}"
+    else:
+        from builders.fewnerd import store_examples
+
+        with open_store(db, read_only=True) as store:
+            examples = store_examples(store, source, part)
+        where = f"{source}/{part}"
+    start = time.perf_counter()
+    with progress_bar(f"episodes {where}", quiet, total=n_episodes, unit=" ep") as bar:
+        eps = sample_episodes(
+            examples, None, n_way, k_shot, n_episodes, seed, q_shot, max_attempts, progress=bar
+        )
+    seconds = time.perf_counter() - start
+    for i, ep in enumerate(eps, start=1):
+        problems = check_episode(ep, examples, n_way, k_shot, q_shot)
+        if problems:
+            raise BuildersError(
+                f"episode {i} breaks the sampler's guarantees: {'; '.join(problems)}"
+            )
+    if out is None:
+        name = f"{part}_{n_way}_{k_shot}.jsonl"
+        out = split_dir / "episode-data" / name if split_dir is not None else Path(name)
+    write_jsonl(out, (episode_record(ep, examples, lowercase) for ep in eps))
+    summary = {
+        "out": str(out),
+        "part": where,
+        "sentences": len(examples),
+        "n_way": n_way,
+        "k_shot": k_shot,
+        "q_shot": q_shot or k_shot,
+        "episodes": len(eps),
+        "seed": seed,
+        "checked": True,
+        "seconds": round(seconds, 3),
+        "episodes_per_s": round(len(eps) / seconds, 1) if seconds > 0 else None,
+        "mean_support_sentences": round(sum(len(e.support) for e in eps) / max(len(eps), 1), 3),
+        "mean_query_sentences": round(sum(len(e.query) for e in eps) / max(len(eps), 1), 3),
+    }
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(
+        f"{len(eps):,} episodes ({n_way}-way {k_shot}~{2 * k_shot}-shot) from {where} -> {out}; "
+        f"all checked; {summary['episodes_per_s']} episodes/s"
+    )

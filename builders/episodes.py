@@ -1,0 +1,265 @@
+"""Few-NERD's greedy N-way K~2K-shot episode sampler (Algorithm 1; METHOD.md section 5).
+
+An episode picks N types of a part, then fills a support set: sentences are drawn at random
+and one is added unless it would push some type above 2K mentions, bring in a type outside
+the N, or add nothing to a type still below K; the set is done when every type has at least
+K. The query set is drawn the same way (Q~2Q, Q = K by default, as in the official files)
+from the sentences not in the support set. Labels outside the N types become O in the episode.
+
+Mentions are counted the way the official IO files count them: adjacent mentions of one type
+are one entity. Drawing "at random until done" is a pass over a random permutation of the
+candidates (sentences whose types are a non-empty subset of the N): a sentence rejected once
+stays rejected, since counts only grow, so this is the official rejection loop without its
+repeats; when the pass ends unfinished, the episode is redrawn with new types, a bounded
+number of times.
+
+Records are the official JSONL shape:
+
+    {"support": {"word": [[...]], "label": [[...]]}, "query": {...}, "types": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from builders.errors import BuildersError
+from builders.sources.base import Example
+
+Span = tuple[int, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """Types in drawn order; support and query as indices into the examples."""
+
+    types: tuple[str, ...]
+    support: tuple[int, ...]
+    query: tuple[int, ...]
+
+
+def entity_counts(spans: Iterable[Span]) -> Counter[str]:
+    """Mentions per type as an IO tagging shows them (adjacent same-type spans are one)."""
+    out: Counter[str] = Counter()
+    last_stop, last_label = -1, None
+    for start, stop, label in sorted(spans):
+        if not (start == last_stop and label == last_label):
+            out[label] += 1
+        last_stop, last_label = stop, label
+    return out
+
+
+def io_counts(labels: Sequence[str]) -> Counter[str]:
+    """Mentions per type of one IO-tagged sentence (runs of one non-O tag)."""
+    out: Counter[str] = Counter()
+    prev = "O"
+    for tag in labels:
+        if tag != "O" and tag != prev:
+            out[tag] += 1
+        prev = tag
+    return out
+
+
+def _greedy(
+    cands: np.ndarray,
+    counts: list[Counter[str]],
+    target: tuple[str, ...],
+    k: int,
+    rng: np.random.Generator,
+    exclude: frozenset[int] = frozenset(),
+) -> list[int] | None:
+    have = dict.fromkeys(target, 0)
+    below = len(target)
+    chosen: list[int] = []
+    for i in cands[rng.permutation(len(cands))].tolist():
+        if i in exclude:
+            continue
+        c = counts[i]
+        useful = False
+        for t, n in c.items():
+            if have[t] + n > 2 * k:
+                break
+            useful = useful or have[t] < k
+        else:
+            if not useful:
+                continue
+            chosen.append(i)
+            for t, n in c.items():
+                if have[t] < k <= have[t] + n:
+                    below -= 1
+                have[t] += n
+            if below == 0:
+                return chosen
+    return None
+
+
+def sample_episodes(
+    examples: Sequence[Example],
+    types: Sequence[str] | None,
+    n_way: int,
+    k_shot: int,
+    n_episodes: int,
+    seed: int = 0,
+    q_shot: int | None = None,
+    max_attempts: int = 1000,
+    progress: Callable[[int], None] | None = None,
+) -> list[Episode]:
+    """Sample `n_episodes` N-way K~2K-shot episodes (support and query), deterministically.
+
+    Args:
+        examples: the part's sentences (only `spans` are used here).
+        types: the types to draw from (default: every type in the examples, sorted).
+        q_shot: Q of the query set's Q~2Q rule (default K, like the official episode files).
+        max_attempts: type draws allowed per episode before giving up.
+
+    Raises:
+        BuildersError: on bad N/K, fewer than N types, or an episode that cannot be completed.
+    """
+    q = k_shot if q_shot is None else q_shot
+    if n_way < 1 or k_shot < 1 or q < 1 or n_episodes < 0:
+        raise BuildersError(
+            f"need n_way, k_shot, q_shot >= 1 and episodes >= 0 (got {n_way}, {k_shot}, {q}, {n_episodes})"
+        )
+    counts = [entity_counts(ex.spans) for ex in examples]
+    pool = sorted(set(types) if types is not None else {t for c in counts for t in c})
+    if len(pool) < n_way:
+        raise BuildersError(
+            f"{n_way}-way episodes need {n_way} types; the part has {len(pool)}"
+            + (f" ({', '.join(pool)})" if pool else "")
+        )
+    groups: dict[frozenset[str], list[int]] = {}
+    for i, c in enumerate(counts):
+        if c:
+            groups.setdefault(frozenset(c), []).append(i)
+    keys = list(groups)
+    arrays = [np.asarray(groups[key], dtype=np.int64) for key in keys]
+    rng = np.random.default_rng(seed)
+    out: list[Episode] = []
+    for e in range(n_episodes):
+        for _ in range(max_attempts):
+            target = tuple(pool[i] for i in rng.choice(len(pool), n_way, replace=False))
+            tset = set(target)
+            parts = [a for key, a in zip(keys, arrays, strict=True) if key <= tset]
+            if not parts:
+                continue
+            cands = np.concatenate(parts)
+            support = _greedy(cands, counts, target, k_shot, rng)
+            if support is None:
+                continue
+            query = _greedy(cands, counts, target, q, rng, frozenset(support))
+            if query is None:
+                continue
+            out.append(Episode(target, tuple(support), tuple(query)))
+            break
+        else:
+            raise BuildersError(
+                f"episode {e + 1}: no {n_way}-way {k_shot}~{2 * k_shot}-shot episode (query "
+                f"{q}~{2 * q}) found in {max_attempts} type draws; the part has too few "
+                "sentences per type for this setting (lower N or K)"
+            )
+        if progress:
+            progress(1)
+    return out
+
+
+def episode_record(
+    ep: Episode, examples: Sequence[Example], lowercase: bool = False
+) -> dict[str, Any]:
+    """The official JSONL record of an episode (IO labels; outside the N types -> O)."""
+    keep = set(ep.types)
+
+    def side(indices: tuple[int, ...]) -> dict[str, list[list[str]]]:
+        words, labels = [], []
+        for i in indices:
+            ex = examples[i]
+            tags = ["O"] * len(ex.tokens)
+            for start, stop, label in ex.spans:
+                if label in keep:
+                    tags[start:stop] = [label] * (stop - start)
+            toks = list(ex.tokens)
+            if lowercase:
+                toks = [t.lower() for t in toks]
+                tags = [t if t == "O" else t.lower() for t in tags]  # `O` stays, as officially
+            words.append(toks)
+            labels.append(tags)
+        return {"word": words, "label": labels}
+
+    types = [t.lower() for t in ep.types] if lowercase else list(ep.types)
+    return {"support": side(ep.support), "query": side(ep.query), "types": types}
+
+
+def check_record(
+    rec: dict[str, Any], n_way: int, k_shot: int, q_shot: int | None = None
+) -> list[str]:
+    """Problems of one JSONL record (empty when it meets the sampler's guarantees).
+
+    Checks: the official keys; N distinct types; words and labels aligned; in the support set
+    every type has K..2K mentions, no other type and no entity-less sentence; in the query set
+    the same with Q..2Q (its types are then a subset of the N, and all of them occur).
+    """
+    q = k_shot if q_shot is None else q_shot
+    problems: list[str] = []
+    if set(rec) != {"support", "query", "types"}:
+        return [f"keys {sorted(rec)}, expected support, query, types"]
+    types = rec["types"]
+    if len(types) != n_way or len(set(types)) != n_way:
+        problems.append(f"types {types}: expected {n_way} distinct")
+    for name, lo in (("support", k_shot), ("query", q)):
+        side = rec[name]
+        if set(side) != {"word", "label"} or len(side["word"]) != len(side["label"]):
+            problems.append(f"{name}: expected aligned word and label lists")
+            continue
+        if not side["word"]:
+            problems.append(f"{name}: empty")
+        total: Counter[str] = Counter()
+        for j, (words, labels) in enumerate(zip(side["word"], side["label"], strict=True)):
+            if len(words) != len(labels):
+                problems.append(f"{name}[{j}]: {len(words)} words, {len(labels)} labels")
+            c = io_counts(labels)
+            if not c:
+                problems.append(f"{name}[{j}]: no entity")
+            if set(c) - set(types):
+                problems.append(
+                    f"{name}[{j}]: types outside the episode: {sorted(set(c) - set(types))}"
+                )
+            total += c
+        for t in types:
+            if not lo <= total[t] <= 2 * lo:
+                problems.append(f"{name}: {t} has {total[t]} mentions, expected {lo}..{2 * lo}")
+    return problems
+
+
+def check_episode(
+    ep: Episode, examples: Sequence[Example], n_way: int, k_shot: int, q_shot: int | None = None
+) -> list[str]:
+    """`check_record` on the rendered episode, plus: support and query share no sentence."""
+    problems = check_record(episode_record(ep, examples), n_way, k_shot, q_shot)
+    shared = set(ep.support) & set(ep.query)
+    if shared:
+        problems.append(f"support and query share sentences {sorted(shared)}")
+    return problems
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
+    """Write records one JSON object a line (UTF-8, like the official files), atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,72 @@
+"""Few-NERD column files: one token and its tag per line, a blank line between sentences.
+
+    Hoch        building-other          IO, the official release (`coarse-fine` or `O`)
+    Ballarat    B-organization_other    BIO variant: `B-`/`I-` and `coarse_fine`
+    came        O
+
+Both spellings name the same 66 fine types; `map_label` turns either into the fine type
+lower-cased with a `-` (`location_GPE`, `location-GPE` -> `location-gpe`) and its coarse type
+(`location`). Line parsing is `columns.read` with the scheme detected per file (the IO files
+carry no `B-`). In IO, adjacent tokens of one type are one entity, so neighbouring entities of
+the same type merge and an IO file has fewer mentions than its BIO original.
+
+The published BIO variant was converted from IO and opens an entity that directly follows one
+of another type with `I-` (`B-organization_other` then `I-organization_company`); in IO that
+is a new entity, so such an `I-x` is read as `B-x` (columns' `repair`, on by default here and
+counted as `repaired_tags` in the read report; pass `repair=False` to reject them).
+
+Every span's coarse type must be one of Few-NERD's 8; anything else is a `SourceFormatError`
+naming the file, the sentence's first line and the tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from builders.errors import SourceFormatError
+from builders.sources import columns
+from builders.sources.base import Example, ReadReport
+
+COARSE = ("art", "building", "event", "location", "organization", "other", "person", "product")
+
+
+def _split(raw: str) -> tuple[str, str] | None:
+    text = raw.strip().lower()
+    cut = min((i for i in (text.find("-"), text.find("_")) if i >= 0), default=-1)
+    if cut <= 0 or cut == len(text) - 1:
+        return None
+    coarse, fine = text[:cut], text[cut + 1 :]
+    return (coarse, fine) if coarse in COARSE else None
+
+
+def map_label(raw: str) -> tuple[str, str]:
+    """Raw Few-NERD tag type -> (fine type as `coarse-fine`, lower case; coarse type).
+
+    Raises:
+        ValueError: when the coarse part is not one of Few-NERD's 8 coarse types.
+    """
+    parts = _split(raw)
+    if parts is None:
+        raise ValueError(
+            f"not a Few-NERD type: {raw!r} (expected coarse-fine or coarse_fine with coarse in "
+            f"{', '.join(COARSE)})"
+        )
+    return f"{parts[0]}-{parts[1]}", parts[0]
+
+
+def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
+    """Yield the sentences of one Few-NERD file (IO or BIO), checking every type."""
+    options = {"token_col": 0, "tag_col": -1, "scheme": "auto", "repair": True, **options}
+    for ex in columns.read(path, report, **options):  # type: ignore[arg-type]
+        for start, _stop, label in ex.spans:
+            if _split(label) is None:
+                raise SourceFormatError(
+                    path,
+                    ex.line + start,
+                    "unknown Few-NERD type (expected coarse-fine or coarse_fine, coarse one of "
+                    + ", ".join(COARSE)
+                    + ")",
+                    label,
+                )
+        yield ex
