@@ -1,0 +1,171 @@
+"""`publish` and `regenerate`: push repo folders to the Hub, rebuild the published scenarios."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builders.cli_common import common_options, emit_json, handle_errors, note, open_store
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _log_to_stderr(quiet: bool) -> None:
+    """Progress of the push on stderr (never the token: nothing logs it)."""
+    logger = logging.getLogger("builders.publish")
+    if quiet or logger.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+@click.command("publish")
+@click.argument(
+    "folders", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path)
+)
+@click.option("--org", required=True, help="Hub user or organisation: repos are ORG/FOLDER-NAME.")
+@click.option("--private", is_flag=True, help="Create the repos as private.")
+@click.option("--tag", help="Tag each pushed commit with this version (e.g. v1.0).")
+@click.option("--dry-run", is_flag=True, help="Show what would be pushed; push nothing.")
+@click.option(
+    "--retries", type=int, default=5, show_default=True, help="Retries on 429 and 5xx answers."
+)
+@common_options
+@handle_errors
+def publish_cmd(
+    folders: tuple[Path, ...],
+    org: str,
+    private: bool,
+    tag: str | None,
+    dry_run: bool,
+    retries: int,
+    db: Path,  # accepted like every command; publishing reads only the folders
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Push dataset repo folders to the Hugging Face Hub, one commit per repo.
+
+    Each FOLDER (written by build-splits or fewnerd-splits) becomes the dataset repo
+    ORG/FOLDER-NAME, created if needed; the commit holds every file of the folder and removes
+    remote files the folder no longer has. With --tag the commit is tagged. The token comes
+    from HF_TOKEN or `hf auth login`; HF_ENDPOINT selects another Hub.
+
+    Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
+    """
+    from builders.publish import plan_publish, publish
+
+    plans = [plan_publish(f, org) for f in folders]
+    if dry_run:
+        for plan in plans:
+            note(
+                f"would push {plan.repo_id}: {len(plan.files)} files, {_human(plan.total_bytes)}"
+                + (f", tag {tag}" if tag else "")
+                + (" (private)" if private else ""),
+                quiet and as_json,
+            )
+            if not as_json:
+                for f in plan.files:
+                    click.echo(f"  {f.path_in_repo}  {_human(f.size)}")
+        if as_json:
+            emit_json(
+                {
+                    "dry_run": True,
+                    "tag": tag,
+                    "private": private,
+                    "repos": [p.to_dict() for p in plans],
+                }
+            )
+        return
+    _log_to_stderr(quiet)
+    results = publish(plans, private=private, tag=tag, retries=retries)
+    if as_json:
+        emit_json({"dry_run": False, "tag": tag, "repos": [r.to_dict() for r in results]})
+        return
+    for r in results:
+        click.echo(
+            f"{r.repo_id}: {r.files} files in commit {r.commit_oid}"
+            + (f", {len(r.deleted)} removed" if r.deleted else "")
+            + (f", tag {r.tag}" if r.tag else "")
+            + (f"\n  {r.commit_url}" if r.commit_url else "")
+        )
+
+
+@click.command("regenerate")
+@click.option(
+    "--scenarios",
+    "scenarios_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("scenarios.toml"),
+    show_default=True,
+    help="The scenarios file.",
+)
+@click.option("--only", "only", multiple=True, help="Only this scenario (repeatable).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the repo folders go (default: the file's [defaults] out, else `out`).",
+)
+@click.option("--force", is_flag=True, help="Rebuild even what has not changed.")
+@click.option("--publish", "publish_org", metavar="ORG", help="Then push what was (re)built.")
+@click.option("--tag", help="With --publish: tag the pushed commits.")
+@common_options
+@handle_errors
+def regenerate_cmd(
+    scenarios_path: Path,
+    only: tuple[str, ...],
+    out: Path | None,
+    force: bool,
+    publish_org: str | None,
+    tag: str | None,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Rebuild the published scenarios listed in scenarios.toml; reuse what has not changed.
+
+    A scenario is reused when its source fingerprints and parameters match the last build
+    (nothing is loaded or embedded); otherwise it is rebuilt and the change against the
+    previous build (rows, labels, Familiarity) is reported and added to the folder's
+    changelog. Scenarios whose input is absent are skipped (an error with --only).
+
+    Example: builders regenerate --only pilener-sample-entropy --json
+    """
+    from builders.scenarios import load_scenarios, regenerate
+
+    book = load_scenarios(scenarios_path)
+    if publish_org:
+        _log_to_stderr(quiet)
+    with open_store(db) as store:
+        reports = regenerate(
+            store,
+            book.scenarios,
+            out or book.out,
+            only=list(only) or None,
+            publish_org=publish_org,
+            force=force,
+            tag=tag,
+            progress=not quiet,
+            on_stage=lambda s: note(s, quiet),
+        )
+    if as_json:
+        emit_json([r.to_dict() for r in reports])
+        return
+    from builders.cli_common import print_table
+
+    rows: list[list[Any]] = []
+    for r in reports:
+        rows.append([r.name, r.status, ", ".join(r.folders) or "", r.describe()])
+    print_table("Scenarios", ["scenario", "status", "folders", "changes"], rows)

@@ -1,0 +1,108 @@
+"""The command line: exit codes, exact error text, JSON summaries, help with examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from builders.cli import cli
+
+
+@pytest.fixture
+def run(db: Path):
+    runner = CliRunner()
+
+    def _run(*args: str) -> click.testing.Result:
+        return runner.invoke(cli, [*args], catch_exceptions=False, env={"LABELSHIFT_DB": str(db)})
+
+    return _run
+
+
+def all_commands() -> list[tuple[str, click.Command]]:
+    return sorted(cli.commands.items())
+
+
+@pytest.mark.parametrize(("name", "command"), all_commands())
+def test_every_command_has_help_and_an_example(name: str, command: click.Command) -> None:
+    assert command.help, name
+    assert "Example:" in command.help, name
+    res = CliRunner().invoke(cli, [name, "--help"])
+    assert res.exit_code == 0
+    assert "Example:" in res.output
+
+
+@pytest.mark.parametrize(("name", "command"), all_commands())
+def test_every_command_takes_db_and_json(name: str, command: click.Command) -> None:
+    opts = {o for p in command.params for o in getattr(p, "opts", [])}
+    assert {"--db", "--json"} <= opts, name
+
+
+def test_sources_json(run) -> None:
+    res = run("sources", "--json")
+    assert res.exit_code == 0
+    rows = json.loads(res.output)
+    names = {r["source"] for r in rows}
+    assert {"pilener", "nuner", "gliner", "columns", "hf", "crossner-ai", "mit-movie", "fewnerd"} <= names
+    assert next(r for r in rows if r["source"] == "nuner")["origin"] == "numind/NuNER"
+
+
+def test_ingest_then_labels_and_stats(run, data_dir: Path) -> None:
+    path = str(data_dir / "mit-movie/engtest.bio")
+    res = run("ingest", "mit-movie", "--path", path, "--json", "-q")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert (summary["status"], summary["sentences"], summary["mentions"], summary["types"]) == (
+        "ingested", 3, 5, 5)
+    again = json.loads(run("ingest", "mit-movie", "--path", path, "--json", "-q").output)
+    assert again["status"] == "unchanged"
+    labels = json.loads(run("labels", "mit-movie", "--json").output)
+    # one mention each: ties are ordered by label text
+    assert [row["label"] for row in labels] == ["actor", "average ratings", "genre", "plot", "year"]
+    assert all(row == {"label": row["label"], "mentions": 1, "sentences": 1} for row in labels)
+    stats = json.loads(run("stats", "--json").output)
+    assert [(s["source"], s["sentences"], s["mentions"], s["types"]) for s in stats["sources"]] == [
+        ("mit-movie", 3, 5, 5)]
+    top = run("labels", "mit-movie", "--top", "2")
+    assert top.exit_code == 0
+    assert "average ratings" in top.output and "genre" not in top.output
+
+
+def test_bad_input_exits_1_with_file_and_line(run, tmp_path: Path) -> None:
+    bad = tmp_path / "test.txt"
+    bad.write_text("EU\tB-ORG\nrejects\tQ-X\n\n", encoding="utf-8")
+    res = run("ingest", "crossner-ai", "--path", str(bad), "-q")
+    assert res.exit_code == 1
+    assert res.output == f"Error: {bad}:2: tag is not O, B-<type> or I-<type>: 'Q-X'\n"
+
+
+def test_unknown_source_message(run) -> None:
+    res = run("ingest", "nunr", "-q")
+    assert res.exit_code == 1
+    assert res.output.startswith("Error: unknown source 'nunr'. Valid: ")
+    assert "nuner" in res.output
+
+
+def test_repair_flag_counts(run, data_dir: Path) -> None:
+    path = data_dir / "pilener-bio/pilener-391xALL-dev.excerpt.bio"
+    strict = run("ingest", "columns", "--path", str(path), "-o", "sep=\t", "-q")
+    assert strict.exit_code == 1 and "use repair to read it as B-" in strict.output
+    fixed = run("ingest", "columns", "--path", str(path), "-o", "sep=\t", "--repair", "--json", "-q")
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads(fixed.output)["splits"]["train"]["report"]["counts"] == {"repaired_tags": 1}
+
+
+def test_labels_on_missing_source(run, data_dir: Path) -> None:
+    run("ingest", "mit-movie", "--path", str(data_dir / "mit-movie/engtest.bio"), "-q")
+    res = run("labels", "pilener")
+    assert res.exit_code == 1
+    assert "source 'pilener' is not in" in res.output and "run `builders ingest pilener` first" in res.output
+
+
+def test_stats_without_store(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["stats", "--db", str(tmp_path / "none.duckdb")])
+    assert res.exit_code == 1
+    assert "no store here yet" in res.output

@@ -1,0 +1,234 @@
+"""`regenerate`: rebuild only what changed, report the change, reuse the rest without work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from builders.cli import cli
+from builders.errors import BuildersError
+from builders.scenarios import load_scenarios, parse_scenarios, regenerate
+from builders.store import Store
+
+LABELS_A = [
+    "person",
+    "city",
+    "protein",
+    "algorithm",
+    "song",
+    "disease",
+    "company",
+    "country",
+    "programming language",
+    "chemical",
+    "award",
+    "movie",
+    "river",
+    "sport",
+    "university",
+    "book",
+    "food",
+    "vehicle",
+    "planet",
+    "software",
+]
+LABELS_B = [
+    "actor",
+    "director",
+    "genre",
+    "cuisine",
+    "restaurant",
+    "dish",
+    "price",
+    "location",
+    "rating",
+    "hours",
+    "album",
+    "band",
+    "election",
+    "party",
+    "politician",
+    "scientist",
+    "theory",
+    "enzyme",
+    "journal",
+    "conference",
+]
+
+
+def _corpus(path: Path, labels: list[str], n: int) -> Path:
+    """A small BIO column file (token<TAB>tag), one entity per sentence, labels in turn."""
+    lines = []
+    for i in range(n):
+        lab = labels[i % len(labels)]
+        lines += ["the\tO", f"Name{i}\tB-{lab}", f"Part{i}\tI-{lab}", ".\tO", ""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+SCENARIOS = """
+[defaults]
+out = "out"
+model = "all-MiniLM-L6-v2"
+benchmarks = "crossner-ai,mit-movie"
+
+[[scenario]]
+name = "a-entropy"
+source = "columns"
+path = "a.txt"
+store_as = "corpus-a"
+strategy = "entropy"
+levels = ["low", "high"]
+
+[[scenario]]
+name = "a-max"
+source = "columns"
+path = "a.txt"
+store_as = "corpus-a"
+strategy = "max"
+levels = ["low", "high"]
+
+[[scenario]]
+name = "b-entropy"
+source = "columns"
+path = "b.txt"
+store_as = "corpus-b"
+strategy = "entropy"
+levels = ["low", "high"]
+
+[[scenario]]
+name = "absent"
+source = "pilener"
+"""
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    _corpus(tmp_path / "a.txt", LABELS_A, 60)
+    _corpus(tmp_path / "b.txt", LABELS_B, 60)
+    path = tmp_path / "scenarios.toml"
+    path.write_text(SCENARIOS, encoding="utf-8")
+    return path
+
+
+def _no_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
+    from builders.embedder import Embedder
+
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("the embedding model was used")
+
+    monkeypatch.setattr(Embedder, "embed_cached", boom)
+    monkeypatch.setattr(Embedder, "__init__", boom)
+
+
+def test_regenerate_reuses_then_rebuilds_only_what_changed(
+    book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenarios = load_scenarios(book)
+    out = scenarios.out
+    assert out == tmp_path / "out"
+    with Store(tmp_path / "store.duckdb") as store:
+        first = {r.name: r for r in regenerate(store, scenarios.scenarios, out)}
+    assert {n: r.status for n, r in first.items()} == {
+        "a-entropy": "built",
+        "a-max": "built",
+        "b-entropy": "built",
+        "absent": "skipped",
+    }
+    assert "source 'pilener' of scenario 'absent' is not available" in first["absent"].reason
+    low_a = out / "corpus-a-low-shift"
+    assert (low_a / "entropy" / "build.json").exists() and (low_a / "max" / "build.json").exists()
+    readme = (low_a / "README.md").read_text(encoding="utf-8")
+    assert (low_a / "changelog.json").exists()
+    assert "config_name: entropy" in readme and "config_name: max" in readme
+    files_before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+
+    # Second run: nothing to do, not even loading the model.
+    with monkeypatch.context() as mp:
+        _no_embedding(mp)
+        with Store(tmp_path / "store.duckdb") as store:
+            second = {r.name: r for r in regenerate(store, scenarios.scenarios, out)}
+    assert {n: r.status for n, r in second.items()} == {
+        "a-entropy": "reused",
+        "a-max": "reused",
+        "b-entropy": "reused",
+        "absent": "skipped",
+    }
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == files_before
+
+    # Change corpus A (drop its last 20 sentences): only A's scenarios rebuild.
+    _corpus(tmp_path / "a.txt", LABELS_A, 40)
+    b_files = {p: p.stat().st_mtime_ns for p in out.glob("corpus-b-*/**/*") if p.is_file()}
+    with Store(tmp_path / "store.duckdb") as store:
+        third = {r.name: r for r in regenerate(store, scenarios.scenarios, out)}
+    assert {n: r.status for n, r in third.items()} == {
+        "a-entropy": "rebuilt",
+        "a-max": "rebuilt",
+        "b-entropy": "reused",
+        "absent": "skipped",
+    }
+    assert {p: p.stat().st_mtime_ns for p in out.glob("corpus-b-*/**/*") if p.is_file()} == b_files
+    rep = third["a-entropy"]
+    assert rep.reason == "source changed (train)"
+    old_rows = json.loads(json.dumps(first["a-entropy"].changes))["corpus-a-low-shift"]["rows"][1]
+    rows = rep.changes["corpus-a-low-shift"]["rows"]
+    assert (
+        rows[0] == old_rows
+        and rows[1]
+        == json.loads((low_a / "entropy" / "build.json").read_text())["subset"]["sentences"]
+    )
+    assert rows[0] != rows[1]
+    assert "familiarity crossner-ai" in rep.changes["corpus-a-low-shift"]
+    text = rep.describe()
+    assert "source changed (train)" in text and f"rows {rows[0]:,} -> {rows[1]:,}" in text
+    log = json.loads((low_a / "changelog.json").read_text())
+    assert len(log) == 2  # the first build, then this run (both configs in one entry)
+    assert set(log[0]["changes"]) == {"entropy", "max"}
+    assert log[0]["changes"]["entropy"]["rows"] == rows
+    readme = (low_a / "README.md").read_text(encoding="utf-8")
+    assert "Changelog" in readme and "source changed (train)" in readme
+
+
+def test_only_and_unavailable_sources(book: Path, tmp_path: Path) -> None:
+    scenarios = load_scenarios(book)
+    with Store(tmp_path / "store.duckdb") as store:
+        with pytest.raises(BuildersError, match=r"unknown scenario 'nope'\. Valid: a-entropy"):
+            regenerate(store, scenarios.scenarios, scenarios.out, only=["nope"])
+        with pytest.raises(BuildersError, match="source 'pilener' of scenario 'absent' is not"):
+            regenerate(store, scenarios.scenarios, scenarios.out, only=["absent"])
+
+
+def test_cli_regenerate_json(book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "cli.duckdb"
+    args = ["regenerate", "--scenarios", str(book), "--db", str(db), "--json", "-q"]
+    first = CliRunner().invoke(cli, [*args, "--only", "b-entropy"])
+    assert first.exit_code == 0, first.output
+    [rep] = json.loads(first.stdout)
+    assert rep["name"] == "b-entropy" and rep["status"] == "built"
+    _no_embedding(monkeypatch)
+    second = CliRunner().invoke(cli, [*args, "--only", "b-entropy"])
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout)[0]["status"] == "reused"
+    bad = CliRunner().invoke(cli, [*args, "--only", "absent"])
+    assert bad.exit_code == 1
+    assert "Error: source 'pilener' of scenario 'absent' is not available" in bad.output
+
+
+def test_parse_errors_name_the_problem() -> None:
+    with pytest.raises(BuildersError, match="unknown key 'strategie'"):
+        parse_scenarios({"scenario": [{"name": "x", "source": "columns", "strategie": "max"}]})
+    with pytest.raises(BuildersError, match="used twice"):
+        parse_scenarios({"scenario": [{"name": "x", "source": "a"}, {"name": "x", "source": "b"}]})
+    with pytest.raises(BuildersError, match='needs mode = "intra" or "inter"'):
+        parse_scenarios({"scenario": [{"name": "f", "kind": "fewnerd"}]})
+
+
+def test_repo_scenarios_file_is_valid() -> None:
+    book = load_scenarios(Path(__file__).parent.parent / "scenarios.toml")
+    names = [s.name for s in book.scenarios]
+    assert "pilener-sample-entropy" in names and "fewnerd-inter" in names
+    fewnerd = {s.name: s for s in book.scenarios}["fewnerd-intra"]
+    assert fewnerd.folders() == ["fewnerd-intra"]
