@@ -157,7 +157,7 @@ def labels_cmd(
     with open_store(db, read_only=True) as store:
         rows = store.label_counts(source, [canonical_split(s) for s in splits] or None, top)
     if as_json:
-        emit_json([{"label": l, "mentions": m, "sentences": s} for l, m, s in rows])
+        emit_json([{"label": lab, "mentions": m, "sentences": s} for lab, m, s in rows])
         return
     print_table(f"{source}: labels", ["label", "mentions", "sentences"], [list(r) for r in rows])
 
@@ -210,3 +210,17 @@ from builders.cli_splits import build_splits, familiarity_cmd  # noqa: E402
 
 cli.add_command(build_splits)
 cli.add_command(familiarity_cmd)
+
+from builders.cli_fewnerd import fewnerd_episodes_cmd, fewnerd_splits_cmd  # noqa: E402
+
+cli.add_command(fewnerd_splits_cmd)
+cli.add_command(fewnerd_episodes_cmd)
+
+from builders.cli_publish import publish_cmd, regenerate_cmd  # noqa: E402
+
+cli.add_command(publish_cmd)
+cli.add_command(regenerate_cmd)
+
+from builders.cli_export import export_gliner_cmd  # noqa: E402
+
+cli.add_command(export_gliner_cmd)

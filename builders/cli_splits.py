@@ -38,6 +38,15 @@ def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> 
     )
 
 
+def _command_line(name: str) -> str:
+    """The command as the user typed it, for the card (`builders build-splits ...` or the
+    stand-alone `build-splits ...` both give `build-splits ...`)."""
+    args = sys.argv[1:]
+    if args and args[0] == name:
+        args = args[1:]
+    return shlex.join([name, *args])
+
+
 def _benchmarks_option(f: Any) -> Any:
     return click.option(
         "--benchmarks",

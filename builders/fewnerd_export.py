@@ -12,10 +12,6 @@ typed ClassLabel columns. The same build gives the same bytes; the folder is swa
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -64,73 +60,6 @@ def part_columns(part: Part, fine_names: list[str]) -> dict[str, list[Any]]:
     }
 
 
-def render_card(
-    summary: dict[str, Any], features_yaml: list[Any], command: str | None = None
-) -> str:
-    """The provisional dataset card (pure): YAML configs and features, then the counts."""
-    import yaml
-
-    from builders import __version__
-
-    meta = {
-        "license": "cc-by-sa-4.0",
-        "language": ["en"],
-        "task_categories": ["token-classification"],
-        "task_ids": ["named-entity-recognition"],
-        "pretty_name": f"Few-NERD {summary['mode'].upper()} (rebuilt)",
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [
-                    {"split": HUB_SPLITS[p], "path": f"data/{HUB_SPLITS[p]}-*"} for p in PARTS
-                ],
-            }
-        ],
-        "dataset_info": {"features": features_yaml},
-    }
-    lines = [
-        "---",
-        yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(),
-        "---",
-        "",
-        f"# {meta['pretty_name']}",
-        "",
-        f"Few-NERD {summary['mode'].upper()} parts rebuilt from `{summary['source']}` with the "
-        f"{summary['assignment']} type assignment (seed {summary['seed']}), following METHOD.md "
-        "section 5: each sentence goes to one of the parts owning its types, entities of other "
-        "parts' types are O, sentences without entities are dropped. `spans` have `end` exclusive.",
-        "",
-        "| split | sentences | mentions | types |",
-        "|---|---:|---:|---:|",
-    ]
-    for p in PARTS:
-        row = summary["parts"][p]
-        lines.append(
-            f"| {HUB_SPLITS[p]} | {row['sentences']:,} | {row['mentions']:,} | {row['types']} |"
-        )
-    lines += [
-        "",
-        f"Input sentences: {summary['input_sentences']:,}; dropped without entities: "
-        f"{summary['dropped_no_entity']:,}; mentions relabelled O: {summary['relabelled_o']:,}.",
-    ]
-    fam = summary.get("familiarity")
-    if fam:
-        lines += [
-            "",
-            f"Familiarity against the train labels ({fam['model']}, K={fam['k']}, {fam['weighting']}):",
-        ]
-        for p in ("dev", "test"):
-            if fam.get(p):
-                lines.append(f"- {HUB_SPLITS[p]}: {fam[p]['mean']:.4f} (VB_1 {fam[p]['vb_1']:.4f})")
-    lines += [
-        "",
-        f"Built by labelshift-builders {__version__}" + (f" with `{command}`." if command else "."),
-        "Licence: CC BY-SA 4.0, inherited from Few-NERD (Ding et al., ACL 2021).",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def write_split(
     build: SplitBuild,
     out_dir: str | Path,
@@ -145,16 +74,16 @@ def write_split(
     import pyarrow.parquet as pq
     from datasets import Dataset
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / build.name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{build.name}.tmp-", dir=out))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would survive the rename
+    from builders.cards import render_fewnerd_card
+    from builders.hubfolder import atomic_dir, atomic_write_text, write_json
+
+    target = Path(out_dir) / build.name
+    feats = features(build.fine_names)
+    summary = build.summary()
+    if familiarity is not None:
+        summary["familiarity"] = familiarity
+    with atomic_dir(target) as tmp:
         (tmp / "data").mkdir()
-        feats = features(build.fine_names)
         for p in PARTS:
             ds = Dataset.from_dict(part_columns(build.parts[p], build.fine_names), features=feats)
             # The table carries the features in its schema metadata; written as datasets would,
@@ -164,25 +93,13 @@ def write_split(
                 tmp / "data" / f"{HUB_SPLITS[p]}-00000-of-00001.parquet",
                 row_group_size=10_000,
             )
-        summary = build.summary()
-        if familiarity is not None:
-            summary["familiarity"] = familiarity
-        (tmp / "summary.json").write_text(
-            json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        write_json(tmp / "summary.json", summary)
+        atomic_write_text(
+            tmp / "README.md",
+            render_fewnerd_card(
+                build.name, summary, command=command, features=feats._to_yaml_list()
+            ),
         )
-        (tmp / "README.md").write_text(
-            render_card(summary, feats._to_yaml_list(), command), encoding="utf-8"
-        )
-        old = None
-        if target.exists():
-            old = out / f".{build.name}.old-{os.getpid()}"
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

@@ -70,6 +70,7 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _publishable(tmp)
     old = None
     if target.exists():
         old = target.parent / f".{target.name}.old.{os.getpid()}"
@@ -84,7 +85,22 @@ def atomic_write_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
         fh.write(text)
+    os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publishable(folder: Path) -> None:
+    """mkdtemp/mkstemp make private (0700/0600) entries; give them the usual permissions."""
+    mask = _umask()
+    os.chmod(folder, 0o777 & ~mask)
+    for p in folder.rglob("*"):
+        os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -13,9 +13,6 @@ to its labels, which is what its Familiarity is computed from.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,7 +65,7 @@ class SplitConfig:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise BuildersError(
-                f"unknown strategy {self.strategy!r}. Valid: {', '.join(STRATEGIES)}"
+                f"unknown strategy {self.strategy!r}. Valid: {', '.join(sorted(STRATEGIES))}"
             )
         bad = [lv for lv in self.levels if lv not in LEVELS]
         if bad or not self.levels:
@@ -318,7 +315,17 @@ def build(
             if out is not None:
                 sub.path = str(
                     write_subset(
-                        out / name, cfg.strategy, rows, sub, cfg, scores, cut, table, command
+                        out / name,
+                        cfg.strategy,
+                        rows,
+                        sub,
+                        cfg,
+                        scores,
+                        cut,
+                        table,
+                        command,
+                        full=full,
+                        cuts=cuts,
                     )
                 )
             subsets.append(sub)
@@ -380,9 +387,19 @@ def write_subset(
     cut: SelectionResult,
     table: LabelTable,
     command: str | None,
+    *,
+    full: SubsetResult | None = None,
+    cuts: dict[str, SelectionResult] | None = None,
 ) -> Path:
-    """Write one strategy config of a subset repo folder atomically, then its README."""
-    from builders.cards import render_provisional_card
+    """Write one strategy config of a subset repo folder atomically, then its README card.
+
+    The config folder gets the rows, every label's score, the score histogram with the cuts
+    of all levels marked (`scores.png`) and `build.json`: the parameters, this subset's
+    results, the full corpus's (`full`) and every level's cut (`cuts`), which the card shows.
+    """
+    import pyarrow.parquet as pq
+
+    from builders.cards import render_card
     from builders.hubfolder import (
         PARQUET_NAME,
         SUBSET_FEATURES,
@@ -392,7 +409,10 @@ def write_subset(
         write_json,
         write_parquet,
     )
+    from builders.plots import render_histogram
+    from builders.sources import SOURCES
 
+    cuts = cuts or {sub.level: cut}
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_dir(folder / strategy) as tmp:
         write_parquet(rows, tmp / PARQUET_NAME.format(split="train"), SUBSET_FEATURES)
@@ -404,9 +424,14 @@ def write_subset(
                 "selected": pa.array(cut.mask, pa.bool_()),
             }
         )
-        import pyarrow.parquet as pq
-
         pq.write_table(score_table, tmp / "scores.parquet", compression="zstd")
+        render_histogram(
+            scores,
+            {lv: list(c.thresholds) for lv, c in cuts.items()},
+            strategy,
+            tmp / "scores.png",
+            level=sub.level,
+        )
         write_json(
             tmp / "build.json",
             {
@@ -414,6 +439,10 @@ def write_subset(
                 "command": command,
                 "config": asdict(cfg),
                 "subset": {k: v for k, v in sub.to_dict().items() if k != "path"},
+                "full": None
+                if full is None
+                else {k: v for k, v in full.to_dict().items() if k != "path"},
+                "cuts": {lv: c.to_dict() for lv, c in cuts.items()},
                 "num_bytes": rows.nbytes,
             },
         )
@@ -421,5 +450,12 @@ def write_subset(
         name: json.loads((folder / name / "build.json").read_text(encoding="utf-8"))
         for name in configs_of(folder)
     }
-    atomic_write_text(folder / "README.md", render_provisional_card(folder.name, builds))
+    spec = SOURCES.get(cfg.source)  # a store name given with `ingest --name` has no spec
+    card = render_card(
+        folder.name,
+        builds,
+        license=spec.license if spec else "unknown",
+        source_origin=spec.origin if spec else None,
+    )
+    atomic_write_text(folder / "README.md", card)
     return folder

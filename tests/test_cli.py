@@ -46,7 +46,16 @@ def test_sources_json(run) -> None:
     assert res.exit_code == 0
     rows = json.loads(res.output)
     names = {r["source"] for r in rows}
-    assert {"pilener", "nuner", "gliner", "columns", "hf", "crossner-ai", "mit-movie", "fewnerd"} <= names
+    assert {
+        "pilener",
+        "nuner",
+        "gliner",
+        "columns",
+        "hf",
+        "crossner-ai",
+        "mit-movie",
+        "fewnerd",
+    } <= names
     assert next(r for r in rows if r["source"] == "nuner")["origin"] == "numind/NuNER"
 
 
@@ -56,7 +65,11 @@ def test_ingest_then_labels_and_stats(run, data_dir: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     assert (summary["status"], summary["sentences"], summary["mentions"], summary["types"]) == (
-        "ingested", 3, 5, 5)
+        "ingested",
+        3,
+        5,
+        5,
+    )
     again = json.loads(run("ingest", "mit-movie", "--path", path, "--json", "-q").output)
     assert again["status"] == "unchanged"
     labels = json.loads(run("labels", "mit-movie", "--json").output)
@@ -65,7 +78,8 @@ def test_ingest_then_labels_and_stats(run, data_dir: Path) -> None:
     assert all(row == {"label": row["label"], "mentions": 1, "sentences": 1} for row in labels)
     stats = json.loads(run("stats", "--json").output)
     assert [(s["source"], s["sentences"], s["mentions"], s["types"]) for s in stats["sources"]] == [
-        ("mit-movie", 3, 5, 5)]
+        ("mit-movie", 3, 5, 5)
+    ]
     top = run("labels", "mit-movie", "--top", "2")
     assert top.exit_code == 0
     assert "average ratings" in top.output and "genre" not in top.output
@@ -90,7 +104,9 @@ def test_repair_flag_counts(run, data_dir: Path) -> None:
     path = data_dir / "pilener-bio/pilener-391xALL-dev.excerpt.bio"
     strict = run("ingest", "columns", "--path", str(path), "-o", "sep=\t", "-q")
     assert strict.exit_code == 1 and "use repair to read it as B-" in strict.output
-    fixed = run("ingest", "columns", "--path", str(path), "-o", "sep=\t", "--repair", "--json", "-q")
+    fixed = run(
+        "ingest", "columns", "--path", str(path), "-o", "sep=\t", "--repair", "--json", "-q"
+    )
     assert fixed.exit_code == 0, fixed.output
     assert json.loads(fixed.output)["splits"]["train"]["report"]["counts"] == {"repaired_tags": 1}
 
@@ -99,7 +115,10 @@ def test_labels_on_missing_source(run, data_dir: Path) -> None:
     run("ingest", "mit-movie", "--path", str(data_dir / "mit-movie/engtest.bio"), "-q")
     res = run("labels", "pilener")
     assert res.exit_code == 1
-    assert "source 'pilener' is not in" in res.output and "run `builders ingest pilener` first" in res.output
+    assert (
+        "source 'pilener' is not in" in res.output
+        and "run `builders ingest pilener` first" in res.output
+    )
 
 
 def test_stats_without_store(tmp_path: Path) -> None:

@@ -19,7 +19,9 @@ def spans_of(path: Path, **opts) -> list[list[tuple[int, int, str]]]:
 
 
 def test_crossner_token_first(data_dir: Path) -> None:
-    exs = list(read(data_dir / "crossner/ai-test.txt", ReadReport(), token_col=0, tag_col=-1, scheme="bio"))
+    exs = list(
+        read(data_dir / "crossner/ai-test.txt", ReadReport(), token_col=0, tag_col=-1, scheme="bio")
+    )
     assert len(exs) == 3
     first = exs[0]
     assert first.tokens[:4] == ["Typical", "generative", "model", "approaches"]
@@ -33,8 +35,22 @@ def test_crossner_token_first(data_dir: Path) -> None:
 
 
 def test_mit_label_first(data_dir: Path) -> None:
-    exs = list(read(data_dir / "mit-movie/engtest.bio", ReadReport(), token_col=-1, tag_col=0, scheme="bio"))
-    assert [ex.tokens for ex in exs][0] == ["are", "there", "any", "good", "romantic", "comedies", "out", "right", "now"]
+    exs = list(
+        read(
+            data_dir / "mit-movie/engtest.bio", ReadReport(), token_col=-1, tag_col=0, scheme="bio"
+        )
+    )
+    assert exs[0].tokens == [
+        "are",
+        "there",
+        "any",
+        "good",
+        "romantic",
+        "comedies",
+        "out",
+        "right",
+        "now",
+    ]
     assert exs[0].spans == [(4, 6, "GENRE"), (7, 9, "YEAR")]
     assert exs[1].spans == [(5, 8, "PLOT")]
     assert exs[1].line == 11
@@ -43,7 +59,19 @@ def test_mit_label_first(data_dir: Path) -> None:
 def test_conll_four_columns_and_docstart(data_dir: Path) -> None:
     exs = list(read(data_dir / "conll2003/valid.txt", ReadReport(), columns=4, scheme="bio"))
     assert all(ex.tokens[0] != "-DOCSTART-" for ex in exs)
-    assert exs[0].tokens == ["CRICKET", "-", "LEICESTERSHIRE", "TAKE", "OVER", "AT", "TOP", "AFTER", "INNINGS", "VICTORY", "."]
+    assert exs[0].tokens == [
+        "CRICKET",
+        "-",
+        "LEICESTERSHIRE",
+        "TAKE",
+        "OVER",
+        "AT",
+        "TOP",
+        "AFTER",
+        "INNINGS",
+        "VICTORY",
+        ".",
+    ]
     assert exs[0].spans == [(2, 3, "ORG")]
 
 
@@ -65,7 +93,7 @@ def test_pilener_repair_counts_rows(data_dir: Path) -> None:
     spans = {(" ".join(exs[0].tokens[a:b]), lab) for a, b, lab in exs[0].spans}
     assert ("refractory", "characteristic") in spans
     assert ("symptoms", "symptom") in spans  # the repaired I- opens its own entity
-    assert ("field of study" in {lab for _, lab in spans})
+    assert "field of study" in {lab for _, lab in spans}
 
 
 def test_auto_scheme_detects_io(tmp_path: Path) -> None:
@@ -90,8 +118,14 @@ def test_bioes(tmp_path: Path) -> None:
     [
         ("EU B-ORG\nrejects O extra\n\n", "{p}:2: expected 2 columns, found 3: 'rejects O extra'"),
         ("EU X-ORG\n\n", "{p}:1: tag is not O, B-<type> or I-<type>: 'X-ORG'"),
-        ("EU B-ORG\nGerman I-MISC\n\n", "{p}:2: I- tag after an entity of type 'ORG' (expected B-MISC; use repair to read it as B-): 'I-MISC'"),
-        ("EU O\nGerman I-MISC\n\n", "{p}:2: I- tag after O (expected B-MISC; use repair to read it as B-): 'I-MISC'"),
+        (
+            "EU B-ORG\nGerman I-MISC\n\n",
+            "{p}:2: I- tag after an entity of type 'ORG' (expected B-MISC; use repair to read it as B-): 'I-MISC'",
+        ),
+        (
+            "EU O\nGerman I-MISC\n\n",
+            "{p}:2: I- tag after O (expected B-MISC; use repair to read it as B-): 'I-MISC'",
+        ),
         ("EU\n\n", "{p}:1: expected at least 2 columns (token and tag): 'EU'"),
     ],
 )
@@ -105,14 +139,19 @@ def test_bad_rows(tmp_path: Path, content: str, message: str) -> None:
 def test_bioes_unclosed(tmp_path: Path) -> None:
     f = tmp_path / "bad.txt"
     f.write_text("New B-LOC\nYork O\n\n", encoding="utf-8")
-    with pytest.raises(SourceFormatError, match=re.escape(f"{f}:2: BIOES entity 'LOC' not closed by E- before O: 'O'")):
+    with pytest.raises(
+        SourceFormatError,
+        match=re.escape(f"{f}:2: BIOES entity 'LOC' not closed by E- before O: 'O'"),
+    ):
         list(read(f, ReadReport(), scheme="bioes"))
 
 
 def test_non_utf8_byte(tmp_path: Path) -> None:
     f = tmp_path / "latin1.txt"
-    f.write_bytes("EU B-ORG\n".encode() + "Caf\xe9 O\n".encode("latin-1"))
-    with pytest.raises(SourceFormatError, match=re.escape(f"{f}:2: not UTF-8 (byte e9 at column 4): b'\\xe9'")):
+    f.write_bytes(b"EU B-ORG\n" + "Caf\xe9 O\n".encode("latin-1"))
+    with pytest.raises(
+        SourceFormatError, match=re.escape(f"{f}:2: not UTF-8 (byte e9 at column 4): b'\\xe9'")
+    ):
         list(read(f, ReadReport(), scheme="bio"))
 
 
@@ -147,7 +186,9 @@ def encode(n: int, spans: list[tuple[int, int, str]], scheme: str) -> list[str]:
             if scheme == "bio":
                 tags[i] = ("B-" if i == a else "I-") + lab
             elif scheme == "bioes":
-                tags[i] = ("S-" if b - a == 1 else "B-" if i == a else "E-" if i == b - 1 else "I-") + lab
+                tags[i] = (
+                    "S-" if b - a == 1 else "B-" if i == a else "E-" if i == b - 1 else "I-"
+                ) + lab
             else:
                 tags[i] = lab
     return tags
@@ -156,7 +197,9 @@ def encode(n: int, spans: list[tuple[int, int, str]], scheme: str) -> list[str]:
 @pytest.mark.parametrize("scheme", ["bio", "bioes"])
 @settings(max_examples=150, deadline=None)
 @given(case=sentences())
-def test_decode_encode_round_trip(tmp_path_factory: pytest.TempPathFactory, scheme: str, case) -> None:
+def test_decode_encode_round_trip(
+    tmp_path_factory: pytest.TempPathFactory, scheme: str, case
+) -> None:
     n, spans = case
     tags = encode(n, spans, scheme)
     f = tmp_path_factory.mktemp("rt") / "f.txt"
@@ -171,7 +214,10 @@ def test_decode_encode_round_trip(tmp_path_factory: pytest.TempPathFactory, sche
 def test_io_round_trip_merges_neighbours(tmp_path_factory: pytest.TempPathFactory, case) -> None:
     n, spans = case
     f = tmp_path_factory.mktemp("io") / "f.txt"
-    f.write_text("".join(f"t{i}\t{t}\n" for i, t in enumerate(encode(n, spans, "io"))) + "\n", encoding="utf-8")
+    f.write_text(
+        "".join(f"t{i}\t{t}\n" for i, t in enumerate(encode(n, spans, "io"))) + "\n",
+        encoding="utf-8",
+    )
     (ex,) = read(f, ReadReport(), scheme="io", sep="\t")
     merged: list[tuple[int, int, str]] = []
     for a, b, lab in spans:

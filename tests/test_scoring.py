@@ -124,7 +124,8 @@ def test_select_matches_quantile_definition(scores, strategy):
         assert res["high"].count == int((scores >= q(high_q)).sum())
     band = (scores >= q(0.495)) & (scores <= q(0.505))
     np.testing.assert_array_equal(res["medium"].mask, band)
-    assert all(r.count >= 1 for r in res.values())
+    # a one-sided cut always keeps the extreme score; the medium band may hold none
+    assert res["low"].count >= 1 and res["high"].count >= 1
 
 
 def test_default_profile_follows_label_count():

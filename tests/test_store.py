@@ -18,7 +18,11 @@ def snapshot(store: Store) -> list:
     return [
         store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
         for t in ("sentences", "mentions", "negatives")
-    ] + [store.con.execute("SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL").fetchall()]
+    ] + [
+        store.con.execute(
+            "SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL"
+        ).fetchall()
+    ]
 
 
 def test_ingest_counts_and_schema(db: Path, data_dir: Path) -> None:
@@ -38,11 +42,19 @@ def test_ingest_counts_and_schema(db: Path, data_dir: Path) -> None:
 
 def test_benchmark_labels_are_verbalised(db: Path, tmp_path: Path) -> None:
     f = tmp_path / "test.txt"
-    f.write_text("ACL\tB-organisation\nand\tO\nPython\tB-programlang\nx\tB-misc\n\n", encoding="utf-8")
+    f.write_text(
+        "ACL\tB-organisation\nand\tO\nPython\tB-programlang\nx\tB-misc\n\n", encoding="utf-8"
+    )
     with Store(db) as store:
         ingest(store, "crossner-ai", f, split="test")
-        labels = store.con.execute("SELECT label, raw_label FROM mentions ORDER BY start").fetchall()
-    assert labels == [("organization", "organisation"), ("program language", "programlang"), ("else", "misc")]
+        labels = store.con.execute(
+            "SELECT label, raw_label FROM mentions ORDER BY start"
+        ).fetchall()
+    assert labels == [
+        ("organization", "organisation"),
+        ("program language", "programlang"),
+        ("else", "misc"),
+    ]
 
 
 def test_reingest_unchanged_is_noop(db: Path, data_dir: Path) -> None:
@@ -75,11 +87,15 @@ def test_failed_ingest_leaves_store_unchanged(db: Path, data_dir: Path, tmp_path
     bad = tmp_path / "bad"
     bad.mkdir()
     shutil.copy(data_dir / "crossner/ai-test.txt", bad / "train.txt")  # a good split ...
-    (bad / "test.txt").write_text("EU\tB-ORG\nrejects\tI-MISC\n\n", encoding="utf-8")  # ... and a bad one
+    (bad / "test.txt").write_text(
+        "EU\tB-ORG\nrejects\tI-MISC\n\n", encoding="utf-8"
+    )  # ... and a bad one
     with Store(db) as store:
         ingest(store, "crossner-ai", good.parent)
         before = snapshot(store)
-        with pytest.raises(SourceFormatError, match=re.escape(f"{bad / 'test.txt'}:2: I- tag after")):
+        with pytest.raises(
+            SourceFormatError, match=re.escape(f"{bad / 'test.txt'}:2: I- tag after")
+        ):
             ingest(store, "crossner-ai", bad)
         assert snapshot(store) == before  # neither the good train split nor a deletion landed
 
@@ -98,12 +114,18 @@ def test_span_outside_sentence(db: Path, tmp_path: Path) -> None:
 def test_empty_file(db: Path, tmp_path: Path) -> None:
     f = tmp_path / "test.txt"
     f.write_text("\n\n", encoding="utf-8")
-    with Store(db) as store, pytest.raises(SourceFormatError, match=re.escape(f"{f}: empty input: no sentences found")):
+    with (
+        Store(db) as store,
+        pytest.raises(SourceFormatError, match=re.escape(f"{f}: empty input: no sentences found")),
+    ):
         ingest(store, "crossner-ai", f)
 
 
 def test_unknown_source_lists_valid_names(db: Path) -> None:
-    with Store(db) as store, pytest.raises(UnknownNameError, match=r"unknown source 'nunr'\. Valid: .*nuner, pilener"):
+    with (
+        Store(db) as store,
+        pytest.raises(UnknownNameError, match=r"unknown source 'nunr'\. Valid: .*nuner, pilener"),
+    ):
         ingest(store, "nunr")
 
 
@@ -122,7 +144,16 @@ def test_name_and_label_counts(db: Path, data_dir: Path) -> None:
         ingest(store, "mit-restaurant", data_dir / "mit-restaurant/restauranttest.bio", name="rest")
         rows = store.label_counts("rest")
         assert rows[0][1] >= rows[-1][1]
-        assert {r[0] for r in rows} <= {"amenity", "cuisine", "dish", "hours", "location", "price", "rating", "restaurant name"}
+        assert {r[0] for r in rows} <= {
+            "amenity",
+            "cuisine",
+            "dish",
+            "hours",
+            "location",
+            "price",
+            "rating",
+            "restaurant name",
+        }
         with pytest.raises(StoreError, match="source 'mit-restaurant' is not in"):
             store.label_counts("mit-restaurant")
 
@@ -136,6 +167,7 @@ def test_bundled_sample(db: Path) -> None:
 
 
 def test_every_spec_has_a_reader_module() -> None:
+    import importlib
     import importlib.util
 
     for spec in SOURCES.values():
@@ -143,8 +175,6 @@ def test_every_spec_has_a_reader_module() -> None:
         mod = importlib.import_module(f"builders.sources.{spec.module}")
         assert mod.__doc__ and len(mod.__doc__.strip().splitlines()) >= 3, spec.module
 
-
-import importlib  # noqa: E402
 
 # ---------------------------------------------------------------- the shared corpora
 SHARED_COUNTS = {

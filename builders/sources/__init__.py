@@ -261,6 +261,7 @@ _SPECS: list[SourceSpec] = [
         options=_frozen(
             {"token_col": 0, "tag_col": -1, "scheme": "bio", "sep": "\t", "repair": True}
         ),
+        origin="Universal-NER/Pile-NER-type",
         local="package:sample/pilener-391xALL-dev.bio.xz",
         license="cc-by-nc-4.0",
     ),

@@ -1,0 +1,416 @@
+"""Dataset cards: golden files, Hub-valid YAML, the histogram, and loading the built folders.
+
+The golden inputs under `tests/data/golden/` are `build.json` files of a real MiniLM build of
+the bundled Pile-NER sample, trimmed to what the card shows (no `per_label`). Regenerate the
+inputs (from the build below) and the expected cards with `UPDATE_GOLDEN=1 pytest tests/test_cards.py`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from huggingface_hub import DatasetCard
+
+from builders import cards
+from builders.cards import (
+    changelog_entry,
+    license_id,
+    render_card,
+    render_fewnerd_card,
+    size_category,
+)
+from builders.hubfolder import SUBSET_FEATURES, configs_of
+from builders.plots import histogram_png
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+MINILM = "all-MiniLM-L6-v2"
+CASES = {  # golden card -> (subset folder, configs, licence, origin, with changelog)
+    "pilener-sample-low-shift.md": (
+        "pilener-sample-low-shift",
+        ("entropy", "max"),
+        "cc-by-nc-4.0",
+        None,
+        True,
+    ),
+    "pilener-sample-medium-shift.md": (
+        "pilener-sample-medium-shift",
+        ("entropy",),
+        "unknown",
+        "Universal-NER/Pile-NER-type",
+        False,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample built with MiniLM, both strategies, all levels (once per module)."""
+    from builders.ingest import ingest
+    from builders.splits import SplitConfig, build
+    from builders.store import Store
+
+    root = tmp_path_factory.mktemp("cards")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HOME", str(root / "hf"))
+        mp.delenv("HF_TOKEN", raising=False)
+        with Store(root / "s.duckdb") as store:
+            ingest(store, "pilener-sample")
+            for strategy in ("entropy", "max"):
+                build(store, SplitConfig("pilener-sample", strategy, model=MINILM), root / "out")
+    return root / "out"
+
+
+def _trim(build: dict[str, Any]) -> dict[str, Any]:
+    """A build.json without what the card does not show (per-label Familiarity)."""
+    b = copy.deepcopy(build)
+    for key in ("subset", "full"):
+        if b.get(key):
+            b[key]["familiarity"].pop("per_label", None)
+    return b
+
+
+def _fixture(folder: str, config: str) -> Path:
+    return GOLDEN / folder / f"{config}.build.json"
+
+
+def _builds(folder: str, configs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    return {c: json.loads(_fixture(folder, c).read_text(encoding="utf-8")) for c in configs}
+
+
+def _changelog(builds: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    old = copy.deepcopy(builds)
+    old["entropy"]["subset"]["sentences"] -= 40
+    old["entropy"]["subset"]["familiarity"]["macro"] += 0.0123
+    del old["max"]
+    entry = changelog_entry("v2 (toolkit 0.1.0)", old, builds, note="Added the `max` config.")
+    entry["details"] = {"entropy": {"labels_added": ["title"], "labels_removed": []}}
+    return [entry, {"version": "v1", "note": "First release.", "changes": {}}]
+
+
+def _render(case: str) -> str:
+    folder, configs, lic, origin, with_log = CASES[case]
+    builds = _builds(folder, configs)
+    return render_card(
+        folder,
+        builds,
+        license=lic,
+        source_origin=origin,
+        changelog=_changelog(builds) if with_log else None,
+    )
+
+
+def _front_matter(text: str) -> dict[str, Any]:
+    m = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert m, "card must start with YAML front matter"
+    return yaml.safe_load(m.group(1))
+
+
+def test_fixtures_have_the_shape_of_a_real_build(built: Path) -> None:
+    def keys(obj: Any, depth: int = 0) -> Any:
+        if isinstance(obj, dict) and depth < 3:
+            return {k: keys(v, depth + 1) for k, v in obj.items()}
+        return type(obj).__name__
+
+    for folder, configs in {v[0]: v[1] for v in CASES.values()}.items():
+        for config in configs:
+            real = _trim(json.loads((built / folder / config / "build.json").read_text()))
+            if UPDATE:
+                _fixture(folder, config).parent.mkdir(parents=True, exist_ok=True)
+                _fixture(folder, config).write_text(
+                    json.dumps(real, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+                )
+            fixture = json.loads(_fixture(folder, config).read_text(encoding="utf-8"))
+            assert keys(fixture) == keys(real), f"refresh {_fixture(folder, config)}"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_card_matches_golden(case: str) -> None:
+    text = _render(case)
+    if UPDATE:
+        (GOLDEN / case).write_text(text, encoding="utf-8")
+    assert text == (GOLDEN / case).read_text(encoding="utf-8")
+    assert text == _render(case)  # pure: same input, same text
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_card_yaml_is_valid_for_the_hub_and_datasets(case: str) -> None:
+    folder, configs, lic, origin, _ = CASES[case]
+    text = _render(case)
+    meta = _front_matter(text)
+    assert meta["license"] == license_id(lic)
+    assert meta["task_categories"] == ["token-classification"]
+    assert meta["task_ids"] == ["named-entity-recognition"]
+    assert meta["size_categories"] == ["1K<n<10K" if "low" in folder else "n<1K"]
+    assert meta.get("source_datasets") == ([origin] if origin else None)
+    assert set(meta["tags"]) >= {"ner", "zero-shot", "label-shift", "familiarity", "synthetic"}
+    assert [c["config_name"] for c in meta["configs"]] == list(configs)
+    assert meta["configs"][0]["default"] is True
+    builds = _builds(folder, configs)
+    for c in configs:
+        fam = meta["familiarity"][c]
+        assert fam["macro"] == round(builds[c]["subset"]["familiarity"]["macro"], 4)
+        assert fam["full_corpus_macro"] == round(builds[c]["full"]["familiarity"]["macro"], 4)
+        assert set(fam["benchmarks"]) == set(builds[c]["subset"]["familiarity"]["per_benchmark"])
+    card = DatasetCard(text)
+    assert card.data.license == meta["license"]
+    assert card.data.to_dict()["configs"] == meta["configs"]
+    # What `load_dataset` reads from the card: configs and typed features per config.
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+
+    assert list(MetadataConfigs.from_dataset_card_data(card.data)) == list(configs)
+    infos = DatasetInfosDict.from_dataset_card_data(card.data)
+    for c in configs:
+        assert infos[c].features == SUBSET_FEATURES
+        assert infos[c].splits["train"].num_examples == builds[c]["subset"]["sentences"]
+
+
+def test_card_shows_the_builds_numbers() -> None:
+    text = _render("pilener-sample-low-shift.md")
+    builds = _builds("pilener-sample-low-shift", ("entropy", "max"))
+    body = text.split("\n---\n", 1)[1]
+    for c, b in builds.items():
+        sub = b["subset"]
+        assert f"| this subset, `{c}` | {sub['sentences']:,} | {sub['mentions']:,} |" in body
+        assert f"**{sub['familiarity']['macro']:.4f}**" in body
+        assert f"{b['full']['familiarity']['macro']:.4f}" in body
+        for lab, _, _ in sub["familiarity"]["top_training_labels"]["mit-movie"]:
+            assert lab in body
+        assert f"![Histogram of the {c} scores" in body and f"]({c}/scores.png)" in body
+    assert f"| full `pilener-sample` | {builds['entropy']['full']['sentences']:,} |" in body
+    assert "build-splits --source pilener-sample --strategy max --model all-MiniLM-L6-v2" in body
+    assert "golde2024familiarity" in body and "zhou2024universalner" in body
+    assert (
+        "## Changelog" in body and "| `entropy` | rows |" in body and "| `max` | rows | – |" in body
+    )
+    assert "fewer than K" not in body  # 7,297 mentions >= K
+
+
+def test_n_below_k_note_and_no_changelog() -> None:
+    text = _render("pilener-sample-medium-shift.md")
+    assert "fewer than K = 1000" in text
+    assert "## Changelog" not in text
+
+
+def test_changelog_as_the_scenario_runner_writes_it() -> None:
+    builds = _builds("pilener-sample-medium-shift", ("entropy",))
+    log = [
+        {
+            "version": "0.1.0",
+            "run": "r2",
+            "note": "weekly: source changed",
+            "changes": {
+                "entropy": {
+                    "rows": [10, 12],
+                    "familiarity": [0.3, 0.2958],
+                    "familiarity mit-movie": [None, 0.2915],
+                    "labels": [4, 4],
+                }
+            },
+            "details": {"entropy": {"labels_added": [f"l{i}" for i in range(25)]}},
+        }
+    ]
+    text = render_card("x", builds, license="mit", source_origin=None, changelog=log)
+    assert "| `entropy` | rows | 10 | 12 | +2 |" in text
+    assert "| `entropy` | familiarity | 0.3000 | 0.2958 | -0.0042 |" in text
+    assert "| `entropy` | familiarity mit-movie | – | 0.2915 | added |" in text
+    assert "| `entropy` | labels |" not in text  # unchanged metrics are left out
+    assert "- `entropy`: 25 labels added: l0, l1," in text and "l19 and 5 more" in text
+    assert "r2" not in text
+
+
+def test_card_never_carries_a_token() -> None:
+    builds = _builds("pilener-sample-medium-shift", ("entropy",))
+    builds["entropy"]["command"] = (
+        "build-splits --source pilener-sample --token hf_AbCdEfGhIjKlMnOpQrStUv --seed 0"
+    )
+    log = [{"version": "v2", "note": "pushed with hf_ZyXwVuTsRqPoNmLkJi", "changes": {}}]
+    text = render_card("x", builds, license="mit", source_origin=None, changelog=log)
+    assert "hf_AbCd" not in text and "hf_ZyXw" not in text
+    assert "--token *** --seed 0" in text
+
+
+def test_recorded_command_wins_over_the_synthesised_one() -> None:
+    builds = _builds("pilener-sample-medium-shift", ("entropy",))
+    builds["entropy"]["command"] = "build-splits --source pilener-sample --out 'my out'"
+    text = render_card("x", builds, license="mit", source_origin=None)
+    assert "build-splits --source pilener-sample --out 'my out'\n" in text
+
+
+def test_render_card_needs_a_build() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        render_card("x", {}, license="mit", source_origin=None)
+
+
+@pytest.mark.parametrize(
+    ("n", "cat"),
+    [
+        (0, "n<1K"),
+        (999, "n<1K"),
+        (1_000, "1K<n<10K"),
+        (78_800, "10K<n<100K"),
+        (618_000, "100K<n<1M"),
+        (2_000_000, "1M<n<10M"),
+    ],
+)
+def test_size_category(n: int, cat: str) -> None:
+    assert size_category(n) == cat
+
+
+def test_license_ids() -> None:
+    assert license_id("cc-by-nc-4.0") == "cc-by-nc-4.0"
+    assert license_id("MIT") == "mit"
+    assert license_id("unknown") == "other"
+    assert license_id(None) == "other"
+
+
+# --- the histogram ------------------------------------------------------------------------
+
+
+def test_histogram_bytes_are_deterministic() -> None:
+    scores = [0.01 * i for i in range(300)]
+    cuts = {"low": [0.5], "medium": [1.4, 1.6], "high": [2.8]}
+    a = histogram_png(scores, cuts, "max", level="low")
+    b = histogram_png(scores, cuts, "max", level="low")
+    assert a == b
+    assert a.startswith(b"\x89PNG\r\n\x1a\n")
+    assert b"Software" not in a and b"matplotlib" not in a
+    assert histogram_png(scores, cuts, "max", level="high") != a  # its own level is drawn solid
+
+
+def test_written_histogram_is_reproducible_from_scores_and_cuts(built: Path) -> None:
+    folder = built / "pilener-sample-high-shift" / "entropy"
+    info = json.loads((folder / "build.json").read_text())
+    scores = pq.read_table(folder / "scores.parquet").column("score").to_pylist()
+    cuts = {lv: c["thresholds"] for lv, c in info["cuts"].items()}
+    assert set(cuts) == {"low", "medium", "high"}
+    cuts = {lv: cuts[lv] for lv in ("low", "medium", "high")}
+    png = histogram_png(scores, cuts, "entropy", level="high")
+    assert (folder / "scores.png").read_bytes() == png
+
+
+# --- the built folders --------------------------------------------------------------------
+
+
+def test_built_folder_card_links_exist_and_build_json_has_full_and_cuts(built: Path) -> None:
+    for folder in sorted(p for p in built.iterdir() if p.is_dir()):
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+        assert links == ["entropy/scores.png", "max/scores.png"]
+        assert all((folder / link).is_file() for link in links)
+        assert "provisional" not in text.lower()
+        for c in configs_of(folder):
+            info = json.loads((folder / c / "build.json").read_text())
+            assert info["full"]["level"] == "full" and info["full"]["sentences"] == 2217
+            assert info["cuts"][info["subset"]["level"]] == {
+                k: v for k, v in info["subset"]["selection"].items() if k != "profile"
+            }
+
+
+@pytest.mark.parametrize("config", [None, "entropy", "max"])
+def test_load_dataset_on_a_built_folder(built: Path, config: str | None) -> None:
+    for folder in sorted(p for p in built.iterdir() if p.is_dir()):
+        ds = datasets.load_dataset(str(folder), config, split="train")
+        info = json.loads((folder / (config or "entropy") / "build.json").read_text())
+        assert ds.num_rows == info["subset"]["sentences"]
+        assert ds.features == SUBSET_FEATURES
+        assert ds.features["spans"] == datasets.List(
+            {
+                "start": datasets.Value("int32"),
+                "end": datasets.Value("int32"),
+                "label": datasets.Value("string"),
+            }
+        )
+        row = ds[0]
+        assert all(s["end"] <= len(row["tokens"]) for s in row["spans"])
+
+
+# --- Few-NERD -----------------------------------------------------------------------------
+
+
+def _fewnerd_summary() -> dict[str, Any]:
+    return json.loads((GOLDEN / "fewnerd-inter.summary.json").read_text(encoding="utf-8"))
+
+
+def _fewnerd_features() -> Any:
+    fx = pytest.importorskip("builders.fewnerd_export")
+    from builders.fewnerd import fine_types
+
+    return fx.features(list(fine_types()))
+
+
+def _fewnerd_card() -> str:
+    return render_fewnerd_card(
+        "org/fewnerd-inter",
+        _fewnerd_summary(),
+        command="builders fewnerd-splits --mode inter --assignment official --seed 0",
+        features=_fewnerd_features()._to_yaml_list(),
+        version="0.1.0",
+    )
+
+
+def test_fewnerd_card_matches_golden() -> None:
+    text = _fewnerd_card()
+    if UPDATE:
+        (GOLDEN / "fewnerd-inter.md").write_text(text, encoding="utf-8")
+    assert text == (GOLDEN / "fewnerd-inter.md").read_text(encoding="utf-8")
+    meta = _front_matter(text)
+    assert meta["license"] == "cc-by-sa-4.0"
+    assert meta["source_datasets"] == ["DFKI-SLT/few-nerd"]
+    assert DatasetCard(text).data.license == "cc-by-sa-4.0"
+    assert "ding2021fewnerd" in text and "golde2024familiarity" in text
+
+
+def test_load_dataset_on_a_fewnerd_folder_with_the_card(tmp_path: Path) -> None:
+    feats = _fewnerd_features()
+    summary = _fewnerd_summary()
+    folder = tmp_path / "fewnerd-inter"
+    (folder / "data").mkdir(parents=True)
+    rows = {
+        "train": [(["Ada", "Lovelace", "wrote"], [(0, 2, "person-scholar")])],
+        "validation": [(["in", "Paris"], [(1, 2, "location-GPE")])],
+        "test": [(["the", "Louvre", "in", "Paris"], [(1, 2, "building-other")])],
+    }
+    names = feats["fine_ner_tags"].feature.names
+    coarse = feats["ner_tags"].feature.names
+    for split, examples in rows.items():
+        cols: dict[str, list[Any]] = {k: [] for k in feats}
+        for i, (tokens, spans) in enumerate(examples):
+            fine = [0] * len(tokens)
+            ner = [0] * len(tokens)
+            for a, b, lab in spans:
+                fine[a:b] = [names.index(lab)] * (b - a)
+                ner[a:b] = [coarse.index(lab.split("-")[0])] * (b - a)
+            cols["id"].append(f"{split}/{i}")
+            cols["tokens"].append(tokens)
+            cols["ner_tags"].append(ner)
+            cols["fine_ner_tags"].append(fine)
+            cols["spans"].append([{"start": a, "end": b, "label": lab} for a, b, lab in spans])
+        ds = datasets.Dataset.from_dict(cols, features=feats)
+        pq.write_table(ds.data.table, folder / "data" / f"{split}-00000-of-00001.parquet")
+        summary["parts"][{"validation": "dev"}.get(split, split)]["sentences"] = len(examples)
+    (folder / "README.md").write_text(
+        render_fewnerd_card("fewnerd-inter", summary, command=None, features=feats._to_yaml_list()),
+        encoding="utf-8",
+    )
+    loaded = datasets.load_dataset(str(folder))
+    assert set(loaded) == {"train", "validation", "test"}
+    assert loaded["train"].features == feats
+    assert isinstance(loaded["test"].features["fine_ner_tags"].feature, datasets.ClassLabel)
+    assert loaded["test"][0]["fine_ner_tags"][1] == names.index("building-other")
+
+
+def test_module_has_no_clock_or_io_in_rendering() -> None:
+    src = Path(cards.__file__).read_text(encoding="utf-8")
+    assert "datetime" not in src and "time.time" not in src and "os.environ" not in src
