@@ -59,7 +59,11 @@ def ingest(
 
     config = options.pop("config", None) or (spec.origin_config if where == spec.origin else None)
     splits = hf.available_splits(str(where), config, split=split)
-    files = {canonical_split(s): [] for s in splits}
+    # A local dataset folder is fingerprinted by its files' bytes, so changed data re-ingests;
+    # a Hub id by its options (a Hub revision change needs --replace).
+    local = Path(str(where))
+    stamp = sorted(p for p in local.rglob("*") if p.is_file()) if local.is_dir() else []
+    files = {canonical_split(s): stamp for s in splits}
     by_canonical = {canonical_split(s): s for s in splits}
 
     def examples(split_name: str, _paths: list[Path], report: Any) -> Any:

@@ -61,39 +61,6 @@ CREATE OR REPLACE VIEW label_counts AS
     FROM mentions GROUP BY source, label;
 """
 
-_SENT_SCHEMA = pa.schema(
-    [
-        ("source", pa.string()),
-        ("split", pa.string()),
-        ("idx", pa.int32()),
-        ("sentence_id", pa.string()),
-        ("tokens", pa.list_(pa.string())),
-        ("raw_id", pa.string()),
-    ]
-)
-_MENTION_SCHEMA = pa.schema(
-    [
-        ("source", pa.string()),
-        ("split", pa.string()),
-        ("idx", pa.int32()),
-        ("start", pa.int32()),
-        ("stop", pa.int32()),
-        ("label", pa.string()),
-        ("raw_label", pa.string()),
-        ("coarse", pa.string()),
-    ]
-)
-_NEG_SCHEMA = pa.schema(
-    [
-        ("source", pa.string()),
-        ("split", pa.string()),
-        ("idx", pa.int32()),
-        ("label", pa.string()),
-        ("raw_label", pa.string()),
-    ]
-)
-
-
 def one(cursor: duckdb.DuckDBPyConnection) -> Any:
     """The first row of a result, consuming it whole (DuckDB 2 refuses new work on a
     connection with an unfinished result)."""
@@ -339,7 +306,7 @@ class Store:
                 raise SourceFormatError(path, ex.line, "sentence has no tokens")
             n = len(ex.tokens)
             idx = n_sent
-            buf.sentence(idx, f"{source}/{split}/{idx}", ex.tokens, ex.raw_id)
+            buf.sentence(idx, ex.tokens, ex.raw_id)
             for start, stop, raw in ex.spans:
                 if not (0 <= start < stop <= n):
                     raise SourceFormatError(
@@ -501,7 +468,11 @@ def _split_order(split: str) -> tuple[int, str]:
 
 
 class _Buffers:
-    """Column buffers flushed to DuckDB as Arrow tables (no row-by-row INSERTs)."""
+    """Column buffers flushed to DuckDB as Arrow tables (no row-by-row INSERTs).
+
+    Token lists are kept flat with offsets (building a list array from nested Python lists
+    costs several times more); source, split and sentence ids are filled in by SQL.
+    """
 
     def __init__(self, source: str, split: str):
         self.source, self.split = source, split
@@ -509,8 +480,8 @@ class _Buffers:
 
     def _reset(self) -> None:
         self.s_idx: list[int] = []
-        self.s_id: list[str] = []
-        self.s_tok: list[list[str]] = []
+        self.s_off: list[int] = [0]
+        self.s_flat: list[str] = []
         self.s_raw: list[str | None] = []
         self.m_idx: list[int] = []
         self.m_start: list[int] = []
@@ -525,10 +496,10 @@ class _Buffers:
     def __len__(self) -> int:
         return len(self.s_idx)
 
-    def sentence(self, idx: int, sid: str, tokens: list[str], raw_id: str | None) -> None:
+    def sentence(self, idx: int, tokens: list[str], raw_id: str | None) -> None:
         self.s_idx.append(idx)
-        self.s_id.append(sid)
-        self.s_tok.append(tokens)
+        self.s_flat.extend(tokens)
+        self.s_off.append(len(self.s_flat))
         self.s_raw.append(raw_id)
 
     def mention(
@@ -549,51 +520,55 @@ class _Buffers:
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if not self.s_idx:
             return
-        n, m, k = len(self.s_idx), len(self.m_idx), len(self.n_idx)
-        sents = pa.Table.from_arrays(
-            [
-                pa.array([self.source] * n, pa.string()),
-                pa.array([self.split] * n, pa.string()),
-                pa.array(self.s_idx, pa.int32()),
-                pa.array(self.s_id, pa.string()),
-                pa.array(self.s_tok, pa.list_(pa.string())),
-                pa.array(self.s_raw, pa.string()),
-            ],
-            schema=_SENT_SCHEMA,
+        key = [self.source, self.split]
+        tokens = pa.ListArray.from_arrays(
+            pa.array(self.s_off, pa.int32()), pa.array(self.s_flat, pa.string())
+        )
+        sents = pa.table(
+            {
+                "idx": pa.array(self.s_idx, pa.int32()),
+                "tokens": tokens,
+                "raw_id": pa.array(self.s_raw, pa.string()),
+            }
         )
         con.register("_batch_sentences", sents)
-        con.execute("INSERT INTO sentences SELECT * FROM _batch_sentences")
+        con.execute(
+            "INSERT INTO sentences SELECT $1, $2, idx, $1 || '/' || $2 || '/' || idx, tokens, "
+            "raw_id FROM _batch_sentences",
+            key,
+        )
         con.unregister("_batch_sentences")
-        if m:
-            ments = pa.Table.from_arrays(
-                [
-                    pa.array([self.source] * m, pa.string()),
-                    pa.array([self.split] * m, pa.string()),
-                    pa.array(self.m_idx, pa.int32()),
-                    pa.array(self.m_start, pa.int32()),
-                    pa.array(self.m_stop, pa.int32()),
-                    pa.array(self.m_label, pa.string()),
-                    pa.array(self.m_raw, pa.string()),
-                    pa.array(self.m_coarse, pa.string()),
-                ],
-                schema=_MENTION_SCHEMA,
+        if self.m_idx:
+            ments = pa.table(
+                {
+                    "idx": pa.array(self.m_idx, pa.int32()),
+                    "start": pa.array(self.m_start, pa.int32()),
+                    "stop": pa.array(self.m_stop, pa.int32()),
+                    "label": pa.array(self.m_label, pa.string()),
+                    "raw_label": pa.array(self.m_raw, pa.string()),
+                    "coarse": pa.array(self.m_coarse, pa.string()),
+                }
             )
             con.register("_batch_mentions", ments)
-            con.execute("INSERT INTO mentions SELECT * FROM _batch_mentions")
+            con.execute(
+                "INSERT INTO mentions SELECT $1, $2, idx, start, stop, label, raw_label, coarse "
+                "FROM _batch_mentions",
+                key,
+            )
             con.unregister("_batch_mentions")
-        if k:
-            negs = pa.Table.from_arrays(
-                [
-                    pa.array([self.source] * k, pa.string()),
-                    pa.array([self.split] * k, pa.string()),
-                    pa.array(self.n_idx, pa.int32()),
-                    pa.array(self.n_label, pa.string()),
-                    pa.array(self.n_raw, pa.string()),
-                ],
-                schema=_NEG_SCHEMA,
+        if self.n_idx:
+            negs = pa.table(
+                {
+                    "idx": pa.array(self.n_idx, pa.int32()),
+                    "label": pa.array(self.n_label, pa.string()),
+                    "raw_label": pa.array(self.n_raw, pa.string()),
+                }
             )
             con.register("_batch_negatives", negs)
-            con.execute("INSERT INTO negatives SELECT * FROM _batch_negatives")
+            con.execute(
+                "INSERT INTO negatives SELECT $1, $2, idx, label, raw_label FROM _batch_negatives",
+                key,
+            )
             con.unregister("_batch_negatives")
         self._reset()
 

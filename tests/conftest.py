@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
-import pytest
+# `datasets` and `huggingface_hub` read these once, at import: set them before any test
+# module imports either, so no test can reach a hub or touch the user's caches.
+_CACHE = Path(tempfile.mkdtemp(prefix="labelshift-tests-hf-"))
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_HOME"] = str(_CACHE)
+os.environ["HF_DATASETS_CACHE"] = str(_CACHE / "datasets")
+os.environ.pop("HF_TOKEN", None)
+os.environ.pop("HUGGING_FACE_HUB_TOKEN", None)
+
+import pytest  # noqa: E402
 
 TESTS = Path(__file__).parent
 DATA = TESTS / "data"

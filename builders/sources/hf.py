@@ -1,0 +1,233 @@
+"""Any Hugging Face dataset with a tokens column and a tag-sequence column.
+
+    {"tokens": ["EU", "rejects", "German", "call"], "ner_tags": [3, 0, 7, 0]}       ClassLabel ids
+    {"tokens": ["Apple", "Inc", "."], "ner_tags": ["B-company", "I-company", "O"]}   plain strings
+    {"tokens": ["Paris", "is", "big"], "fine_ner_tags": ["location-GPE", "O", "O"]}  IO, bare types
+
+`dataset` is a Hub id (`datasets.load_dataset(id, config)`, online users only), a folder written
+by `Dataset.save_to_disk` / `DatasetDict.save_to_disk` (`datasets.load_from_disk`), or a folder
+of parquet / json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
+
+ClassLabel ids become their names through the feature; strings are used as they are. Tags are
+decoded and validated by `columns._decode`, so the BIO / BIOES / IO rules (and `repair`) are
+exactly those of column files. `scheme="auto"` decides per split from the tag names (the
+ClassLabel names, or every string tag of the split): BIOES if any has an E-/S- prefix, else BIO
+if any has B-, else IO.
+
+Errors name the dataset, the split and the 0-based row index (as in `ds[split][i]`) in the
+place of a line: `DFKI-SLT/few-nerd[supervised]/train:17: ...`.
+
+Examples:
+
+    builders ingest hf --path ./my_dataset_on_disk --name mine
+    builders ingest hf --path extraordinarylab/cross-ner -o config=ai --name crossner-ai-hub
+    # Few-NERD `supervised`: `ner_tags` holds the 8 coarse types (ClassLabel, IO: `person`),
+    # `fine_ner_tags` the 66 fine ones (`person-artist/author`); pick the column with -o:
+    builders ingest hf --path DFKI-SLT/few-nerd -o config=supervised \\
+        -o tags_column=fine_ner_tags --name fewnerd-supervised
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from builders.errors import BuildersError, SourceFormatError
+from builders.sources import canonical_split
+from builders.sources.base import Example, ReadReport
+from builders.sources.columns import SCHEMES, _decode
+
+BATCH_ROWS = 1_000
+
+
+def available_splits(dataset: str, config: str | None, split: str | None = None) -> list[str]:
+    """The dataset's split names as published (`validation`, not `dev`), optionally one of them.
+
+    Raises:
+        BuildersError: the dataset cannot be found or loaded, or has no such split.
+    """
+    if _is_local(dataset):
+        names = list(_load_local(dataset))
+    else:
+        import datasets
+
+        try:
+            names = list(datasets.get_dataset_split_names(dataset, config))
+        except Exception as exc:  # the Hub client raises many unrelated types
+            raise BuildersError(_load_failure(dataset, config, exc)) from exc
+    if split is None:
+        return names
+    want = canonical_split(split)
+    hits = [n for n in names if canonical_split(n) == want]
+    if not hits:
+        raise BuildersError(
+            f"{_display(dataset, config)}: no split {split!r} (available: {', '.join(names) or 'none'})"
+        )
+    return hits
+
+
+def iter_examples(
+    dataset: str,
+    config: str | None,
+    split: str,
+    report: ReadReport,
+    *,
+    spec: Any = None,
+    tokens_column: str = "tokens",
+    tags_column: str = "ner_tags",
+    scheme: str = "auto",
+    repair: bool = False,
+    **unused: object,
+) -> Iterator[tuple[Path, Example]]:
+    """Yield (where, example) for every row of one split, in order.
+
+    Args:
+        dataset: Hub id or local folder (see the module docstring).
+        config: Hub config name, or None.
+        split: a split name as `available_splits` returns it.
+        report: receives the detected scheme (a note) and repaired tags.
+        spec: the registered source (unused; part of the calling convention).
+        tokens_column, tags_column: the columns holding tokens and tags.
+        scheme: `bio`, `bioes`, `io` or `auto`.
+        repair: read an `I-x` that opens an entity as `B-x` (counted as `repaired_tags`).
+    """
+    if scheme not in SCHEMES:
+        raise BuildersError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
+    ds = _load_split(dataset, config, split)
+    where = Path(f"{_display(dataset, config)}/{split}")
+    columns = list(ds.column_names)
+    for option, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
+        if name not in columns:
+            raise BuildersError(
+                f"{where}: no column {name!r} (available columns: {', '.join(columns)}); "
+                f"choose one with -o {option}=<column>"
+            )
+    names = _tag_names(ds.features[tags_column], where, tags_column)
+    ds = ds.select_columns([tokens_column, tags_column])
+    if scheme == "auto":
+        scheme = detect_scheme(names if names is not None else _all_string_tags(ds, tags_column))
+        report.note(f"{where}: tag scheme detected as {scheme.upper()}")
+    row = 0
+    for batch in ds.iter(batch_size=BATCH_ROWS):
+        for tokens, tags in zip(batch[tokens_column], batch[tags_column], strict=True):
+            if names is not None:
+                try:
+                    if tags and min(tags) < 0:  # -1 padding would index from the end
+                        raise IndexError
+                    tags = [names[t] for t in tags]
+                except (IndexError, TypeError):
+                    bad = next(t for t in tags if not isinstance(t, int) or not 0 <= t < len(names))
+                    raise SourceFormatError(
+                        where, row, f"tag id outside the ClassLabel's {len(names)} names", bad
+                    ) from None
+            if len(tags) != len(tokens):
+                raise SourceFormatError(
+                    where, row, f"{len(tags)} tags for {len(tokens)} tokens (row {row})", tags
+                )
+            try:
+                ex = _decode(where, 0, list(tokens), tags, scheme, repair, report)  # type: ignore[arg-type]
+            except SourceFormatError as exc:  # its line is the token index: report the row
+                raise SourceFormatError(
+                    where, row, f"token {exc.line}: {exc.message} (row {row})", exc.value
+                ) from None
+            ex.line = row
+            yield where, ex
+            row += 1
+
+
+def detect_scheme(tags: Iterable[str]) -> str:
+    """BIOES if a tag has an E-/S- prefix, else BIO if one has B-, else IO (as `columns`)."""
+    prefixes: set[str] = set()
+    for tag in tags:
+        if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
+            prefixes.add(tag[0])
+    if prefixes & {"E", "S"}:
+        return "bioes"
+    if "B" in prefixes:
+        return "bio"
+    return "io"
+
+
+def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
+    """The ClassLabel names of a tag-sequence column, or None for string tags."""
+    from datasets import ClassLabel, Value
+
+    inner = getattr(feature, "feature", None)
+    if inner is None:
+        raise BuildersError(f"{where}: column {column!r} is not a sequence of tags ({feature})")
+    if isinstance(inner, ClassLabel):
+        return list(inner.names)
+    if isinstance(inner, Value) and inner.dtype in ("string", "large_string"):
+        return None
+    raise BuildersError(
+        f"{where}: column {column!r} holds {inner}, expected ClassLabel ids or strings"
+    )
+
+
+def _all_string_tags(ds: Any, column: str) -> Iterator[str]:
+    for batch in ds.select_columns([column]).iter(batch_size=BATCH_ROWS * 10):
+        for tags in batch[column]:
+            yield from tags
+
+
+def _is_local(dataset: str) -> bool:
+    return Path(dataset).exists()
+
+
+def _display(dataset: str, config: str | None) -> str:
+    return dataset.rstrip("/") + (f"[{config}]" if config else "")
+
+
+def _load_local(folder: str) -> Any:
+    """A local folder as a DatasetDict: `save_to_disk` output or data files."""
+    return _load_local_cached(folder, _signature(Path(folder)))
+
+
+def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """Names, sizes and mtimes of the folder's files: a changed folder is loaded again."""
+    files = [path, *path.iterdir()] if path.is_dir() else [path]
+    out = []
+    for f in sorted(files):
+        st = f.stat()
+        out.append((f.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4)
+def _load_local_cached(folder: str, signature: tuple[tuple[str, int, int], ...]) -> Any:
+    import datasets
+
+    path = Path(folder)
+    try:
+        if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+            loaded = datasets.load_from_disk(folder)
+        else:
+            loaded = datasets.load_dataset(folder)
+    except Exception as exc:  # datasets raises many types for an unreadable folder
+        raise BuildersError(_load_failure(folder, None, exc)) from exc
+    if isinstance(loaded, datasets.Dataset):
+        loaded = datasets.DatasetDict({str(loaded.split or "train"): loaded})
+    return loaded
+
+
+def _load_split(dataset: str, config: str | None, split: str) -> Any:
+    if _is_local(dataset):
+        loaded = _load_local(dataset)
+        if split not in loaded:
+            raise BuildersError(f"{dataset}: no split {split!r} (available: {', '.join(loaded)})")
+        return loaded[split]
+    import datasets
+
+    try:
+        return datasets.load_dataset(dataset, config, split=split)
+    except Exception as exc:
+        raise BuildersError(_load_failure(dataset, config, exc)) from exc
+
+
+def _load_failure(dataset: str, config: str | None, exc: Exception) -> str:
+    return (
+        f"{_display(dataset, config)}: cannot load the dataset ({type(exc).__name__}: {exc}); "
+        "give a Hub id (online), a save_to_disk folder or a folder of parquet/json files"
+    )

@@ -1,0 +1,372 @@
+"""NuNER (numind/NuNER): CSV with a passage and a Python list literal of annotations.
+
+    input,output
+    "Apple hired O'Neil in 2020.","['Apple <> company', ""O'Neil <> person""]"
+    Paris is big.,['Paris <> city']
+
+The text carries no tokens and the mentions no offsets: `input` is tokenised with GLiNER's
+regex (`base.WORD_RE`) and every case-insensitive occurrence of a mention's token sequence
+becomes a span (occurrences of one mention do not overlap; the search resumes after a match).
+A mention found nowhere is counted as `mentions_not_found`; an item that repeats an earlier
+item of its row up to case and spacing (`Apple <> company` after `apple <> company`, so the
+same spans) as `duplicate_items`; a mention without any token as `empty_mentions`.
+
+Items are split on their LAST ` <> `: NuNER's types never contain it, mentions might. An item
+without ` <> `, an empty type, or an output that is not a list of string literals is an error
+naming the file and the 1-based physical line where the record starts (CSV fields may span
+lines). The literal is parsed by a small regex parser for the common shape (a list of single- or
+double-quoted strings with simple backslash escapes) and by `ast.literal_eval` for anything
+else; it is never evaluated as code.
+
+Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall`, the tokens of
+`base.tokenize_with_offsets` without the unused offsets; a mention is matched by `str.find` of
+its lower-cased tokens, joined and framed by spaces, in the row's lower-cased joined tokens.
+Files over 64 MiB are parsed in a helper process (`workers=1`) that pipes compact batches
+back, so parsing and the store's writing use two cores.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import gzip
+import io
+import lzma
+import os
+import pickle
+import re
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from builders.errors import BuildersError, SourceFormatError
+from builders.sources.base import WORD_RE, Example, ReadReport
+
+SEP = " <> "
+COLUMNS = ("input", "output")
+PARALLEL_MIN_BYTES = 64 << 20
+HELPER_BATCH = 5_000
+
+# One string literal without prefix; the body may hold backslash escapes but no raw newline.
+# (Unrolled loops: `[^'\\]*(?:\\.[^'\\]*)*` is much faster than `(?:[^'\\]|\\.)*` in `re`.)
+_SQ_BODY = r"[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*"
+_DQ_BODY = r'[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*'
+_ITEM = rf"(?:'{_SQ_BODY}'|\"{_DQ_BODY}\")"
+_LIST_RE = re.compile(rf"\[\s*(?:{_ITEM}\s*,\s*)*(?:{_ITEM}\s*)?\]")
+_ITEM_RE = re.compile(rf"'({_SQ_BODY})'|\"({_DQ_BODY})\"")
+_SIMPLE_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+_ESCAPE_RE = re.compile(r"\\(.)")
+
+_findall = WORD_RE.findall
+
+
+class LiteralError(ValueError):
+    """The text is not a Python list literal of strings."""
+
+
+def parse_list_literal(text: str) -> list[str]:
+    """Parse a Python list literal of strings (`['a', "b'c"]`) without evaluating code.
+
+    The common shape is handled by regular expressions; anything unusual (string prefixes,
+    implicit concatenation, `\\x`/`\\u` escapes, comments, line continuations) goes to
+    `ast.literal_eval`. Raises `LiteralError` if the text is not a list of strings.
+    """
+    s = text
+    # Fast path, repr's usual output: ['a', 'b'] with no escapes and no double quotes.
+    if (
+        s[:2] == "['"
+        and s[-2:] == "']"
+        and '"' not in s
+        and "\\" not in s
+        and "\n" not in s
+        and "\r" not in s
+    ):
+        body = s[2:-2]
+        items = body.split("', '")
+        if body.count("'") == 2 * len(items) - 2:
+            return items
+    s = s.strip()
+    if s == "[]":
+        return []
+    if _LIST_RE.fullmatch(s):
+        if "\\" not in s:
+            return [a or b for a, b in _ITEM_RE.findall(s)]
+        out: list[str] = []
+        for a, b in _ITEM_RE.findall(s):
+            body = a or b
+            if "\\" in body:
+                body = _unescape(body, "'" if a else '"')
+            out.append(body)
+        return out
+    return _literal_eval(s)
+
+
+def _unescape(body: str, quote: str) -> str:
+    try:
+        return _ESCAPE_RE.sub(lambda m: _SIMPLE_ESCAPES[m.group(1)], body)
+    except KeyError:  # \x, \u, \N{...}, octal, unknown escapes: let Python decide
+        value = _safe_eval(quote + body + quote)
+        if not isinstance(value, str):
+            raise LiteralError("not a string") from None
+        return value
+
+
+def _safe_eval(s: str) -> object:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences warn, not fail
+            return ast.literal_eval(s)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise LiteralError(str(exc)) from None
+
+
+def _literal_eval(s: str) -> list[str]:
+    value = _safe_eval(s)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise LiteralError(f"not a list of strings but {type(value).__name__}")
+    return value
+
+
+def read(
+    path: Path, report: ReadReport, *, workers: int | None = None, **unused: object
+) -> Iterator[Example]:
+    """Yield one example per CSV record of a NuNER file (`.csv`, `.csv.gz` or `.csv.xz`).
+
+    Args:
+        workers: 1 parses in a helper process while this one builds the examples and the
+            store writes them (the two overlap on two cores), 0 parses here; default: 1 for
+            files over 64 MiB, else 0. The output is the same either way.
+    """
+    if workers is None:
+        workers = 1 if path.stat().st_size > PARALLEL_MIN_BYTES else 0
+    if workers:
+        yield from _read_in_helper(path, report)
+        return
+    counts: Counter[str] = Counter()
+    try:
+        for line, tokens, _, spans in _rows(path, counts):
+            yield Example(tokens=tokens, spans=spans, line=line)
+    finally:
+        report.counts.update(counts)
+
+
+def _rows(path: Path, counts: Counter[str]) -> Iterator[tuple[int, list[str], str, list]]:
+    """(line, tokens, tokens joined by " ", spans) of every record."""
+    with _open(path) as fh:
+        try:
+            yield from _parse(path, fh, counts)
+        except UnicodeDecodeError:
+            raise _utf8_error(path) from None
+
+
+def _read_in_helper(path: Path, report: ReadReport) -> Iterator[Example]:
+    """Parse in a child process (`python -m builders.sources.nuner PATH`) that streams pickled
+    batches through a pipe (which bounds memory); rebuild the examples here.
+
+    A plain subprocess, not `multiprocessing`: spawn would re-run the caller's main script.
+    """
+    root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "builders.sources.nuner", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        while True:
+            try:
+                msg = pickle.load(proc.stdout)  # our own child's output, not input data
+            except EOFError:
+                code = proc.wait()
+                tail = proc.stderr.read().decode(errors="replace").strip()[-500:]
+                raise BuildersError(
+                    f"{path}: the parsing process ended early (exit code {code}): {tail}"
+                ) from None
+            kind = msg[0]
+            if kind == "rows":
+                for line, joined, spans in zip(msg[1], msg[2], msg[3], strict=True):
+                    tokens = joined.split(" ") if joined else []
+                    yield Example(tokens=tokens, spans=spans, line=line)
+            elif kind == "done":
+                report.counts.update(msg[1])
+                break
+            elif kind == "error":
+                raise SourceFormatError(*msg[1:])
+            else:
+                raise BuildersError(f"{path}: the parsing process failed: {msg[1]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def _helper(path: str, out: Any) -> None:  # pragma: no cover - runs in the child process
+    counts: Counter[str] = Counter()
+    lines: list[int] = []
+    joined: list[str] = []
+    spans: list[list] = []
+
+    def send(msg: tuple) -> None:
+        pickle.dump(msg, out, protocol=pickle.HIGHEST_PROTOCOL)
+
+    try:
+        for line, _, text, sp in _rows(Path(path), counts):
+            lines.append(line)
+            joined.append(text)
+            spans.append(sp)
+            if len(lines) >= HELPER_BATCH:
+                send(("rows", lines, joined, spans))
+                lines, joined, spans = [], [], []
+        if lines:
+            send(("rows", lines, joined, spans))
+        send(("done", counts))
+    except SourceFormatError as exc:
+        send(("error", exc.path, exc.line, exc.message, exc.value))
+    except BrokenPipeError:  # the reader stopped early
+        return
+    except BaseException as exc:
+        send(("crash", f"{type(exc).__name__}: {exc}"))
+    out.flush()
+
+
+def _open(path: Path) -> io.TextIOBase:
+    if path.suffix == ".xz":
+        return lzma.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
+    return open(path, encoding="utf-8", newline="")  # type: ignore[return-value]
+
+
+def _parse(
+    path: Path, fh: io.TextIOBase, counts: Counter[str]
+) -> Iterator[tuple[int, list[str], str, list]]:
+    # Passages can exceed csv's default 128 KiB field limit; the limit is process-wide.
+    if csv.field_size_limit() < 1 << 30:
+        csv.field_size_limit(min(sys.maxsize, 1 << 30))
+    reader = csv.reader(fh, strict=True)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise SourceFormatError(path, reader.line_num, f"bad CSV: {exc}") from None
+    if header is None:
+        raise SourceFormatError(path, None, "empty file: expected a header row 'input,output'")
+    if header and header[0].startswith("\ufeff"):
+        header[0] = header[0][1:]
+    names = [h.strip() for h in header]
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        raise SourceFormatError(
+            path,
+            1,
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(found: {', '.join(names) or 'none'}; expected a header row 'input,output')",
+        )
+    i_in, i_out, width = names.index("input"), names.index("output"), len(names)
+    seen_lines = reader.line_num
+    not_found = duplicates = empty = 0
+    try:
+        for row in reader:
+            line, seen_lines = seen_lines + 1, reader.line_num
+            if len(row) != width:
+                if not row:  # a blank line
+                    continue
+                raise SourceFormatError(
+                    path, line, f"expected {width} fields, found {len(row)}", row
+                )
+            raw_out = row[i_out]
+            try:
+                items = parse_list_literal(raw_out)
+            except LiteralError:
+                raise SourceFormatError(path, line, "unparseable output literal", raw_out) from None
+            tokens = _findall(row[i_in])
+            # Tokens never contain whitespace, so " " both joins and delimits them, and
+            # lower-casing the joined text keeps one lower-cased token per token.
+            joined = " ".join(tokens)
+            spans: list[tuple[int, int, str]] = []
+            if items:
+                low = " " + joined.lower() + " "
+                done: set[tuple[str, str]] = set()
+                for item in items:
+                    mention, sep, label = item.rpartition(SEP)
+                    if not sep:
+                        raise SourceFormatError(
+                            path,
+                            line,
+                            f"output item without {SEP!r} (expected '<mention> <> <type>')",
+                            item,
+                        )
+                    if not label or label.isspace():
+                        raise SourceFormatError(path, line, "output item with an empty type", item)
+                    # The key is the mention's tokens, lower-cased, joined and framed by " ".
+                    # Words separated by single spaces are their own tokens: skip the regex.
+                    if mention.isalnum():
+                        key, n = " " + mention.lower() + " ", 1
+                    elif (
+                        mention.replace(" ", "").isalnum()
+                        and "  " not in mention
+                        and mention[0] != " "
+                        and mention[-1] != " "
+                    ):
+                        key, n = " " + mention.lower() + " ", mention.count(" ") + 1
+                    else:
+                        mtoks = _findall(mention)
+                        if not mtoks:
+                            empty += 1
+                            continue
+                        key, n = " " + " ".join(mtoks).lower() + " ", len(mtoks)
+                    if (key, label) in done:  # the same mention and type again: same spans
+                        duplicates += 1
+                        continue
+                    done.add((key, label))
+                    pos = low.find(key)
+                    if pos < 0:
+                        not_found += 1
+                        continue
+                    step, index, counted = len(key) - 1, 0, 0
+                    while pos >= 0:
+                        index += low.count(" ", counted, pos)  # tokens before the match
+                        counted = pos
+                        spans.append((index, index + n, label))
+                        pos = low.find(key, pos + step)
+                spans.sort()
+            yield line, tokens, joined, spans
+    except csv.Error as exc:
+        raise SourceFormatError(path, reader.line_num, f"bad CSV: {exc}") from None
+    finally:
+        for key, n in (
+            ("mentions_not_found", not_found),
+            ("duplicate_items", duplicates),
+            ("empty_mentions", empty),
+        ):
+            if n:
+                counts[key] += n
+
+
+def _utf8_error(path: Path) -> SourceFormatError:
+    """Find the first non-UTF-8 line again, byte by line, for an exact line number."""
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
+    with opener(path, "rb") as fh:  # type: ignore[operator]
+        for number, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = raw[exc.start : exc.end]
+                return SourceFormatError(
+                    path, number, f"not UTF-8 (byte {bad.hex(' ')} at column {exc.start + 1})", bad
+                )
+    return SourceFormatError(path, None, "not UTF-8")
+
+
+if __name__ == "__main__":  # the helper process of `read(..., workers=1)`
+    _helper(sys.argv[1], sys.stdout.buffer)
