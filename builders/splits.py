@@ -218,7 +218,7 @@ def similarity_matrix(
     vecs = emb.embed_cached(store.con, list(train) + list(evals), progress=progress)
     d, z = vecs[: len(train)], vecs[len(train) :]
     m = d @ z.T
-    np.maximum(m, 0.0, out=m)
+    np.clip(m, 0.0, 1.0, out=m)  # clipped cosine; rounding can leave unit rows a hair over 1
     return m, emb.last_new
 
 

@@ -1,0 +1,123 @@
+"""Benchmark `build-splits` end to end on a NuNER-sized corpus (warm and cold embedding cache).
+
+    python scripts/bench_splits.py --csv build/nuner-scale/nuner-scale.csv --model all-MiniLM-L6-v2
+
+1. Ingests the CSV into a fresh store (`scripts/make_nuner_scale.py` makes one; skipped if the
+   store already holds it).
+2. Cold cache: runs `build-splits` in a child process with no cached embeddings, and times the
+   embedding stage inside it against the model's raw `encode` on the same labels.
+3. Warm cache: runs the same `build-splits` again in a child process: wall time and peak RSS
+   (the target is under 2 minutes and 4 GB on 2 cores).
+
+Figures are printed as one table; compare ratios within one run, the machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def run_child(args: list[str]) -> tuple[float, float, str]:
+    """Run a command; return (wall seconds, peak RSS in GB, stderr tail)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
+    rss_kb = usage.ru_maxrss if usage else _children_maxrss()
+    if proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(args)}\n{err[-3000:]}")
+    return wall, rss_kb / 1024 / 1024, out
+
+
+def _children_maxrss() -> float:
+    import resource
+
+    return float(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", type=Path, default=Path("build/nuner-scale/nuner-scale.csv"))
+    ap.add_argument("--db", type=Path, default=Path("build/bench-splits.duckdb"))
+    ap.add_argument("--out", type=Path, default=Path("build/bench-splits-out"))
+    ap.add_argument("--model", default="all-MiniLM-L6-v2")
+    ap.add_argument("--strategy", default="entropy")
+    ap.add_argument("--raw-sample", type=int, default=20000,
+                    help="labels for the raw-encode vs cached-embed throughput comparison")
+    ap.add_argument("--skip-cold", action="store_true")
+    args = ap.parse_args()
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    os.environ.update(env)
+    exe = [sys.executable, "-m", "builders"]
+    rows: list[tuple[str, str]] = []
+
+    from builders.store import Store
+
+    with Store(args.db) as store:
+        have = store.has_source("nuner")
+    if not have:
+        if not args.csv.exists():
+            sys.exit(f"{args.csv}: missing; run scripts/make_nuner_scale.py first")
+        wall, gb, _ = run_child([*exe, "ingest", "nuner", "--path", str(args.csv), "--db", str(args.db), "-q"])
+        rows.append(("ingest (NuNER-sized)", f"{wall:.1f} s, peak {gb:.2f} GB"))
+
+    with Store(args.db) as store:
+        n_labels = store.con.execute("SELECT count(DISTINCT label) FROM mentions WHERE source='nuner'").fetchall()[0][0]
+        n_sent = store.con.execute("SELECT count(*) FROM sentences WHERE source='nuner'").fetchall()[0][0]
+    rows.append(("corpus", f"{n_sent:,} sentences, {n_labels:,} labels"))
+
+    build = [*exe, "build-splits", "--source", "nuner", "--strategy", args.strategy, "--model", args.model,
+             "--db", str(args.db), "--out", str(args.out), "-q", "--json"]
+
+    if not args.skip_cold:
+        # Throughput of the embedding stage vs the model's raw encode, on the same labels.
+        import numpy as np
+
+        from builders.embedder import Embedder, resolve_model
+
+        with Store(args.db) as store:
+            labels = [r[0] for r in store.con.execute(
+                "SELECT DISTINCT label FROM mentions WHERE source='nuner' ORDER BY label LIMIT ?",
+                [args.raw_sample]).fetchall()]
+            canonical = resolve_model(args.model).canonical_name
+            store.con.execute("DELETE FROM embeddings WHERE model = ?", [canonical])
+            emb = Embedder(args.model)
+            emb.encode(labels[:256])  # load the model outside the timings
+            t0 = time.perf_counter()
+            raw = emb.st.encode(labels, batch_size=emb.batch_size, normalize_embeddings=True)
+            t_raw = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            cached = emb.embed_cached(store.con, labels)
+            t_cached = time.perf_counter() - t0
+            assert np.allclose(raw, cached, atol=1e-5)
+            store.con.execute("DELETE FROM embeddings WHERE model = ?", [canonical])
+        rows.append(("raw encode", f"{len(labels) / t_raw:,.0f} labels/s"))
+        rows.append(("embed_cached, cold", f"{len(labels) / t_cached:,.0f} labels/s "
+                     f"({t_cached / t_raw:.3f}x the raw time)"))
+        wall, gb, _ = run_child(build)
+        rows.append(("build-splits, cold cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
+
+    wall, gb, out = run_child(build)
+    res = json.loads(out)[0]
+    rows.append(("build-splits, warm cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
+    for sub in res["subsets"]:
+        rows.append((f"  {sub['level']} subset", f"{sub['sentences']:,} sentences, {sub['labels']:,} labels, "
+                     f"Familiarity {sub['familiarity']['macro']:.4f}"))
+    rows.append(("  full corpus", f"Familiarity {res['full']['familiarity']['macro']:.4f}"))
+
+    width = max(len(k) for k, _ in rows)
+    print(f"model {args.model}, strategy {args.strategy}, {os.cpu_count()} CPUs")
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+
+
+if __name__ == "__main__":
+    main()

