@@ -19,38 +19,42 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 
 def run_child(args: list[str]) -> tuple[float, float, str]:
-    """Run a command; return (wall seconds, peak RSS in GB, stderr tail)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate()
-    wall = time.perf_counter() - start
-    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    rss_kb = usage.ru_maxrss if usage else _children_maxrss()
-    if proc.returncode != 0:
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(args)}\n{err[-3000:]}")
-    return wall, rss_kb / 1024 / 1024, out
-
-
-def _children_maxrss() -> float:
-    import resource
-
-    return float(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    """Run a command; return (wall seconds, its own peak RSS in GB, stdout)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage, not all children's
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if code != 0:
+        sys.exit(f"command failed ({code}): {' '.join(args)}\n{stderr[-3000:]}")
+    return wall, usage.ru_maxrss / 1024 / 1024, stdout
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--csv", type=Path, default=Path("build/nuner-scale/nuner-scale.csv"))
     ap.add_argument("--db", type=Path, default=Path("build/bench-splits.duckdb"))
     ap.add_argument("--out", type=Path, default=Path("build/bench-splits-out"))
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--strategy", default="entropy")
-    ap.add_argument("--raw-sample", type=int, default=20000,
-                    help="labels for the raw-encode vs cached-embed throughput comparison")
+    ap.add_argument(
+        "--raw-sample",
+        type=int,
+        default=20000,
+        help="labels for the raw-encode vs cached-embed throughput comparison",
+    )
     ap.add_argument("--skip-cold", action="store_true")
     args = ap.parse_args()
 
@@ -66,16 +70,36 @@ def main() -> None:
     if not have:
         if not args.csv.exists():
             sys.exit(f"{args.csv}: missing; run scripts/make_nuner_scale.py first")
-        wall, gb, _ = run_child([*exe, "ingest", "nuner", "--path", str(args.csv), "--db", str(args.db), "-q"])
+        wall, gb, _ = run_child(
+            [*exe, "ingest", "nuner", "--path", str(args.csv), "--db", str(args.db), "-q"]
+        )
         rows.append(("ingest (NuNER-sized)", f"{wall:.1f} s, peak {gb:.2f} GB"))
 
     with Store(args.db) as store:
-        n_labels = store.con.execute("SELECT count(DISTINCT label) FROM mentions WHERE source='nuner'").fetchall()[0][0]
-        n_sent = store.con.execute("SELECT count(*) FROM sentences WHERE source='nuner'").fetchall()[0][0]
+        n_labels = store.con.execute(
+            "SELECT count(DISTINCT label) FROM mentions WHERE source='nuner'"
+        ).fetchall()[0][0]
+        n_sent = store.con.execute(
+            "SELECT count(*) FROM sentences WHERE source='nuner'"
+        ).fetchall()[0][0]
     rows.append(("corpus", f"{n_sent:,} sentences, {n_labels:,} labels"))
 
-    build = [*exe, "build-splits", "--source", "nuner", "--strategy", args.strategy, "--model", args.model,
-             "--db", str(args.db), "--out", str(args.out), "-q", "--json"]
+    build = [
+        *exe,
+        "build-splits",
+        "--source",
+        "nuner",
+        "--strategy",
+        args.strategy,
+        "--model",
+        args.model,
+        "--db",
+        str(args.db),
+        "--out",
+        str(args.out),
+        "-q",
+        "--json",
+    ]
 
     if not args.skip_cold:
         # Throughput of the embedding stage vs the model's raw encode, on the same labels.
@@ -84,9 +108,13 @@ def main() -> None:
         from builders.embedder import Embedder, resolve_model
 
         with Store(args.db) as store:
-            labels = [r[0] for r in store.con.execute(
-                "SELECT DISTINCT label FROM mentions WHERE source='nuner' ORDER BY label LIMIT ?",
-                [args.raw_sample]).fetchall()]
+            labels = [
+                r[0]
+                for r in store.con.execute(
+                    "SELECT DISTINCT label FROM mentions WHERE source='nuner' ORDER BY label LIMIT ?",
+                    [args.raw_sample],
+                ).fetchall()
+            ]
             canonical = resolve_model(args.model).canonical_name
             store.con.execute("DELETE FROM embeddings WHERE model = ?", [canonical])
             emb = Embedder(args.model)
@@ -100,8 +128,12 @@ def main() -> None:
             assert np.allclose(raw, cached, atol=1e-5)
             store.con.execute("DELETE FROM embeddings WHERE model = ?", [canonical])
         rows.append(("raw encode", f"{len(labels) / t_raw:,.0f} labels/s"))
-        rows.append(("embed_cached, cold", f"{len(labels) / t_cached:,.0f} labels/s "
-                     f"({t_cached / t_raw:.3f}x the raw time)"))
+        rows.append(
+            (
+                "embed_cached, cold",
+                f"{len(labels) / t_cached:,.0f} labels/s ({t_cached / t_raw:.3f}x the raw time)",
+            )
+        )
         wall, gb, _ = run_child(build)
         rows.append(("build-splits, cold cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
 
@@ -109,8 +141,13 @@ def main() -> None:
     res = json.loads(out)[0]
     rows.append(("build-splits, warm cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
     for sub in res["subsets"]:
-        rows.append((f"  {sub['level']} subset", f"{sub['sentences']:,} sentences, {sub['labels']:,} labels, "
-                     f"Familiarity {sub['familiarity']['macro']:.4f}"))
+        rows.append(
+            (
+                f"  {sub['level']} subset",
+                f"{sub['sentences']:,} sentences, {sub['labels']:,} labels, "
+                f"Familiarity {sub['familiarity']['macro']:.4f}",
+            )
+        )
     rows.append(("  full corpus", f"Familiarity {res['full']['familiarity']['macro']:.4f}"))
 
     width = max(len(k) for k, _ in rows)

@@ -17,7 +17,7 @@ the repaired tags in the read report.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from builders.errors import SourceFormatError
@@ -85,14 +85,22 @@ def read(
 
 
 def _detect_scheme(path: Path, tag_col: int, sep: str | None) -> str:
-    prefixes: set[str] = set()
+    return detect_scheme(_file_tags(path, tag_col, sep))
+
+
+def _file_tags(path: Path, tag_col: int, sep: str | None) -> Iterator[str]:
     for _, line in open_text(path):
         if not line.strip() or line.startswith("-DOCSTART-"):
             continue
         cells = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
-        if len(cells) < 2:
-            continue
-        tag = cells[tag_col].strip()
+        if len(cells) >= 2:
+            yield cells[tag_col].strip()
+
+
+def detect_scheme(tags: Iterable[str]) -> str:
+    """BIOES if a tag has an E-/S- prefix, else BIO if one has B-, else IO."""
+    prefixes: set[str] = set()
+    for tag in tags:
         if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
             prefixes.add(tag[0])
     if prefixes & {"E", "S"}:

@@ -29,7 +29,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from typing import Any
 from builders.errors import BuildersError, SourceFormatError
 from builders.sources import canonical_split
 from builders.sources.base import Example, ReadReport
-from builders.sources.columns import SCHEMES, _decode
+from builders.sources.columns import SCHEMES, _decode, detect_scheme
 
 BATCH_ROWS = 1_000
 
@@ -137,17 +137,6 @@ def iter_examples(
             row += 1
 
 
-def detect_scheme(tags: Iterable[str]) -> str:
-    """BIOES if a tag has an E-/S- prefix, else BIO if one has B-, else IO (as `columns`)."""
-    prefixes: set[str] = set()
-    for tag in tags:
-        if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
-            prefixes.add(tag[0])
-    if prefixes & {"E", "S"}:
-        return "bioes"
-    if "B" in prefixes:
-        return "bio"
-    return "io"
 
 
 def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
