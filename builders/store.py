@@ -158,6 +158,8 @@ class Store:
         self.path = Path(path) if path is not None else default_db_path()
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no store here yet; run `builders ingest` first")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:

@@ -134,6 +134,12 @@ def test_missing_path(db: Path, tmp_path: Path) -> None:
         ingest(store, "crossner-ai", tmp_path / "nope")
 
 
+def test_store_creates_its_folder(tmp_path: Path) -> None:
+    with Store(tmp_path / "new" / "dir" / "s.duckdb") as store:
+        assert store.stats()["sources"] == []
+    assert (tmp_path / "new" / "dir" / "s.duckdb").is_file()
+
+
 def test_read_only_store_must_exist(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no store here yet"):
         Store(tmp_path / "none.duckdb", read_only=True)
