@@ -91,7 +91,7 @@ def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) ->
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4f}"
+        return f"{v:.3f}"
     if isinstance(v, int):
         return f"{v:,}"
     return "" if v is None else str(v)

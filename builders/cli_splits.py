@@ -68,15 +68,29 @@ def _model_option(f: Any) -> Any:
     )(f)
 
 
+def _short(benchmark: str) -> str:
+    """`crossner-ai` -> `ai`, `mit-movie` -> `movie`: table headers that fit a terminal."""
+    return benchmark.removeprefix("crossner-").removeprefix("mit-")
+
+
 def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
-    names = [b for b in res.full.familiarity.per_benchmark]
-    cols = ["set", "sentences", "mentions", "labels", *names, "macro", "VB 0.5", "95% CI"]
+    names = list(res.full.familiarity.per_benchmark)
+    cols = [
+        "set",
+        "sentences",
+        "mentions",
+        "labels",
+        *map(_short, names),
+        "macro",
+        "VB.5",
+        "95% CI",
+    ]
     rows = []
     for sub in [res.full, *res.subsets]:
         f = sub.familiarity
         rows.append(
             [
-                sub.name if sub.level == "full" else f"{sub.level} ({sub.strategy})",
+                "full" if sub.level == "full" else sub.level,
                 sub.sentences,
                 sub.mentions,
                 sub.labels,

@@ -13,9 +13,11 @@ import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 
 def histogram_png(
-    scores: Sequence[float],
+    scores: Sequence[float] | np.ndarray,
     thresholds: Mapping[str, Sequence[float]],
     strategy: str,
     *,
@@ -63,7 +65,7 @@ def histogram_png(
 
 
 def render_histogram(
-    scores: Sequence[float],
+    scores: Sequence[float] | np.ndarray,
     thresholds: Mapping[str, Sequence[float]],
     strategy: str,
     path: Path,

@@ -61,6 +61,7 @@ CREATE OR REPLACE VIEW label_counts AS
     FROM mentions GROUP BY source, label;
 """
 
+
 def one(cursor: duckdb.DuckDBPyConnection) -> Any:
     """The first row of a result, consuming it whole (DuckDB 2 refuses new work on a
     connection with an unfinished result)."""

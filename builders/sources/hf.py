@@ -137,8 +137,6 @@ def iter_examples(
             row += 1
 
 
-
-
 def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
     """The ClassLabel names of a tag-sequence column, or None for string tags."""
     from datasets import ClassLabel, Value
