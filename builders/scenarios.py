@@ -194,6 +194,16 @@ class ScenarioReport:
             return self.reason
         parts = []
         for folder, metrics in self.changes.items():
+            if all(a is None for a, _ in metrics.values()):  # a first build: the headline only
+                head = [
+                    f"{m} {_fmt(b)}"
+                    for m, (_, b) in metrics.items()
+                    if m.split()[-1] in ("rows", "labels")
+                    or m in ("familiarity",)
+                    or m.endswith(" familiarity")
+                ]
+                parts.append(f"{folder}: {', '.join(head)}")
+                continue
             diffs = [f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in metrics.items() if a != b]
             added, removed = self.labels_added.get(folder), self.labels_removed.get(folder)
             if added:
