@@ -240,8 +240,17 @@ def check_record(
 def check_episode(
     ep: Episode, examples: Sequence[Example], n_way: int, k_shot: int, q_shot: int | None = None
 ) -> list[str]:
-    """`check_record` on the rendered episode, plus: support and query share no sentence."""
+    """`check_record` on the rendered episode, plus what rendering hides: no support or query
+    sentence brings in a type outside the N (rendering would turn it into O), and support and
+    query share no sentence."""
     problems = check_record(episode_record(ep, examples), n_way, k_shot, q_shot)
+    for name, indices in (("support", ep.support), ("query", ep.query)):
+        for i in indices:
+            outside = set(entity_counts(examples[i].spans)) - set(ep.types)
+            if outside:
+                problems.append(
+                    f"{name}: sentence {i} has types outside the episode: {sorted(outside)}"
+                )
     shared = set(ep.support) & set(ep.query)
     if shared:
         problems.append(f"support and query share sentences {sorted(shared)}")

@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from builders.errors import BuildersError, SourceFormatError, StoreError
+from builders.errors import SourceFormatError, StoreError
 from builders.sources import SourceSpec
 from builders.sources.base import Example, ReadReport
 
@@ -328,6 +328,8 @@ class Store:
                 n_ment += 1
             for raw in ex.negatives:
                 mapped = label_cache.get(raw) or spec.map_label(raw)
+                if not mapped[0]:
+                    raise SourceFormatError(path, ex.line, "empty label", raw)
                 label_cache[raw] = mapped
                 buf.negative(idx, mapped[0], raw)
                 n_neg += 1
@@ -409,14 +411,6 @@ class Store:
                 f"source {source!r} is not in {self.path}; run `builders ingest {source}` first"
                 + (f" (the store holds: {', '.join(sorted(known))})" if known else "")
             )
-
-    def sources_table(self) -> list[dict[str, Any]]:
-        cur = self.con.execute(
-            "SELECT source, split, kind, origin, n_sentences, n_mentions, n_negatives, "
-            "fingerprint, loader_version, ingested_at FROM sources ORDER BY source, split"
-        )
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
     def label_counts(
         self, source: str, splits: list[str] | None = None, top: int | None = None
@@ -574,7 +568,3 @@ class _Buffers:
             )
             con.unregister("_batch_negatives")
         self._reset()
-
-
-def as_builders_error(exc: duckdb.Error) -> BuildersError:
-    return StoreError(f"store error: {exc}")

@@ -38,7 +38,7 @@ def test_every_command_has_help_and_an_example(name: str, command: click.Command
 @pytest.mark.parametrize(("name", "command"), all_commands())
 def test_every_command_takes_db_and_json(name: str, command: click.Command) -> None:
     opts = {o for p in command.params for o in getattr(p, "opts", [])}
-    assert {"--db", "--json"} <= opts, name
+    assert {"--db", "--json", "--quiet"} <= opts, name
 
 
 def test_sources_json(run) -> None:

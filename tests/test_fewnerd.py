@@ -423,3 +423,22 @@ def test_episodes_from_inter_dev_match_the_official_file(inter_union: Store, sha
     (k1, t1, s1, q1), (k2, t2, s2, q2) = shape(ours), shape(official)
     assert k1 == k2 and t1 == t2  # same keys, same 13 dev types, same (lower-cased) spelling
     assert abs(s1 - s2) < 0.1 and abs(q1 - q2) < 0.1  # about 4.95 sentences per side in both
+
+
+def test_check_episode_sees_types_outside_the_n() -> None:
+    from builders.episodes import Episode, check_episode
+
+    examples = [
+        Example(tokens=["Paris", "is", "nice"], spans=[(0, 1, "location-GPE")]),
+        Example(
+            tokens=["Bob", "in", "Rome"], spans=[(0, 1, "person-other"), (2, 3, "location-GPE")]
+        ),
+        Example(tokens=["Lyon", "rocks"], spans=[(0, 1, "location-GPE")]),
+    ]
+    good = Episode(types=("location-GPE",), support=(0,), query=(2,))
+    assert check_episode(good, examples, n_way=1, k_shot=1) == []
+    # sentence 1 renders as a clean location-GPE sentence, but it brings in person-other
+    bad = Episode(types=("location-GPE",), support=(1,), query=(2,))
+    assert check_episode(bad, examples, n_way=1, k_shot=1) == [
+        "support: sentence 1 has types outside the episode: ['person-other']"
+    ]

@@ -46,6 +46,11 @@ def test_materialise_rules(sample_store: Path) -> None:
             "AND label IN ('person', 'date')"
         ).fetchall()[0][0]
     assert len(rows) == n_person_date_sentences
+    with Store(sample_store) as store:
+        n_mentions = store.con.execute(
+            "SELECT count(*) FROM mentions WHERE source='pilener-sample' AND label IN ('person', 'date')"
+        ).fetchall()[0][0]
+    assert sum(len(row["spans"]) for row in rows) == n_mentions  # every selected mention kept
     assert all(row["spans"] for row in rows)  # every kept sentence has a selected mention
     assert {s["label"] for row in rows for s in row["spans"]} == {"person", "date"}
     ids = [int(r["id"].rsplit("/", 1)[1]) for r in rows]
@@ -58,30 +63,69 @@ def test_materialise_rules(sample_store: Path) -> None:
 def test_materialise_keeps_only_selected_negatives(tmp_path: Path, data_dir: Path) -> None:
     with Store(tmp_path / "n.duckdb") as store:
         ingest(store, "pilener", data_dir / "pilener/CrossNER_AI-excerpt.json")
-        negs = [
+        con = store.con
+        mention_labels = [
             r[0]
-            for r in store.con.execute("SELECT DISTINCT label FROM negatives ORDER BY 1").fetchall()
+            for r in con.execute(
+                "SELECT label FROM mentions GROUP BY label ORDER BY count(*) DESC, label"
+            ).fetchall()
         ]
-        labels = [
-            r[0]
-            for r in store.con.execute("SELECT DISTINCT label FROM mentions ORDER BY 1").fetchall()
-        ]
-        keep = [labels[0], negs[0]]
+        # a type asked about in sentences that do have a kept mention
+        neg = con.execute(
+            "SELECT n.label FROM negatives n JOIN mentions m USING (source, split, idx) "
+            "WHERE m.label = ? GROUP BY n.label ORDER BY count(*) DESC, n.label LIMIT 1",
+            [mention_labels[0]],
+        ).fetchall()[0][0]
+        keep = [mention_labels[0], neg]
         rows = materialise(store, "pilener", keep).to_pylist()
+        expected_negs = con.execute(
+            "SELECT count(*) FROM negatives n WHERE n.label IN (?, ?) AND (n.split, n.idx) IN "
+            "(SELECT (split, idx) FROM mentions WHERE label IN (?, ?))",
+            [*keep, *keep],
+        ).fetchall()[0][0]
+        only_negative = [
+            lab
+            for lab in (
+                r[0]
+                for r in con.execute("SELECT DISTINCT label FROM negatives ORDER BY 1").fetchall()
+            )
+            if lab not in mention_labels
+        ]
+        assert only_negative
+        # a sentence whose only selected label is a negative is not kept
+        assert materialise(store, "pilener", only_negative[:1]).num_rows == 0
     assert rows
     for row in rows:
         assert {s["label"] for s in row["spans"]} <= set(keep)
         assert set(row["negatives"]) <= set(keep)
+    assert expected_negs > 0
+    assert sum(len(row["negatives"]) for row in rows) == expected_negs
+    assert any(neg in row["negatives"] for row in rows)
 
 
 def test_cuts_follow_quantile_definition(builds: dict) -> None:
+    import pyarrow.parquet as pq
+
     for strategy in ("entropy", "max"):
-        res = builds[strategy]
         rule = default_rule("pilener", strategy)
-        for sub in res.subsets:
+        for sub in builds[strategy].subsets:
+            table = pq.read_table(Path(sub.path) / strategy / "scores.parquet").to_pydict()
+            scores = np.array(table["score"])
             q = rule.levels()[sub.level].quantiles
             assert sub.selection["quantiles"] == list(q)
-            assert sub.selection["count"] == sub.labels
+            t = np.quantile(scores, q, method="linear")
+            np.testing.assert_allclose(sub.selection["thresholds"], t, rtol=0, atol=0)
+            side = sub.selection["side"]
+            mask = (
+                (scores >= t[0])
+                if side == "ge"
+                else (scores <= t[0])
+                if side == "le"
+                else ((scores >= t[0]) & (scores <= t[1]))
+            )
+            assert table["selected"] == mask.tolist()
+            assert sub.labels == int(mask.sum())
+            assert sub.mentions == int(np.array(table["mentions"])[mask].sum())
 
 
 def test_subset_counts_match_written_parquet(builds: dict) -> None:

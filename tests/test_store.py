@@ -84,20 +84,24 @@ def test_failed_ingest_leaves_store_unchanged(db: Path, data_dir: Path, tmp_path
     good = tmp_path / "good" / "test.txt"
     good.parent.mkdir()
     shutil.copy(data_dir / "crossner/ai-test.txt", good)
+    # Splits are read in name order (dev, test, train): the good dev and test splits are
+    # written, the old test split deleted, before the bad train split fails. One transaction
+    # must undo all of it.
     bad = tmp_path / "bad"
     bad.mkdir()
-    shutil.copy(data_dir / "crossner/ai-test.txt", bad / "train.txt")  # a good split ...
-    (bad / "test.txt").write_text(
-        "EU\tB-ORG\nrejects\tI-MISC\n\n", encoding="utf-8"
-    )  # ... and a bad one
+    shutil.copy(data_dir / "crossner/ai-test.txt", bad / "dev.txt")
+    (bad / "test.txt").write_text("Only\tO\none\tB-task\n\n", encoding="utf-8")
+    (bad / "train.txt").write_text("EU\tB-ORG\nrejects\tI-MISC\n\n", encoding="utf-8")
     with Store(db) as store:
         ingest(store, "crossner-ai", good.parent)
         before = snapshot(store)
         with pytest.raises(
-            SourceFormatError, match=re.escape(f"{bad / 'test.txt'}:2: I- tag after")
+            SourceFormatError, match=re.escape(f"{bad / 'train.txt'}:2: I- tag after")
         ):
             ingest(store, "crossner-ai", bad)
-        assert snapshot(store) == before  # neither the good train split nor a deletion landed
+        assert snapshot(store) == before
+        splits = store.con.execute("SELECT DISTINCT split FROM sentences").fetchall()
+        assert splits == [("test",)]
 
 
 def test_span_outside_sentence(db: Path, tmp_path: Path) -> None:
@@ -138,6 +142,14 @@ def test_store_creates_its_folder(tmp_path: Path) -> None:
     with Store(tmp_path / "new" / "dir" / "s.duckdb") as store:
         assert store.stats()["sources"] == []
     assert (tmp_path / "new" / "dir" / "s.duckdb").is_file()
+
+
+def test_empty_negative_label(db: Path, tmp_path: Path) -> None:
+    f = tmp_path / "train.json"
+    f.write_text('[{"tokenized_text": ["a"], "ner": [], "negatives": ["  "]}]', encoding="utf-8")
+    with Store(db) as store, pytest.raises(SourceFormatError) as err:
+        ingest(store, "gliner", f)
+    assert str(err.value) == f"{f}:1: empty label: '  '"
 
 
 def test_read_only_store_must_exist(tmp_path: Path) -> None:
@@ -213,3 +225,19 @@ def test_shared_pilener_bio(shared: Path, db: Path) -> None:
         res = ingest(store, "pilener-sample", shared / "pilener/pilener-391xALL-dev.bio")
     assert (res.sentences, res.types) == (2217, 368)
     assert res.mentions == 30822 + res.splits[0].report["counts"]["repaired_tags"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "normal"),
+    [
+        ("  Foo__Bar\tbaz ", "foo bar baz"),
+        ("Restaurant_Name", "restaurant name"),
+        ("field of  study", "field of study"),
+        ("Cafe\u0301", "caf\u00e9"),  # NFC: e + combining acute == é
+        ("PERSON", "person"),
+    ],
+)
+def test_normalise_label(raw: str, normal: str) -> None:
+    from builders.labels import normalise_label
+
+    assert normalise_label(raw) == normal
