@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -237,19 +237,78 @@ def publish(
         api = HfApi(endpoint=endpoint(), token=secret, library_name="labelshift-builders")
     for plan in plans:
         _check_no_token(plan, secret)
+    if tag:  # before the first commit: a taken tag on any repo stops the whole push
+        for plan in plans:
+            try:
+                taken = _tag_exists(api, plan.repo_id, tag, secret, retries, backoff, sleep)
+            except Exception as exc:
+                raise _failed(plans, [], plan, _cause(exc), secret) from None
+            if taken:
+                raise PublishError(
+                    f"{plan.repo_id} already has a tag {tag!r}; choose a new version "
+                    "(nothing was pushed)",
+                    [],
+                    [p.repo_id for p in plans],
+                )
     results: list[PublishResult] = []
     for plan in plans:
         try:
             results.append(
                 _publish_one(api, plan, secret, private, tag, retries, backoff, sleep, message)
             )
+        except _TagFailed as exc:
+            results.append(exc.result)
+            rest = [p.repo_id for p in plans[len(results) :]]
+            msg = (
+                f"{plan.repo_id}: committed {exc.result.commit_oid}, but tagging it {tag!r} "
+                f"failed: {_scrub(exc.cause, secret)}; publish it again with the same --tag"
+                f"\npublished: {', '.join(r.repo_id for r in results)}"
+            )
+            if rest:
+                msg += f"\nnot published: {', '.join(rest)}"
+            raise PublishError(msg, [r.repo_id for r in results], rest) from None
         except BuildersError as exc:
             raise _failed(plans, results, plan, str(exc), secret) from None
         except Exception as exc:
-            status = _status(exc)
-            cause = f"HTTP {status}: {exc}" if status else f"{type(exc).__name__}: {exc}"
-            raise _failed(plans, results, plan, cause, secret) from None
+            raise _failed(plans, results, plan, _cause(exc), secret) from None
     return results
+
+
+def _cause(exc: Exception) -> str:
+    status = _status(exc)
+    return f"HTTP {status}: {exc}" if status else f"{type(exc).__name__}: {exc}"
+
+
+class _TagFailed(Exception):
+    """The commit landed but the tag did not."""
+
+    def __init__(self, result: PublishResult, cause: str):
+        super().__init__(cause)
+        self.result, self.cause = result, cause
+
+
+def _tag_exists(
+    api: Any,
+    repo_id: str,
+    tag: str,
+    token: str,
+    retries: int,
+    backoff: float,
+    sleep: Callable[[float], None],
+) -> bool:
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        refs = with_retries(
+            lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE, token=token),
+            f"{repo_id}: refs",
+            retries=retries,
+            backoff=backoff,
+            sleep=sleep,
+        )
+    except RepositoryNotFoundError:
+        return False
+    return any(t.name == tag for t in refs.tags)
 
 
 def _failed(
@@ -295,12 +354,6 @@ def _publish_one(
         "create repo",
     )
     remote = retry(lambda: api.list_repo_files(rid, repo_type=REPO_TYPE, token=token), "list files")
-    if tag:
-        refs = retry(lambda: api.list_repo_refs(rid, repo_type=REPO_TYPE, token=token), "refs")
-        if any(t.name == tag for t in refs.tags):
-            raise BuildersError(
-                f"{rid} already has a tag {tag!r}; choose a new version (nothing was pushed)"
-            )
     local = {f.path_in_repo for f in plan.files}
     stale = sorted(p for p in remote if p not in local and p not in HUB_MANAGED)
 
@@ -320,20 +373,30 @@ def _publish_one(
 
     log.info("%s: committing %d files (%d bytes)", rid, len(plan.files), plan.total_bytes)
     info = retry(commit, "commit")
-    if tag:
-        log.info("%s: tagging %s", rid, tag)
-        retry(
-            lambda: api.create_tag(
-                rid, tag=tag, revision=info.oid, repo_type=REPO_TYPE, token=token, exist_ok=True
-            ),
-            "tag",
-        )
-    return PublishResult(
+    result = PublishResult(
         repo_id=rid,
         files=len(plan.files),
         deleted=stale,
         commit_oid=info.oid,
         commit_url=info.commit_url,
-        tag=tag,
+        tag=None,
         private=private,
     )
+    if tag:
+        log.info("%s: tagging %s", rid, tag)
+        try:
+            retry(
+                lambda: api.create_tag(
+                    rid,
+                    tag=tag,
+                    revision=info.oid,
+                    repo_type=REPO_TYPE,
+                    token=token,
+                    exist_ok=True,
+                ),
+                "tag",
+            )
+        except Exception as exc:
+            raise _TagFailed(result, _cause(exc)) from None
+        result = replace(result, tag=tag)
+    return result

@@ -417,3 +417,29 @@ def test_load_dataset_from_olah_mirror(published: Path, tmp_path: Path) -> None:
         feats = got[key]["features"]
         assert "'spans': List({'start': Value('int32')" in feats
         assert "'negatives': List(Value('string'))" in feats
+
+
+def test_a_taken_tag_on_any_repo_stops_the_push_before_any_commit(
+    published: Path, hub: HubServer, tmp_path: Path
+) -> None:
+    second = tmp_path / "pilener-high-shift"
+    shutil.copytree(published, second)
+    publish([plan_publish(second, "org")], token=TOKEN, tag="v1", backoff=0)
+    commits = hub.count("commit")
+    with pytest.raises(BuildersError, match="org/pilener-high-shift already has a tag 'v1'"):
+        publish([plan_publish(p, "org") for p in (published, second)], token=TOKEN, tag="v1")
+    assert hub.count("commit") == commits  # the first repo was not pushed either
+    assert "org/pilener-low-shift" not in hub.repos
+
+
+def test_tag_failure_after_the_commit_says_it_is_committed(published: Path, hub: HubServer) -> None:
+    hub.fail("tag", 403, times=None)
+    with pytest.raises(PublishError) as err:
+        publish([plan_publish(published, "org")], token=TOKEN, tag="v1", backoff=0)
+    repo = hub.repos["org/pilener-low-shift"]
+    msg = str(err.value)
+    assert msg.startswith(
+        f"org/pilener-low-shift: committed {repo.head}, but tagging it 'v1' failed: HTTP 403"
+    )
+    assert err.value.published == ["org/pilener-low-shift"] and err.value.not_published == []
+    assert len(repo.commits) == 2 and repo.tags == {}
