@@ -62,31 +62,67 @@ def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> N
 
 @contextlib.contextmanager
 def atomic_dir(target: Path) -> Iterator[Path]:
-    """Yield a temp folder; on success it replaces `target` in one rename (old one removed)."""
+    """Yield a temp folder beside `target`; on success it takes `target`'s place.
+
+    On Linux the two folders are exchanged in one `renameat2(RENAME_EXCHANGE)`, so a reader
+    sees the old folder or the new one, never neither. Elsewhere the old folder is renamed
+    away first and put back if the second rename fails. On error the temp folder is removed
+    and `target` is untouched.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _publishable(tmp)
-    old = None
-    if target.exists():
-        old = target.parent / f".{target.name}.old.{os.getpid()}"
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _publishable(tmp)
+        if not target.exists():
+            os.replace(tmp, target)
+        elif _exchange(tmp, target):
+            shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old folder
+        else:
+            old = target.parent / f".{target.name}.old.{os.getpid()}"
+            os.replace(target, old)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.replace(old, target)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux `renameat2` with RENAME_EXCHANGE); False if the
+    system cannot."""
+    import ctypes
+    import errno
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and one rename (removed on failure)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o666 & ~_umask())
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _umask() -> int:
