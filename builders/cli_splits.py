@@ -38,13 +38,29 @@ def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> 
     )
 
 
-def _command_line(name: str) -> str:
-    """The command as the user typed it, for the card (`builders build-splits ...` or the
-    stand-alone `build-splits ...` both give `build-splits ...`)."""
-    args = sys.argv[1:]
+#: Options that say where this machine keeps things or how it prints, not what is built.
+_LOCAL_OPTIONS = {"--db": True, "--out": True, "--json": False, "--quiet": False, "-q": False}
+
+
+def _command_line(name: str, argv: list[str] | None = None) -> str:
+    """The command as the user typed it, for the card: `builders build-splits ...` and the
+    stand-alone `build-splits ...` both give `build-splits ...`, without the local-only
+    options (--db, --out, --json, --quiet), so the same build gives the same card."""
+    args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == name:
         args = args[1:]
-    return shlex.join([name, *args])
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        opt = arg.split("=", 1)[0]
+        if opt in _LOCAL_OPTIONS:
+            skip = _LOCAL_OPTIONS[opt] and "=" not in arg
+            continue
+        kept.append(arg)
+    return shlex.join([name, *kept])
 
 
 def _benchmarks_option(f: Any) -> Any:
@@ -177,9 +193,7 @@ def build_splits(
         keep_misc=keep_misc,
         seed=seed,
     )
-    command = (
-        "build-splits " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
-    )
+    command = _command_line("build-splits")
     with open_store(db) as store:
         _ensure_ingested(store, source, path, quiet)
         results = build(

@@ -65,6 +65,7 @@ def write_split(
     out_dir: str | Path,
     familiarity: dict[str, Any] | None = None,
     command: str | None = None,
+    extra_json: dict[str, Any] | None = None,
 ) -> Path:
     """Write `OUT/fewnerd-{mode}/` atomically: parquet per part, README.md, summary.json.
 
@@ -94,6 +95,8 @@ def write_split(
                 row_group_size=10_000,
             )
         write_json(tmp / "summary.json", summary)
+        for name, obj in (extra_json or {}).items():  # e.g. the changelog, kept across builds
+            write_json(tmp / name, obj)
         atomic_write_text(
             tmp / "README.md",
             render_fewnerd_card(

@@ -14,7 +14,6 @@ labels, Familiarity macro and per benchmark) and the comparison is prepended to 
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import os
@@ -325,10 +324,11 @@ def regenerate(
                 f"unknown scenario {missing[0]!r}. Valid: {', '.join(sorted(known))}"
             )
         scenarios = [s for s in scenarios if s.name in only]
-    run = {
-        "version": tag or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "id": os.urandom(6).hex(),
-    }
+    # Deterministic: the same regeneration gives the same changelog and card bytes. Entries
+    # of one run (e.g. entropy and max into one folder) merge by this id.
+    version = tag or f"untagged (toolkit {__version__})"
+    ident = json.dumps([version, sorted(s.name for s in scenarios), _store_state(store)])
+    run = {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
     reports = []
     for sc in scenarios:
         stage(f"scenario {sc.name}")
@@ -517,6 +517,13 @@ def _changes(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, list[
     return {k: [a.get(k), b.get(k)] for k in [*b, *(k for k in a if k not in b)]}
 
 
+def _store_state(store: Store) -> list[list[str]]:
+    rows = store.con.execute(
+        "SELECT source, split, fingerprint FROM sources ORDER BY source, split"
+    ).fetchall()
+    return [list(r) for r in rows]
+
+
 def _append_changelog(
     folder: Path,
     run: dict[str, str],
@@ -529,35 +536,43 @@ def _append_changelog(
     from builders.hubfolder import write_json
 
     path = folder / CHANGELOG
-    log = _read_json(path) or []
+    log = _with_entry(_read_json(path) or [], run, config, changes, note, extra)
+    write_json(path, log)
+    return log
+
+
+def _with_entry(
+    log: list[dict[str, Any]],
+    run: dict[str, str],
+    config: str,
+    changes: dict[str, list[Any]],
+    note: str,
+    extra: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The changelog with this run's entry first (merged if the run already has one)."""
+    log = [dict(e) for e in log]
     if log and log[0].get("run") == run["id"]:
         entry = log[0]
         entry["note"] = "; ".join(x for x in (entry.get("note"), note) if x)
     else:
         entry = {"version": run["version"], "run": run["id"], "note": note, "changes": {}}
         log.insert(0, entry)
-    entry["changes"][config] = changes
+    entry["changes"] = {**entry.get("changes", {}), config: changes}
     if extra:
-        entry.setdefault("details", {})[config] = extra
-    write_json(path, log)
+        entry["details"] = {**entry.get("details", {}), config: extra}
     return log
 
 
 def _render_card(
     folder: str, builds: dict[str, Any], sc: Scenario, changelog: list[dict[str, Any]]
-) -> str | None:
-    """The full card with the changelog, when `builders.cards.render_card` is there."""
-    import inspect
-
-    from builders import cards
+) -> str:
+    """The full card, with the changelog."""
+    from builders.cards import render_card
     from builders.sources import get_source
 
-    render = getattr(cards, "render_card", None)
-    if render is None or "changelog" not in inspect.signature(render).parameters:
-        return None
     spec = get_source(sc.source)
-    return str(
-        render(folder, builds, license=spec.license, source_origin=spec.origin, changelog=changelog)
+    return render_card(
+        folder, builds, license=spec.license, source_origin=spec.origin, changelog=changelog
     )
 
 
@@ -571,14 +586,8 @@ def _rebuild_fewnerd(
     progress: bool,
     stage: Callable[[str], None],
 ) -> None:
-    try:
-        from builders.fewnerd import build_split, familiarity_summary
-        from builders.fewnerd_export import write_split
-    except ImportError as exc:  # pragma: no cover - the Few-NERD builder ships with the toolkit
-        raise BuildersError(
-            f"scenario {sc.name!r}: the Few-NERD builder is missing ({exc})"
-        ) from exc
-    from builders.hubfolder import write_json
+    from builders.fewnerd import build_split, familiarity_summary
+    from builders.fewnerd_export import write_split
 
     p = sc.params
     folder = out / rep.folders[0]
@@ -591,11 +600,6 @@ def _rebuild_fewnerd(
         f"builders fewnerd-splits --mode {p['mode']} --assignment {p['assignment']} "
         f"--seed {p['seed']} --source {sc.stored}"
     )
-    write_split(built, out, fam, command=command)
-    new = _read_json(folder / "summary.json")
-    if log:
-        write_json(folder / CHANGELOG, log)  # the folder was replaced: keep its history
-    write_json(folder / SCENARIO_FILE, {"scenario": record})
 
     def metrics(s: dict[str, Any] | None) -> dict[str, Any]:
         if not s:
@@ -611,7 +615,16 @@ def _rebuild_fewnerd(
                 m[f"{part} familiarity"] = round(float(f["mean"]), 4)
         return m
 
+    new = {**built.summary(), **({"familiarity": fam} if fam is not None else {})}
     a, b = metrics(old), metrics(new)
     changes = {k: [a.get(k), b.get(k)] for k in [*b, *(k for k in a if k not in b)]}
     rep.changes[folder.name] = changes
-    _append_changelog(folder, run, p["mode"], changes, note=f"{sc.name}: {rep.reason}")
+    log = _with_entry(log, run, p["mode"], changes, note=f"{sc.name}: {rep.reason}")
+    # The history and the scenario record go into the new folder before it is swapped in.
+    write_split(
+        built,
+        out,
+        fam,
+        command=command,
+        extra_json={CHANGELOG: log, SCENARIO_FILE: {"scenario": record}},
+    )

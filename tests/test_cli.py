@@ -125,3 +125,16 @@ def test_stats_without_store(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["stats", "--db", str(tmp_path / "none.duckdb")])
     assert res.exit_code == 1
     assert "no store here yet" in res.output
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["build-splits", "--source", "nuner", "--db", "/a/b.duckdb", "--out=/x", "-q", "--json"],
+        ["--source", "nuner", "--quiet", "--db=/c.duckdb", "--out", "out/"],
+    ],
+)
+def test_recorded_command_drops_local_options(argv: list[str]) -> None:
+    from builders.cli_splits import _command_line
+
+    assert _command_line("build-splits", argv) == "build-splits --source nuner"

@@ -232,3 +232,19 @@ def test_repo_scenarios_file_is_valid() -> None:
     assert "pilener-sample-entropy" in names and "fewnerd-inter" in names
     fewnerd = {s.name: s for s in book.scenarios}["fewnerd-intra"]
     assert fewnerd.folders() == ["fewnerd-intra"]
+
+
+def test_regenerate_outputs_are_deterministic(book: Path, tmp_path: Path) -> None:
+    scenarios = load_scenarios(book)
+    picked = [s for s in scenarios.scenarios if s.name in ("a-entropy", "a-max")]
+    trees = []
+    for run in ("one", "two"):
+        out = tmp_path / run
+        with Store(tmp_path / f"{run}.duckdb") as store:
+            regenerate(store, picked, out)
+        trees.append(
+            {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        )
+    assert trees[0].keys() == trees[1].keys()
+    for name in trees[0]:
+        assert trees[0][name] == trees[1][name], name
