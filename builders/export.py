@@ -12,15 +12,11 @@ The same folder gives the same bytes; the file is written beside its target and 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from builders.errors import BuildersError
-
-HUB_SPLITS = {"dev": "validation", "valid": "validation"}
 
 
 def parquet_files(folder: Path, config: str | None = None, split: str = "train") -> list[Path]:
@@ -32,7 +28,7 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
     folder = Path(folder)
     if not folder.is_dir():
         raise BuildersError(f"{folder}: no such folder (expected a folder written by build-splits)")
-    split = HUB_SPLITS.get(split, split)
+    split = {"dev": "validation", "valid": "validation"}.get(split, split)
     configs = sorted(
         (p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))),
         key=lambda n: (n != "entropy", n),
@@ -97,23 +93,14 @@ def export_gliner(folder: Path, config: str | None, out: Path, *, split: str = "
         split: the split to export (`train`; Few-NERD also `validation`, `test`).
     """
     files = parquet_files(Path(folder), config, split)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    from builders.hubfolder import atomic_open
+
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write("[")
-            for rec in gliner_records(files):
-                fh.write(",\n" if n else "\n")
-                fh.write(json.dumps(rec, ensure_ascii=False, separators=(", ", ": ")))
-                n += 1
-            fh.write("\n]\n" if n else "]\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would survive the rename
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(Path(out)) as fh:
+        fh.write("[")
+        for rec in gliner_records(files):
+            fh.write(",\n" if n else "\n")
+            fh.write(json.dumps(rec, ensure_ascii=False, separators=(", ", ": ")))
+            n += 1
+        fh.write("\n]\n" if n else "]\n")
     return n

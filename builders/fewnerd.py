@@ -327,7 +327,7 @@ def familiarity_summary(
     import numpy as np
 
     from builders.embedder import Embedder, cosine_clipped
-    from builders.familiarity import familiarity, summarise
+    from builders.familiarity import exact_overlap, familiarity, summarise
 
     train = build.parts["train"].type_counts
     if not train:
@@ -349,7 +349,7 @@ def familiarity_summary(
         out[part] = {
             **summarise(values).to_dict(),
             "labels": {t: round(float(v), 6) for t, v in zip(types, values, strict=True)},
-            "exact_overlap": len(set(text) & set(train_text)) / len(text),
+            "exact_overlap": exact_overlap(text, train_text),
         }
     return out
 

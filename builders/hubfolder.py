@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import datasets
 import pyarrow as pa
@@ -111,18 +111,26 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file and one rename (removed on failure)."""
+@contextlib.contextmanager
+def atomic_open(path: Path) -> Iterator[TextIO]:
+    """A text file (UTF-8, `\\n` newlines) that appears at `path` only when the block succeeds:
+    written to a temp file beside it and renamed into place; removed on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
+            yield fh
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would survive the rename
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and one rename (removed on failure)."""
+    with atomic_open(path) as fh:
+        fh.write(text)
 
 
 def _umask() -> int:

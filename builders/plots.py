@@ -30,7 +30,6 @@ def histogram_png(
     default style whatever the user's rc file says, and no `Software` metadata.
     """
     import matplotlib.style
-    import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -212,13 +212,11 @@ def similarity_matrix(
     store: Store, model: str, train: list[str], evals: tuple[str, ...], progress: bool = False
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z; cached embeddings."""
-    from builders.embedder import Embedder
+    from builders.embedder import Embedder, cosine_clipped
 
     emb = Embedder(model)
     vecs = emb.embed_cached(store.con, list(train) + list(evals), progress=progress)
-    d, z = vecs[: len(train)], vecs[len(train) :]
-    m = d @ z.T
-    np.clip(m, 0.0, 1.0, out=m)  # clipped cosine; rounding can leave unit rows a hair over 1
+    m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
     return m, emb.last_new
 
 
