@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 import pyarrow as pa
 
 from builders.errors import SourceFormatError, StoreError
@@ -411,6 +412,36 @@ class Store:
                 f"source {source!r} is not in {self.path}; run `builders ingest {source}` first"
                 + (f" (the store holds: {', '.join(sorted(known))})" if known else "")
             )
+
+    # ------------------------------------------------------------------ DataFrames
+    def frame(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        """Any query over the store as a polars DataFrame (for notebooks and scripts)."""
+        return self.con.sql(sql, params=params or []).pl()
+
+    def labels_frame(self, source: str) -> pl.DataFrame:
+        """label, mentions, sentences, raw spellings of a source; most frequent first."""
+        self.require_source(source)
+        return self.frame(
+            "SELECT label, count(*) AS mentions, count(DISTINCT (split, idx)) AS sentences, "
+            "list(DISTINCT raw_label ORDER BY raw_label) AS raw_labels "
+            "FROM mentions WHERE source = ? GROUP BY label ORDER BY mentions DESC, label",
+            [source],
+        )
+
+    def spans_frame(self, source: str, split: str | None = None) -> pl.DataFrame:
+        """One row per mention with its sentence id and the mention text."""
+        self.require_source(source)
+        where, params = "m.source = ?", [source]
+        if split:
+            where += " AND m.split = ?"
+            params.append(split)
+        return self.frame(
+            "SELECT s.sentence_id, m.split, m.start, m.stop, "
+            "array_to_string(s.tokens[m.start + 1 : m.stop], ' ') AS text, m.label, m.raw_label "
+            "FROM mentions m JOIN sentences s USING (source, split, idx) "
+            f"WHERE {where} ORDER BY m.split, m.idx, m.start, m.stop, m.label",
+            params,
+        )
 
     def label_counts(
         self, source: str, splits: list[str] | None = None, top: int | None = None

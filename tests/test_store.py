@@ -241,3 +241,27 @@ def test_normalise_label(raw: str, normal: str) -> None:
     from builders.labels import normalise_label
 
     assert normalise_label(raw) == normal
+
+
+def test_polars_frames(db: Path, data_dir: Path) -> None:
+    import polars as pl
+
+    with Store(db) as store:
+        ingest(store, "crossner-ai", data_dir / "crossner/ai-test.txt", split="test")
+        labels = store.labels_frame("crossner-ai")
+        spans = store.spans_frame("crossner-ai", "test")
+    assert isinstance(labels, pl.DataFrame)
+    assert labels.rows() == [
+        ("algorithm", 5, 2, ["algorithm"]),
+        ("conference", 3, 1, ["conference"]),
+    ]
+    assert spans.height == 8
+    assert spans.row(0, named=True) == {
+        "sentence_id": "crossner-ai/test/0",
+        "split": "test",
+        "start": 5,
+        "stop": 8,
+        "text": "naive Bayes classifier",
+        "label": "algorithm",
+        "raw_label": "algorithm",
+    }
