@@ -138,3 +138,46 @@ def test_recorded_command_drops_local_options(argv: list[str]) -> None:
     from builders.cli_splits import _command_line
 
     assert _command_line("build-splits", argv) == "build-splits --source nuner"
+
+
+def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None:
+    from builders.cli import build_splits
+
+    runner = CliRunner()
+    out = tmp_path / "out"
+    args = ["--source", "pilener-sample", "--model", "all-MiniLM-L6-v2", "--db", str(db)]
+    res = runner.invoke(build_splits, [*args, "--strategy", "max", "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert (
+        "pilener-sample: label-shift subsets (max, pilener profile, all-MiniLM-L6-v2, K=1000)"
+        in lines[0]
+    )
+    rows = [line.split("│")[1].strip() for line in lines if line.startswith("│")]
+    assert rows == ["full", "low", "medium", "high"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "pilener-sample-high-shift",
+        "pilener-sample-low-shift",
+        "pilener-sample-medium-shift",
+    ]
+    # the same through the group, as JSON, a second time: embeddings come from the cache
+    res = runner.invoke(
+        cli, ["build-splits", *args, "--strategy", "max", "--out", str(out), "--json", "-q"]
+    )
+    assert res.exit_code == 0, res.output
+    [summary] = json.loads(res.output)
+    assert summary["embedded_new"] == 0
+    assert [s["level"] for s in summary["subsets"]] == ["low", "medium", "high"]
+    fam = runner.invoke(
+        cli, ["familiarity", *args, "--benchmarks", "crossner-ai,mit-movie", "--json"]
+    )
+    assert fam.exit_code == 0, fam.output
+    report = json.loads(fam.output)
+    assert list(report["per_benchmark"]) == ["crossner-ai", "mit-movie"]
+    full = summary["full"]["familiarity"]["per_benchmark"]
+    # F(z) does not depend on which other benchmarks are chosen
+    assert report["per_benchmark"]["crossner-ai"] == pytest.approx(full["crossner-ai"], abs=1e-12)
+    assert report["per_benchmark"]["mit-movie"] == pytest.approx(full["mit-movie"], abs=1e-12)
+    bad = runner.invoke(build_splits, [*args, "--levels", "easy"])
+    assert bad.exit_code == 1
+    assert bad.output == "Error: unknown level 'easy'. Valid: low, medium, high\n"
