@@ -8,7 +8,8 @@ from typing import Any
 
 from builders.errors import BuildersError
 from builders.sources import SourceSpec, canonical_split, get_source
-from builders.store import IngestResult, Store
+from builders.store import Store
+from builders.writer import IngestResult, write_source
 
 
 def resolve_input(spec: SourceSpec, path: str | Path | None) -> Path | str:
@@ -45,7 +46,8 @@ def ingest(
     options = dict(options or {})
     if isinstance(where, Path) and spec.name != "hf":
         files = spec.discover(where, split)
-        return store.ingest(
+        return write_source(
+            store,
             spec,
             files,
             name=name,
@@ -71,7 +73,8 @@ def ingest(
             str(where), config, by_canonical[split_name], report, spec=spec, **options
         )
 
-    return store.ingest(
+    return write_source(
+        store,
         spec,
         files,
         name=name or (spec.name if spec.name != "hf" else None),
