@@ -1,37 +1,47 @@
-"""Dataset cards and the score histogram, rendered from the Jinja2 templates in `cards/`.
+"""The dataset card of a subset repo folder, rendered from the Jinja2 templates in `cards/`.
 
     render_card(name, {config: build.json}, license=..., source_origin=...)  -> README.md text
-    render_fewnerd_card(name, summary.json, command=..., features=...)      -> README.md text
 
 Rendering is pure: numbers in, markdown out (no clock, no files, no environment), so the same
 build gives the same card; writing and pushing happen elsewhere. The score histogram the card
-shows is drawn by `builders.plots`.
+shows is drawn by `builders.plots`; the Few-NERD card is `builders.cards_fewnerd`, what both
+share is `builders.card_common`, and changelog entries come from `builders.changelog`.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
-from functools import cache
-from importlib import resources
 from typing import Any
 
-import jinja2
-import yaml
-
-from builders import __version__
+from builders.card_common import (
+    HUB_LICENSES,
+    cell,
+    environment,
+    license_id,
+    r4,
+    redact,
+    size_category,
+    yaml_dump,
+)
+from builders.cards_fewnerd import render_fewnerd_card
+from builders.changelog import changelog_entry
 from builders.hubfolder import SUBSET_FEATURES
 
-#: Licence ids the Hub accepts in card metadata (the ones our sources can carry); others -> other.
-# fmt: off
-HUB_LICENSES = frozenset({
-    "apache-2.0", "mit", "bsd-2-clause", "bsd-3-clause", "cc0-1.0", "cc-by-2.0", "cc-by-3.0",
-    "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0",
-    "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "cc-by-nd-4.0", "gpl-3.0",
-    "lgpl-3.0", "odc-by", "odbl", "pddl", "openrail", "other",
-})
-# fmt: on
+__all__ = [  # moved names stay importable from here
+    "HUB_LICENSES",
+    "changelog_entry",
+    "environment",
+    "license_id",
+    "rebuild_command",
+    "redact",
+    "render_card",
+    "render_fewnerd_card",
+    "size_category",
+    "subset_metadata",
+    "yaml_dump",
+]
+
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity", "synthetic"]
 #: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix.
 SOURCE_CITATIONS = {"pilener": "universalner", "nuner": "nuner", "fewnerd": "fewnerd"}
@@ -43,73 +53,6 @@ LEVEL_TEXT = {
 _MAX_LISTED = 20  # labels named per changelog line
 _LEVEL_ORDER = {"low": 0, "medium": 1, "high": 2}
 _SIDE = {"ge": "≥", "le": "≤"}
-_SECRET = re.compile(r"\bhf_[A-Za-z0-9]{8,}")
-_SECRET_OPT = re.compile(r"(--(?:hf-)?token[= ])\S+")
-
-
-@cache
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(
-            lambda name: resources.files("cards").joinpath(name).read_text(encoding="utf-8")
-        ),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=_cell)
-    return env
-
-
-def _g4(x: float) -> str:
-    return f"{x:.4g}"
-
-
-def _n(x: int | None) -> str:
-    return "–" if x is None else f"{x:,}"
-
-
-def _cell(text: str) -> str:
-    """Text safe inside a markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-class _Dumper(yaml.SafeDumper):
-    """Safe YAML without anchors: every config spells out its features."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def yaml_dump(obj: Any) -> str:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
-
-
-def redact(text: str) -> str:
-    """Hide anything that looks like a Hub token (a card must never carry one)."""
-    return _SECRET_OPT.sub(r"\1***", _SECRET.sub("hf_***", text))
-
-
-def license_id(license_: str | None) -> str:
-    lic = (license_ or "").strip().lower()
-    return lic if lic in HUB_LICENSES else "other"
-
-
-def size_category(n: int) -> str:
-    """The Hub's `size_categories` bucket for n rows (n<1K, 1K<n<10K, ..., n>1T)."""
-    names = ["1K", "10K", "100K", "1M", "10M", "100M", "1B", "10B", "100B", "1T"]
-    if n < 1_000:
-        return "n<1K"
-    for i in range(1, len(names)):
-        if n < 10 ** (3 + i):
-            return f"{names[i - 1]}<n<{names[i]}"
-    return "n>1T"
-
-
-def _r(x: float | None) -> float | None:
-    return None if x is None else round(float(x), 4)
 
 
 def rebuild_command(build: Mapping[str, Any]) -> str:
@@ -143,25 +86,25 @@ def rebuild_command(build: Mapping[str, Any]) -> str:
 def _fam_meta(rep: Mapping[str, Any], full: Mapping[str, Any] | None) -> dict[str, Any]:
     s = rep["summary"]
     out: dict[str, Any] = {
-        "macro": _r(rep["macro"]),
-        "vb_0.5": _r(s["vb_0.5"]),
-        "vb_1": _r(s["vb_1"]),
-        "ci_95": [_r(s["ci_low"]), _r(s["ci_high"])],
-        "exact_overlap": _r(rep["overlap"]["union"]),
+        "macro": r4(rep["macro"]),
+        "vb_0.5": r4(s["vb_0.5"]),
+        "vb_1": r4(s["vb_1"]),
+        "ci_95": [r4(s["ci_low"]), r4(s["ci_high"])],
+        "exact_overlap": r4(rep["overlap"]["union"]),
     }
     if full is not None:
-        out["full_corpus_macro"] = _r(full["macro"])
+        out["full_corpus_macro"] = r4(full["macro"])
     out["benchmarks"] = {}
     for b, value in rep["per_benchmark"].items():
         bs = rep["benchmark_summaries"][b]
         row = {
-            "familiarity": _r(value),
-            "vb_0.5": _r(bs["vb_0.5"]),
-            "ci_95": [_r(bs["ci_low"]), _r(bs["ci_high"])],
-            "exact_overlap": _r(rep["overlap"][b]),
+            "familiarity": r4(value),
+            "vb_0.5": r4(bs["vb_0.5"]),
+            "ci_95": [r4(bs["ci_low"]), r4(bs["ci_high"])],
+            "exact_overlap": r4(rep["overlap"][b]),
         }
         if full is not None:
-            row["full_corpus"] = _r(full["per_benchmark"].get(b))
+            row["full_corpus"] = r4(full["per_benchmark"].get(b))
         out["benchmarks"][b] = row
     return out
 
@@ -296,37 +239,6 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def changelog_entry(
-    version: str,
-    old: Mapping[str, Mapping[str, Any]],
-    new: Mapping[str, Mapping[str, Any]],
-    note: str | None = None,
-) -> dict[str, Any]:
-    """One changelog entry for `render_card`: what changed per config between two sets of builds.
-
-    `old` and `new` map config name -> build.json; a config present on one side only is listed
-    as added or removed. The result is `{"version", "note", "changes": {config: {metric:
-    [before, after]}}}` with metrics rows, mentions, labels and familiarity (the macro).
-    """
-    changes: dict[str, dict[str, list[Any]]] = {}
-    for c in sorted(set(old) | set(new), key=lambda n: (n != "entropy", n)):
-        before, after = old.get(c), new.get(c)
-        changes[c] = {
-            m: [_metric(before, m), _metric(after, m)]
-            for m in ("rows", "mentions", "labels", "familiarity")
-        }
-    return {"version": version, "note": note, "changes": changes}
-
-
-def _metric(build: Mapping[str, Any] | None, metric: str) -> Any:
-    if build is None:
-        return None
-    sub = build["subset"]
-    if metric == "familiarity":
-        return _r(sub["familiarity"]["macro"])
-    return int(sub["sentences" if metric == "rows" else metric])
-
-
 def _fmt(x: Any) -> str:
     if x is None:
         return "–"
@@ -361,7 +273,7 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
             for key, verb in (("labels_added", "added"), ("labels_removed", "removed")):
                 names = list(d.get(key) or [])
                 if names:
-                    shown = ", ".join(_cell(n) for n in names[:_MAX_LISTED])
+                    shown = ", ".join(cell(n) for n in names[:_MAX_LISTED])
                     more = len(names) - _MAX_LISTED
                     labels.append(
                         f"`{config}`: {len(names):,} label{'s' if len(names) > 1 else ''} "
@@ -429,92 +341,6 @@ def render_card(
             full=first.get("full"),
             changelog=_changelog_view(changelog),
             citations=cites,
-        )
-    )
-    return redact(text)
-
-
-def render_fewnerd_card(
-    name: str,
-    summary: Mapping[str, Any],
-    *,
-    command: str | None,
-    features: list[Any],
-    version: str = __version__,
-) -> str:
-    """The README.md of a Few-NERD split folder (`fewnerd-intra`, `fewnerd-inter`), pure.
-
-    Args:
-        name: folder name or Hub repo id.
-        summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`).
-        command: the command that rebuilds the folder.
-        features: `features(fine_names)._to_yaml_list()` of `builders.fewnerd_export`, the
-            same list its parquet files carry, so `load_dataset` gets the ClassLabel columns.
-        version: toolkit version that built it.
-    """
-    splits = {"train": "train", "dev": "validation", "test": "test"}
-    parts = {p: summary["parts"][p] for p in splits if p in summary["parts"]}
-    total = sum(int(p["sentences"]) for p in parts.values())
-    fam = summary.get("familiarity")
-    meta: dict[str, Any] = {
-        "license": "cc-by-sa-4.0",
-        "language": ["en"],
-        "task_categories": ["token-classification"],
-        "task_ids": ["named-entity-recognition"],
-        "size_categories": [size_category(total)],
-        "source_datasets": ["DFKI-SLT/few-nerd"],
-        "tags": ["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
-        "pretty_name": f"Few-NERD {summary['mode'].upper()} (rebuilt)",
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [{"split": splits[p], "path": f"data/{splits[p]}-*"} for p in parts],
-            }
-        ],
-        "dataset_info": {
-            "features": features,
-            "splits": [
-                {"name": splits[p], "num_examples": int(parts[p]["sentences"])} for p in parts
-            ],
-        },
-    }
-    if fam:
-        meta["familiarity"] = {
-            "model": fam["model"],
-            "k": fam["k"],
-            "weighting": fam["weighting"],
-            **{
-                splits[p]: {
-                    "mean": _r(fam[p]["mean"]),
-                    "vb_0.5": _r(fam[p]["vb_0.5"]),
-                    "vb_1": _r(fam[p]["vb_1"]),
-                    "ci_95": [_r(fam[p]["ci_low"]), _r(fam[p]["ci_high"])],
-                    "exact_overlap": _r(fam[p]["exact_overlap"]),
-                }
-                for p in ("dev", "test")
-                if fam.get(p)
-            },
-        }
-    by_part: dict[str, list[str]] = {p: [] for p in parts}
-    for typ, part in summary.get("assignment_map", {}).items():
-        by_part.setdefault(part, []).append(typ)
-    text = (
-        environment()
-        .get_template("fewnerd.md.j2")
-        .render(
-            yaml_header=yaml_dump(meta),
-            name=name,
-            title=meta["pretty_name"],
-            s=summary,
-            parts=[
-                {"part": p, "split": splits[p], **parts[p], "types_of": by_part.get(p, [])}
-                for p in parts
-            ],
-            fam=fam,
-            fam_rows=[(splits[p], fam[p]) for p in ("dev", "test") if fam and fam.get(p)],
-            command=redact(command) if command else None,
-            version=version,
-            citations=["fewnerd", "familiarity"],
         )
     )
     return redact(text)

@@ -75,7 +75,7 @@ def write_split(
     import pyarrow.parquet as pq
     from datasets import Dataset
 
-    from builders.cards import render_fewnerd_card
+    from builders.cards_fewnerd import render_fewnerd_card
     from builders.hubfolder import atomic_dir, atomic_write_text, write_json
 
     target = Path(out_dir) / build.name

@@ -1,0 +1,95 @@
+"""What both dataset cards share: the Jinja2 environment over `cards/`, the YAML header, and
+the Hub metadata helpers (licence ids, size buckets, token redaction).
+
+    environment().get_template("subset.md.j2").render(yaml_header=yaml_dump(meta), ...)
+
+Pure: no clock, no files beyond the packaged templates, no environment variables.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+import yaml
+
+#: Licence ids the Hub accepts in card metadata (the ones our sources can carry); others -> other.
+# fmt: off
+HUB_LICENSES = frozenset({
+    "apache-2.0", "mit", "bsd-2-clause", "bsd-3-clause", "cc0-1.0", "cc-by-2.0", "cc-by-3.0",
+    "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0",
+    "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "cc-by-nd-4.0", "gpl-3.0",
+    "lgpl-3.0", "odc-by", "odbl", "pddl", "openrail", "other",
+})
+# fmt: on
+
+_SECRET = re.compile(r"\bhf_[A-Za-z0-9]{8,}")
+_SECRET_OPT = re.compile(r"(--(?:hf-)?token[= ])\S+")
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(
+            lambda name: resources.files("cards").joinpath(name).read_text(encoding="utf-8")
+        ),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=cell)
+    return env
+
+
+def _g4(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _n(x: int | None) -> str:
+    return "–" if x is None else f"{x:,}"
+
+
+def cell(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML without anchors: every config spells out its features."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def yaml_dump(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def redact(text: str) -> str:
+    """Hide anything that looks like a Hub token (a card must never carry one)."""
+    return _SECRET_OPT.sub(r"\1***", _SECRET.sub("hf_***", text))
+
+
+def license_id(license_: str | None) -> str:
+    lic = (license_ or "").strip().lower()
+    return lic if lic in HUB_LICENSES else "other"
+
+
+def size_category(n: int) -> str:
+    """The Hub's `size_categories` bucket for n rows (n<1K, 1K<n<10K, ..., n>1T)."""
+    names = ["1K", "10K", "100K", "1M", "10M", "100M", "1B", "10B", "100B", "1T"]
+    if n < 1_000:
+        return "n<1K"
+    for i in range(1, len(names)):
+        if n < 10 ** (3 + i):
+            return f"{names[i - 1]}<n<{names[i]}"
+    return "n>1T"
+
+
+def r4(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 4)

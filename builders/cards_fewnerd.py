@@ -1,0 +1,100 @@
+"""The dataset card of a Few-NERD split folder (`fewnerd-intra`, `fewnerd-inter`).
+
+    render_fewnerd_card(name, summary.json, command=..., features=...)  -> README.md text
+
+Pure, like `builders.cards`: the template is `cards/fewnerd.md.j2`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from builders import __version__
+from builders.card_common import environment, r4, redact, size_category, yaml_dump
+
+
+def render_fewnerd_card(
+    name: str,
+    summary: Mapping[str, Any],
+    *,
+    command: str | None,
+    features: list[Any],
+    version: str = __version__,
+) -> str:
+    """The README.md of a Few-NERD split folder (`fewnerd-intra`, `fewnerd-inter`), pure.
+
+    Args:
+        name: folder name or Hub repo id.
+        summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`).
+        command: the command that rebuilds the folder.
+        features: `features(fine_names)._to_yaml_list()` of `builders.fewnerd_export`, the
+            same list its parquet files carry, so `load_dataset` gets the ClassLabel columns.
+        version: toolkit version that built it.
+    """
+    splits = {"train": "train", "dev": "validation", "test": "test"}
+    parts = {p: summary["parts"][p] for p in splits if p in summary["parts"]}
+    total = sum(int(p["sentences"]) for p in parts.values())
+    fam = summary.get("familiarity")
+    meta: dict[str, Any] = {
+        "license": "cc-by-sa-4.0",
+        "language": ["en"],
+        "task_categories": ["token-classification"],
+        "task_ids": ["named-entity-recognition"],
+        "size_categories": [size_category(total)],
+        "source_datasets": ["DFKI-SLT/few-nerd"],
+        "tags": ["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
+        "pretty_name": f"Few-NERD {summary['mode'].upper()} (rebuilt)",
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": splits[p], "path": f"data/{splits[p]}-*"} for p in parts],
+            }
+        ],
+        "dataset_info": {
+            "features": features,
+            "splits": [
+                {"name": splits[p], "num_examples": int(parts[p]["sentences"])} for p in parts
+            ],
+        },
+    }
+    if fam:
+        meta["familiarity"] = {
+            "model": fam["model"],
+            "k": fam["k"],
+            "weighting": fam["weighting"],
+            **{
+                splits[p]: {
+                    "mean": r4(fam[p]["mean"]),
+                    "vb_0.5": r4(fam[p]["vb_0.5"]),
+                    "vb_1": r4(fam[p]["vb_1"]),
+                    "ci_95": [r4(fam[p]["ci_low"]), r4(fam[p]["ci_high"])],
+                    "exact_overlap": r4(fam[p]["exact_overlap"]),
+                }
+                for p in ("dev", "test")
+                if fam.get(p)
+            },
+        }
+    by_part: dict[str, list[str]] = {p: [] for p in parts}
+    for typ, part in summary.get("assignment_map", {}).items():
+        by_part.setdefault(part, []).append(typ)
+    text = (
+        environment()
+        .get_template("fewnerd.md.j2")
+        .render(
+            yaml_header=yaml_dump(meta),
+            name=name,
+            title=meta["pretty_name"],
+            s=summary,
+            parts=[
+                {"part": p, "split": splits[p], **parts[p], "types_of": by_part.get(p, [])}
+                for p in parts
+            ],
+            fam=fam,
+            fam_rows=[(splits[p], fam[p]) for p in ("dev", "test") if fam and fam.get(p)],
+            command=redact(command) if command else None,
+            version=version,
+            citations=["fewnerd", "familiarity"],
+        )
+    )
+    return redact(text)

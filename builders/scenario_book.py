@@ -1,0 +1,161 @@
+"""The scenarios file: what the project publishes, parsed from `scenarios.toml`.
+
+    [defaults]                      model, k, benchmarks, seed, ... shared by every scenario
+    [[scenario]]                    name, source, strategy, levels (kind = "splits", default)
+    [[scenario]]                    name, kind = "fewnerd", mode = "intra" | "inter"
+
+A scenario's parameters are its keys, each taken from the scenario, else `[defaults]`, else
+the built-in default below; an unknown key is an error. `builders.scenarios` rebuilds them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builders.errors import BuildersError
+
+KINDS = ("splits", "fewnerd")
+SPLIT_KEYS = {
+    "strategy": "entropy",
+    "levels": ["low", "medium", "high"],
+    "benchmarks": "all",
+    "model": "all-mpnet-base-v2",
+    "k": 1000,
+    "temperature": 0.01,
+    "weighting": "zipf",
+    "low_q": None,
+    "high_q": None,
+    "medium_q": None,
+    "profile": None,
+    "keep_misc": False,
+    "seed": 0,
+}
+FEWNERD_KEYS = {
+    "mode": None,
+    "assignment": "official",
+    "seed": 0,
+    "model": "all-mpnet-base-v2",
+    "k": 1000,
+    "familiarity": True,
+}
+COMMON_KEYS = {"name", "kind", "source", "path", "store_as", "options", "description", "publish"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One published build: a source, how it is read, and the build parameters."""
+
+    name: str
+    source: str
+    kind: str = "splits"
+    path: str | None = None
+    store_as: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    publish: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise BuildersError(
+                f"scenario {self.name!r}: unknown kind {self.kind!r}. Valid: {', '.join(KINDS)}"
+            )
+        if self.kind == "fewnerd" and self.params.get("mode") not in ("intra", "inter"):
+            raise BuildersError(
+                f'scenario {self.name!r}: kind = "fewnerd" needs mode = "intra" or "inter"'
+            )
+
+    @property
+    def stored(self) -> str:
+        """The name the source is stored under (and the prefix of its folders)."""
+        return self.store_as or self.source
+
+    def folders(self) -> list[str]:
+        if self.kind == "fewnerd":
+            return [f"fewnerd-{self.params['mode']}"]
+        return [f"{self.stored}-{lv}-shift" for lv in self.params["levels"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "options": dict(self.options), "params": dict(self.params)}
+
+
+@dataclass
+class ScenarioBook:
+    scenarios: list[Scenario]
+    out: Path
+    path: Path | None = None
+
+
+def load_scenarios(path: str | Path) -> ScenarioBook:
+    """Read a scenarios file; relative `path`s and `out` are relative to the file's folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise BuildersError(f"{path}: no scenarios file here (give one with --scenarios)")
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BuildersError(f"{path}: not valid TOML: {exc}") from exc
+    return parse_scenarios(doc, base=path.parent, origin=str(path))
+
+
+def parse_scenarios(
+    doc: Mapping[str, Any], base: Path = Path("."), origin: str = "scenarios"
+) -> ScenarioBook:
+    defaults = dict(doc.get("defaults", {}))
+    out = Path(os.path.expandvars(str(defaults.pop("out", "out"))))
+    out = out if out.is_absolute() else base / out
+    entries = doc.get("scenario", [])
+    if not isinstance(entries, list) or not entries:
+        raise BuildersError(f"{origin}: no [[scenario]] tables")
+    scenarios: list[Scenario] = []
+    for i, raw in enumerate(entries, start=1):
+        name = raw.get("name")
+        if not name:
+            raise BuildersError(f"{origin}: scenario #{i} has no name")
+        kind = raw.get("kind", "splits")
+        keys = SPLIT_KEYS if kind == "splits" else FEWNERD_KEYS
+        unknown = sorted(set(raw) - set(keys) - COMMON_KEYS)
+        if unknown:
+            raise BuildersError(
+                f"{origin}: scenario {name!r}: unknown key {unknown[0]!r}. "
+                f"Valid: {', '.join(sorted(set(keys) | COMMON_KEYS))}"
+            )
+        params = {k: raw.get(k, defaults.get(k, v)) for k, v in keys.items()}
+        if kind == "splits":
+            params["levels"] = list(params["levels"])
+            b = params["benchmarks"]
+            params["benchmarks"] = (
+                [x.strip() for x in b.split(",")] if isinstance(b, str) else list(b)
+            )
+            if params["medium_q"] is not None:
+                params["medium_q"] = list(params["medium_q"])
+        p = raw.get("path")
+        if p is not None:
+            p = os.path.expanduser(os.path.expandvars(str(p)))
+            if "$" not in p and not Path(p).is_absolute():
+                p = str(base / p)
+        scenarios.append(
+            Scenario(
+                name=name,
+                kind=kind,
+                source=raw.get("source") or ("fewnerd" if kind == "fewnerd" else ""),
+                path=p,
+                store_as=raw.get("store_as"),
+                options=dict(raw.get("options", {})),
+                params=params,
+                description=raw.get("description", ""),
+                publish=bool(raw.get("publish", True)),
+            )
+        )
+        if not scenarios[-1].source:
+            raise BuildersError(f"{origin}: scenario {name!r} has no source")
+    names = [s.name for s in scenarios]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise BuildersError(f"{origin}: scenario name {dup[0]!r} is used twice")
+    return ScenarioBook(scenarios, out, None)
