@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from storetools import snapshot
 
 from builders.errors import SourceFormatError
 from builders.ingest import ingest
@@ -27,17 +28,6 @@ def rows(store: Store, source: str) -> tuple[list, list, list]:
         "SELECT idx, raw_label FROM negatives WHERE source = ? ORDER BY ALL", [source]
     ).fetchall()
     return sentences, mentions, negatives
-
-
-def snapshot(store: Store) -> list:
-    return [
-        store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
-        for t in ("sentences", "mentions", "negatives")
-    ] + [
-        store.con.execute(
-            "SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL"
-        ).fetchall()
-    ]
 
 
 def write(tmp_path: Path, records: object, name: str = "test.json") -> Path:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from storetools import snapshot
 
 from builders.errors import SourceFormatError
 from builders.ingest import ingest
@@ -28,17 +29,6 @@ def rows(store: Store, source: str) -> tuple[list, list, list]:
         "SELECT idx, raw_label FROM negatives WHERE source = ? ORDER BY ALL", [source]
     ).fetchall()
     return sentences, mentions, negatives
-
-
-def snapshot(store: Store) -> list:
-    return [
-        store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
-        for t in ("sentences", "mentions", "negatives")
-    ] + [
-        store.con.execute(
-            "SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL"
-        ).fetchall()
-    ]
 
 
 def conv(passage: str, *qa: tuple[str, str], rid: str = "0") -> dict:

@@ -7,22 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from storetools import snapshot
 
 from builders.errors import BuildersError, SourceFormatError, StoreError, UnknownNameError
 from builders.ingest import ingest
 from builders.sources import SOURCES, get_source
 from builders.store import Store
-
-
-def snapshot(store: Store) -> list:
-    return [
-        store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
-        for t in ("sentences", "mentions", "negatives")
-    ] + [
-        store.con.execute(
-            "SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL"
-        ).fetchall()
-    ]
 
 
 def test_ingest_counts_and_schema(db: Path, data_dir: Path) -> None:
