@@ -215,7 +215,7 @@ def build_splits(
             sel = sub.selection
             note(
                 f"{sub.level}: {sel['side']} q{sel['quantiles']} = "
-                f"{', '.join(f'{t:.4f}' for t in sel['thresholds'])} -> {sub.path}",
+                f"{', '.join(f'{t:.4g}' for t in sel['thresholds'])} -> {sub.path}",
                 quiet,
             )
 
