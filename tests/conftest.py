@@ -51,3 +51,26 @@ def shared() -> Path:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "store.duckdb"
+
+
+@pytest.fixture(scope="session")
+def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample built once per session with MiniLM: every level, entropy and max.
+
+    Returns the output folder holding `pilener-sample-{low,medium,high}-shift/`. Read only:
+    tests that change a folder copy it first.
+    """
+    from builders.ingest import ingest
+    from builders.splits import SplitConfig, build
+    from builders.store import Store
+
+    root = tmp_path_factory.mktemp("sample-build")
+    with Store(root / "s.duckdb") as store:
+        ingest(store, "pilener-sample")
+        for strategy in ("entropy", "max"):
+            build(
+                store,
+                SplitConfig("pilener-sample", strategy, model="all-MiniLM-L6-v2"),
+                root / "out",
+            )
+    return root / "out"

@@ -53,22 +53,9 @@ CASES = {  # golden card -> (subset folder, configs, licence, origin, with chang
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample built with MiniLM, both strategies, all levels (once per module)."""
-    from builders.ingest import ingest
-    from builders.splits import SplitConfig, build
-    from builders.store import Store
-
-    root = tmp_path_factory.mktemp("cards")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(root / "hf"))
-        mp.delenv("HF_TOKEN", raising=False)
-        with Store(root / "s.duckdb") as store:
-            ingest(store, "pilener-sample")
-            for strategy in ("entropy", "max"):
-                build(store, SplitConfig("pilener-sample", strategy, model=MINILM), root / "out")
-    return root / "out"
+def built(sample_build: Path) -> Path:
+    """The bundled sample built with MiniLM, both strategies, all levels (once per session)."""
+    return sample_build
 
 
 def _trim(build: dict[str, Any]) -> dict[str, Any]:

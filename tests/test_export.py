@@ -20,23 +20,9 @@ MINILM = "all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def folder(sample_build: Path) -> Path:
     """The low-shift subset of the bundled sample, entropy and max configs (built once)."""
-    from builders.ingest import ingest
-    from builders.splits import SplitConfig, build
-    from builders.store import Store
-
-    root = tmp_path_factory.mktemp("export")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(root / "hf"))
-        mp.delenv("HF_TOKEN", raising=False)
-        with Store(root / "s.duckdb") as store:
-            ingest(store, "pilener-sample")
-            for strategy in ("entropy", "max"):
-                cfg = SplitConfig("pilener-sample", strategy, levels=("low",), model=MINILM)
-                build(store, cfg, root / "out")
-    return root / "out" / "pilener-sample-low-shift"
+    return sample_build / "pilener-sample-low-shift"
 
 
 def _rows(folder: Path, config: str) -> list[dict]:
