@@ -1,4 +1,4 @@
-from builders.cli import main
+from builders.cli.main import main
 
 if __name__ == "__main__":
     main()

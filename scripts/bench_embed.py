@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from builders.embedder import Embedder
+from builders.shift.embedder import Embedder
 from builders.store import Store
 
 SHARED = Path(

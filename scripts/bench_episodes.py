@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from builders.episodes import check_episode, sample_episodes
-from builders.fewnerd import store_examples
-from builders.ingest import ingest
+from builders.fewnerd.episodes import check_episode, sample_episodes
+from builders.fewnerd.splits import store_examples
+from builders.store.ingest import ingest
 from builders.store import Store
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "fewnerd" / "inter" / "dev.txt"

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from builders.familiarity import familiarity, familiarity_reference
+from builders.shift.familiarity import familiarity, familiarity_reference
 
 
 def make_input(

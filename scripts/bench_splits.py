@@ -105,7 +105,7 @@ def main() -> None:
         # Throughput of the embedding stage vs the model's raw encode, on the same labels.
         import numpy as np
 
-        from builders.embedder import Embedder, resolve_model
+        from builders.shift.embedder import Embedder, resolve_model
 
         with Store(args.db) as store:
             labels = [

@@ -60,7 +60,7 @@ def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Returns the output folder holding `pilener-sample-{low,medium,high}-shift/`. Read only:
     tests that change a folder copy it first.
     """
-    from builders.ingest import ingest
+    from builders.store.ingest import ingest
     from builders.splits import SplitConfig, build
     from builders.store import Store
 

@@ -20,16 +20,22 @@ import pytest
 import yaml
 from huggingface_hub import DatasetCard
 
-from builders import card_common, cards, cards_fewnerd, changelog
-from builders.cards import (
+from builders.hub import templating as card_common
+
+from builders.hub import cards
+
+from builders.hub import fewnerd_card as cards_fewnerd
+
+from builders.hub import changelog
+from builders.hub.cards import (
     changelog_entry,
     license_id,
     render_card,
     render_fewnerd_card,
     size_category,
 )
-from builders.hubfolder import SUBSET_FEATURES, configs_of
-from builders.plots import histogram_png
+from builders.hub.folder import SUBSET_FEATURES, configs_of
+from builders.hub.plots import histogram_png
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -331,8 +337,8 @@ def _fewnerd_summary() -> dict[str, Any]:
 
 
 def _fewnerd_features() -> Any:
-    fx = pytest.importorskip("builders.fewnerd_export")
-    from builders.fewnerd import fine_types
+    fx = pytest.importorskip("builders.fewnerd.folder")
+    from builders.fewnerd.splits import fine_types
 
     return fx.features(list(fine_types()))
 

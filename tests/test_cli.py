@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from builders.cli import cli
+from builders.cli.main import cli
 
 
 @pytest.fixture
@@ -135,13 +135,13 @@ def test_stats_without_store(tmp_path: Path) -> None:
     ],
 )
 def test_recorded_command_drops_local_options(argv: list[str]) -> None:
-    from builders.cli_splits import _command_line
+    from builders.cli.splits import _command_line
 
     assert _command_line("build-splits", argv) == "build-splits --source nuner"
 
 
 def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None:
-    from builders.cli import build_splits
+    from builders.cli.main import build_splits
 
     runner = CliRunner()
     out = tmp_path / "out"

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from builders import embedder as emb
-from builders.embedder import (
+from builders.shift import embedder as emb
+from builders.shift.embedder import (
     MINILM,
     MPNET,
     Embedder,

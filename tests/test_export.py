@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from builders.cli import cli
+from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.export import export_gliner
-from builders.hubfolder import SUBSET_FEATURES, write_parquet
+from builders.hub.export import export_gliner
+from builders.hub.folder import SUBSET_FEATURES, write_parquet
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -56,7 +56,7 @@ def test_export_is_deterministic_and_defaults_to_entropy(folder: Path, tmp_path:
 
 def test_round_trip_through_the_gliner_reader(folder: Path, tmp_path: Path) -> None:
     pytest.importorskip("builders.sources.gliner")
-    from builders.ingest import ingest
+    from builders.store.ingest import ingest
     from builders.store import Store
 
     out = tmp_path / "train.json"

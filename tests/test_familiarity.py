@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builders.familiarity import (
+from builders.shift.familiarity import (
     Summary,
     exact_overlap,
     familiarity,

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from builders import episodes as E
-from builders import fewnerd as F
-from builders.cli import cli
+from builders.fewnerd import episodes as E
+from builders.fewnerd import splits as F
+from builders.cli.main import cli
 from builders.errors import BuildersError, SourceFormatError
-from builders.fewnerd_export import features, read_part, write_split
-from builders.ingest import ingest
+from builders.fewnerd.folder import features, read_part, write_split
+from builders.store.ingest import ingest
 from builders.sources import fewnerd as reader
 from builders.sources.base import Example, ReadReport
 from builders.store import Store
@@ -332,7 +332,7 @@ def test_cli_splits_and_episodes(tmp_path: Path, fn_dir: Path) -> None:
 
 
 def test_cli_ingests_the_hub_copy_with_fine_tags(tmp_path: Path, monkeypatch) -> None:
-    import builders.ingest
+    import builders.store.ingest
 
     seen = {}
 
@@ -340,7 +340,7 @@ def test_cli_ingests_the_hub_copy_with_fine_tags(tmp_path: Path, monkeypatch) ->
         seen.update(source=source, path=path, options=kw["options"])
         raise BuildersError("offline")
 
-    monkeypatch.setattr(builders.ingest, "ingest", fake_ingest)
+    monkeypatch.setattr(builders.store.ingest, "ingest", fake_ingest)
     args = ["fewnerd-splits", "--mode", "inter", "--db", str(tmp_path / "s.duckdb"), "-q"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1 and result.output == "Error: offline\n"
@@ -426,7 +426,7 @@ def test_episodes_from_inter_dev_match_the_official_file(inter_union: Store, sha
 
 
 def test_check_episode_sees_types_outside_the_n() -> None:
-    from builders.episodes import Episode, check_episode
+    from builders.fewnerd.episodes import Episode, check_episode
 
     examples = [
         Example(tokens=["Paris", "is", "nice"], spans=[(0, 1, "location-GPE")]),

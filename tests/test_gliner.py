@@ -10,7 +10,7 @@ import pytest
 from storetools import snapshot
 
 from builders.errors import SourceFormatError
-from builders.ingest import ingest
+from builders.store.ingest import ingest
 from builders.store import Store
 
 BENCH = "gliner/CrossNER_AI-test-excerpt.json"

@@ -13,7 +13,7 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 
 from builders.errors import BuildersError, SourceFormatError
-from builders.ingest import ingest
+from builders.store.ingest import ingest
 from builders.sources import hf
 from builders.store import Store
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from builders import hubfolder
-from builders.hubfolder import atomic_dir, atomic_write_text
+from builders.hub import folder as hubfolder
+from builders.hub.folder import atomic_dir, atomic_write_text
 
 
 def _tree(folder: Path) -> dict[str, str]:

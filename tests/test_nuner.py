@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builders.errors import SourceFormatError
-from builders.ingest import ingest
+from builders.store.ingest import ingest
 from builders.sources import nuner
 from builders.sources.base import ReadReport, tokenize_with_offsets
 from builders.sources.nuner import LiteralError, parse_list_literal

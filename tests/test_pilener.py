@@ -11,7 +11,7 @@ import pytest
 from storetools import snapshot
 
 from builders.errors import SourceFormatError
-from builders.ingest import ingest
+from builders.store.ingest import ingest
 from builders.store import Store
 
 EVAL = "pilener/CrossNER_AI-excerpt.json"

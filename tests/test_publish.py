@@ -23,9 +23,9 @@ from typing import ClassVar
 import pytest
 from click.testing import CliRunner
 
-from builders.cli import cli
+from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.publish import PublishError, plan_publish, publish, retry_delay
+from builders.hub.publish import PublishError, plan_publish, publish, retry_delay
 
 sys.path.insert(0, str(Path(__file__).parent))
 from hubserver import HubServer
@@ -69,7 +69,7 @@ LABELS = [
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real repo folder `pilener-low-shift` (entropy + max configs) built with MiniLM."""
-    from builders.ingest import ingest
+    from builders.store.ingest import ingest
     from builders.splits import SplitConfig, build
     from builders.store import Store
 

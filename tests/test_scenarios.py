@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from builders.cli import cli
+from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.scenarios import load_scenarios, parse_scenarios, regenerate
+from builders.scenarios.regenerate import load_scenarios, parse_scenarios, regenerate
 from builders.store import Store
 
 LABELS_A = [
@@ -115,7 +115,7 @@ def book(tmp_path: Path) -> Path:
 
 
 def _no_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
-    from builders.embedder import Embedder
+    from builders.shift.embedder import Embedder
 
     def boom(*a: object, **k: object) -> None:
         raise AssertionError("the embedding model was used")

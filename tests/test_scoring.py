@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from builders.scoring import (
+from builders.shift.scoring import (
     MEDIUM_QUANTILES,
     QUANTILES,
     LevelRule,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from builders.errors import BuildersError
-from builders.ingest import ingest
+from builders.store.ingest import ingest
 from builders.labels import resolve_benchmarks, union_labels
-from builders.scoring import default_rule
-from builders.splits import LabelTable, SplitConfig, build, materialise
+from builders.shift.scoring import default_rule
+from builders.splits.pipeline import LabelTable, SplitConfig, build, materialise
 from builders.store import Store
 
 MINILM = "all-MiniLM-L6-v2"

@@ -10,7 +10,7 @@ import pytest
 from storetools import snapshot
 
 from builders.errors import BuildersError, SourceFormatError, StoreError, UnknownNameError
-from builders.ingest import ingest
+from builders.store.ingest import ingest
 from builders.sources import SOURCES, get_source
 from builders.store import Store
 

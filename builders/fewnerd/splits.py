@@ -9,7 +9,7 @@ depend on processing order or on the name the source is stored under.
 The type system, the official INTRA and INTER assignments and the label verbalisations are data
 (`builders/data/fewnerd.toml`). A built split is a Hub-ready folder (`builders.fewnerd_export.write_split`): parquet per
 part with ClassLabel tags declared the way `DFKI-SLT/few-nerd` declares them, a provisional
-README card and `summary.json`. Episodes are in `builders.episodes`.
+README card and `summary.json`. Episodes are in `builders.fewnerd.episodes`.
 """
 
 from __future__ import annotations
@@ -326,8 +326,8 @@ def familiarity_summary(
     """
     import numpy as np
 
-    from builders.embedder import Embedder, cosine_clipped
-    from builders.familiarity import exact_overlap, familiarity, summarise
+    from builders.shift.embedder import Embedder, cosine_clipped
+    from builders.shift.familiarity import exact_overlap, familiarity, summarise
 
     train = build.parts["train"].type_counts
     if not train:

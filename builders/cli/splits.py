@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from builders.cli_common import (
+from builders.cli.common import (
     common_options,
     emit_json,
     handle_errors,
@@ -18,14 +18,14 @@ from builders.cli_common import (
     progress_bar,
 )
 from builders.labels import ZERO_SHOT, benchmarks
-from builders.scoring import LEVELS, STRATEGIES
-from builders.splits import DEFAULT_MODEL, BuildResult, SplitConfig, build
+from builders.shift.scoring import LEVELS, STRATEGIES
+from builders.splits.pipeline import DEFAULT_MODEL, BuildResult, SplitConfig, build
 
 
 def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> None:
     """Ingest the source when it is not in the store yet, or when --path is given (a no-op
     if that input is unchanged)."""
-    from builders.ingest import ingest
+    from builders.store.ingest import ingest
 
     if path is None and store.has_source(source):
         return
@@ -202,7 +202,7 @@ def build_splits(
     if as_json:
         emit_json([r.to_dict() for r in results])
         return
-    from builders.cli_common import print_table
+    from builders.cli.common import print_table
 
     for res in results:
         cols, rows = _summary_rows(res)
@@ -259,7 +259,7 @@ def familiarity_cmd(
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
     from builders.labels import resolve_benchmarks, union_labels
-    from builders.splits import LabelTable, familiarity_report, similarity_matrix
+    from builders.splits.pipeline import LabelTable, familiarity_report, similarity_matrix
 
     with open_store(db) as store:
         _ensure_ingested(store, source, path, quiet)
@@ -291,7 +291,7 @@ def familiarity_cmd(
             }
         )
         return
-    from builders.cli_common import print_table
+    from builders.cli.common import print_table
 
     rows: list[list[Any]] = []
     for b in benches:

@@ -23,7 +23,7 @@ import pyarrow as pa
 from builders.errors import SourceFormatError
 from builders.sources import SourceSpec
 from builders.sources.base import Example, ReadReport
-from builders.store import Store, one
+from builders.store.db import Store, one
 
 BATCH = 50_000
 

@@ -20,8 +20,8 @@ from builders import __version__
 from builders.store import Store
 
 if TYPE_CHECKING:
-    from builders.scoring import SelectionResult
-    from builders.splits import LabelTable, SplitConfig, SubsetResult
+    from builders.shift.scoring import SelectionResult
+    from builders.splits.pipeline import LabelTable, SplitConfig, SubsetResult
 
 
 def materialise(store: Store, source: str, selected: list[str]) -> pa.Table:
@@ -84,8 +84,8 @@ def write_subset(
     """
     import pyarrow.parquet as pq
 
-    from builders.cards import render_card
-    from builders.hubfolder import (
+    from builders.hub.cards import render_card
+    from builders.hub.folder import (
         PARQUET_NAME,
         SUBSET_FEATURES,
         atomic_dir,
@@ -94,7 +94,7 @@ def write_subset(
         write_json,
         write_parquet,
     )
-    from builders.plots import render_histogram
+    from builders.hub.plots import render_histogram
     from builders.sources import SOURCES
 
     cuts = cuts or {sub.level: cut}

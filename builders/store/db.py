@@ -10,8 +10,8 @@ Tables (token offsets, `stop` exclusive; a sentence is keyed by (source, split, 
     embeddings(model, label, vector FLOAT[])          -- the embedding cache
     label_counts (view): source, label, mentions, sentences
 
-This module owns the schema, the connection and the queries; `builders.writer` writes a
-source into it (one transaction per ingest) and `builders.ingest` decides where it is read from.
+This module owns the schema, the connection and the queries; `builders.store.writer` writes a
+source into it (one transaction per ingest) and `builders.store.ingest` decides where it is read from.
 """
 
 from __future__ import annotations

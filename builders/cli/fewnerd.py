@@ -1,5 +1,5 @@
 """`builders fewnerd-splits` and `builders fewnerd-episodes`: thin commands over
-`builders.fewnerd`, `builders.fewnerd_export` and `builders.episodes`."""
+`builders.fewnerd.splits`, `builders.fewnerd.folder` and `builders.fewnerd.episodes`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from builders.cli_common import (
+from builders.cli.common import (
     common_options,
     emit_json,
     handle_errors,
@@ -17,12 +17,12 @@ from builders.cli_common import (
     print_table,
     progress_bar,
 )
-from builders.fewnerd import ASSIGNMENTS, HUB_SPLITS, MODES, PARTS
+from builders.fewnerd.splits import ASSIGNMENTS, HUB_SPLITS, MODES, PARTS
 
 
 def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
     """Ingest the source when it is missing (or when files are given); a no-op if unchanged."""
-    from builders.ingest import ingest, resolve_input
+    from builders.store.ingest import ingest, resolve_input
     from builders.sources import SOURCES
 
     if path is None and store.has_source(source):
@@ -115,8 +115,8 @@ def fewnerd_splits_cmd(
 
     Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
     """
-    from builders.fewnerd import build_split, familiarity_summary
-    from builders.fewnerd_export import write_split
+    from builders.fewnerd.splits import build_split, familiarity_summary
+    from builders.fewnerd.folder import write_split
 
     with open_store(db) as store:
         _ensure_source(store, source, path, quiet)
@@ -243,17 +243,17 @@ def fewnerd_episodes_cmd(
 
     Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
     """
-    from builders.episodes import check_episode, episode_record, sample_episodes, write_jsonl
+    from builders.fewnerd.episodes import check_episode, episode_record, sample_episodes, write_jsonl
     from builders.errors import BuildersError
 
     part = "dev" if part == "validation" else part
     if split_dir is not None:
-        from builders.fewnerd_export import read_part
+        from builders.fewnerd.folder import read_part
 
         examples = read_part(split_dir, part)
         where = f"{split_dir}:{part}"
     else:
-        from builders.fewnerd import store_examples
+        from builders.fewnerd.splits import store_examples
 
         with open_store(db, read_only=True) as store:
             examples = store_examples(store, source, part)

@@ -257,7 +257,7 @@ def check_episode(
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
     """Write records one JSON object a line (UTF-8, like the official files), atomically."""
-    from builders.hubfolder import atomic_open
+    from builders.hub.folder import atomic_open
 
     path = Path(path)
     with atomic_open(path) as fh:

@@ -5,7 +5,7 @@
     [[scenario]]                    name, kind = "fewnerd", mode = "intra" | "inter"
 
 A scenario's parameters are its keys, each taken from the scenario, else `[defaults]`, else
-the built-in default below; an unknown key is an error. `builders.scenarios` rebuilds them.
+the built-in default below; an unknown key is an error. `builders.scenarios.regenerate` rebuilds them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     render_fewnerd_card(name, summary.json, command=..., features=...)  -> README.md text
 
-Pure, like `builders.cards`: the template is `cards/fewnerd.md.j2`.
+Pure, like `builders.hub.cards`: the template is `cards/fewnerd.md.j2`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from builders import __version__
-from builders.card_common import environment, r4, redact, size_category, yaml_dump
+from builders.hub.templating import environment, r4, redact, size_category, yaml_dump
 
 
 def render_fewnerd_card(
@@ -28,7 +28,7 @@ def render_fewnerd_card(
         name: folder name or Hub repo id.
         summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`).
         command: the command that rebuilds the folder.
-        features: `features(fine_names)._to_yaml_list()` of `builders.fewnerd_export`, the
+        features: `features(fine_names)._to_yaml_list()` of `builders.fewnerd.folder`, the
             same list its parquet files carry, so `load_dataset` gets the ClassLabel columns.
         version: toolkit version that built it.
     """

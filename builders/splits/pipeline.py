@@ -21,9 +21,9 @@ import numpy as np
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.familiarity import exact_overlap, familiarity, summarise
+from builders.shift.familiarity import exact_overlap, familiarity, summarise
 from builders.labels import Benchmark, resolve_benchmarks, union_labels
-from builders.scoring import (
+from builders.shift.scoring import (
     LEVELS,
     STRATEGIES,
     default_rule,
@@ -32,8 +32,8 @@ from builders.scoring import (
     profile_for,
     select,
 )
-from builders.store import Store, one
-from builders.subsets import materialise, write_subset
+from builders.store.db import Store, one
+from builders.splits.subsets import materialise, write_subset
 
 DEFAULT_MODEL = "all-mpnet-base-v2"
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
@@ -210,7 +210,7 @@ def similarity_matrix(
     store: Store, model: str, train: list[str], evals: tuple[str, ...], progress: bool = False
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z; cached embeddings."""
-    from builders.embedder import Embedder, cosine_clipped
+    from builders.shift.embedder import Embedder, cosine_clipped
 
     emb = Embedder(model)
     vecs = emb.embed_cached(store.con, list(train) + list(evals), progress=progress)

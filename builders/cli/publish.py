@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from builders.cli_common import common_options, emit_json, handle_errors, note, open_store
+from builders.cli.common import common_options, emit_json, handle_errors, note, open_store
 
 
 def _human(n: int) -> str:
@@ -22,7 +22,7 @@ def _human(n: int) -> str:
 
 def _log_to_stderr(quiet: bool) -> None:
     """Progress of the push on stderr (never the token: nothing logs it)."""
-    logger = logging.getLogger("builders.publish")
+    logger = logging.getLogger("builders.hub.publish")
     if quiet or logger.handlers:
         return
     handler = logging.StreamHandler()
@@ -64,7 +64,7 @@ def publish_cmd(
 
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
-    from builders.publish import plan_publish, publish
+    from builders.hub.publish import plan_publish, publish
 
     plans = [plan_publish(f, org) for f in folders]
     if dry_run:
@@ -143,7 +143,7 @@ def regenerate_cmd(
 
     Example: builders regenerate --only pilener-sample-entropy --json
     """
-    from builders.scenarios import load_scenarios, regenerate
+    from builders.scenarios.regenerate import load_scenarios, regenerate
 
     book = load_scenarios(scenarios_path)
     if publish_org:
@@ -163,7 +163,7 @@ def regenerate_cmd(
     if as_json:
         emit_json([r.to_dict() for r in reports])
         return
-    from builders.cli_common import print_table
+    from builders.cli.common import print_table
 
     rows: list[list[Any]] = []
     for r in reports:

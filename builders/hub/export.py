@@ -93,7 +93,7 @@ def export_gliner(folder: Path, config: str | None, out: Path, *, split: str = "
         split: the split to export (`train`; Few-NERD also `validation`, `test`).
     """
     files = parquet_files(Path(folder), config, split)
-    from builders.hubfolder import atomic_open
+    from builders.hub.folder import atomic_open
 
     n = 0
     with atomic_open(Path(out)) as fh:

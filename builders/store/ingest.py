@@ -8,8 +8,8 @@ from typing import Any
 
 from builders.errors import BuildersError
 from builders.sources import SourceSpec, canonical_split, get_source
-from builders.store import Store
-from builders.writer import IngestResult, write_source
+from builders.store.db import Store
+from builders.store.writer import IngestResult, write_source
 
 
 def resolve_input(spec: SourceSpec, path: str | Path | None) -> Path | str:

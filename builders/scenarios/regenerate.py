@@ -1,14 +1,14 @@
 """Regenerating what the project publishes: scenarios -> repo folders, reusing what is current.
 
-    book = load_scenarios("scenarios.toml")          (parsing: `builders.scenario_book`)
+    book = load_scenarios("scenarios.toml")          (parsing: `builders.scenarios.book`)
     regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
 
 A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
 evaluation label sets and the toolkit version. `regenerate` ingests each source (a no-op when
 unchanged) and rebuilds a scenario only when no folder records its key; otherwise nothing is
-loaded, embedded or written. A rebuild (`builders.scenario_rebuild`) is compared with the
+loaded, embedded or written. A rebuild (`builders.scenarios.rebuild`) is compared with the
 previous build (rows, mentions, labels, Familiarity macro and per benchmark) and the
-comparison is prepended to the folder's `changelog.json` (`builders.changelog`), which the
+comparison is prepended to the folder's `changelog.json` (`builders.hub.changelog`), which the
 dataset card shows.
 """
 
@@ -23,11 +23,11 @@ from typing import Any
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.scenario_book import Scenario, ScenarioBook, load_scenarios, parse_scenarios
-from builders.scenario_rebuild import rebuild_fewnerd, rebuild_splits, recorded
+from builders.scenarios.book import Scenario, ScenarioBook, load_scenarios, parse_scenarios
+from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
 from builders.store import Store
 
-__all__ = [  # the parsing names are re-exported: `from builders.scenarios import ...` works
+__all__ = [  # the parsing names are re-exported: `from builders.scenarios.regenerate import ...` works
     "Scenario",
     "ScenarioBook",
     "ScenarioReport",
@@ -170,7 +170,7 @@ def regenerate(
             )
         )
     if publish_org:
-        from builders.publish import plan_publish, publish
+        from builders.hub.publish import plan_publish, publish
 
         folders: list[str] = []
         for sc, rep in zip(scenarios, reports, strict=True):
@@ -229,7 +229,7 @@ def _one(
     progress: bool,
     stage: Callable[[str], None],
 ) -> ScenarioReport:
-    from builders.ingest import ingest
+    from builders.store.ingest import ingest
 
     rep = ScenarioReport(sc.name, "skipped", folders=sc.folders())
     try:

@@ -4,8 +4,8 @@
 
 Rendering is pure: numbers in, markdown out (no clock, no files, no environment), so the same
 build gives the same card; writing and pushing happen elsewhere. The score histogram the card
-shows is drawn by `builders.plots`; the Few-NERD card is `builders.cards_fewnerd`, what both
-share is `builders.card_common`, and changelog entries come from `builders.changelog`.
+shows is drawn by `builders.hub.plots`; the Few-NERD card is `builders.hub.fewnerd_card`, what both
+share is `builders.hub.templating`, and changelog entries come from `builders.hub.changelog`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builders.card_common import (
+from builders.hub.templating import (
     HUB_LICENSES,
     cell,
     environment,
@@ -24,9 +24,9 @@ from builders.card_common import (
     size_category,
     yaml_dump,
 )
-from builders.cards_fewnerd import render_fewnerd_card
-from builders.changelog import changelog_entry
-from builders.hubfolder import SUBSET_FEATURES
+from builders.hub.fewnerd_card import render_fewnerd_card
+from builders.hub.changelog import changelog_entry
+from builders.hub.folder import SUBSET_FEATURES
 
 __all__ = [  # moved names stay importable from here
     "HUB_LICENSES",

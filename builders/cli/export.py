@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from builders.cli_common import common_options, emit_json, handle_errors, note
+from builders.cli.common import common_options, emit_json, handle_errors, note
 
 
 @click.command("export-gliner", context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,7 +41,7 @@ def export_gliner_cmd(
 
     Example: builders export-gliner out/pilener-low-shift --config max --out pilener-low-max.json
     """
-    from builders.export import export_gliner
+    from builders.hub.export import export_gliner
 
     rows = export_gliner(folder, config, out, split=split)
     if as_json:

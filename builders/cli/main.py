@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from builders import __version__
-from builders.cli_common import (
+from builders.cli.common import (
     common_options,
     emit_json,
     handle_errors,
@@ -98,7 +98,7 @@ def ingest_cmd(
 
     Example: builders ingest crossner-ai --path data/crossner/ai --json
     """
-    from builders.ingest import ingest
+    from builders.store.ingest import ingest
 
     options = parse_options(opts)
     if repair:
@@ -201,26 +201,26 @@ def main() -> None:
 
 def build_splits_main() -> None:
     """Entry point of the stand-alone `build-splits` command."""
-    from builders.cli_splits import build_splits
+    from builders.cli.splits import build_splits
 
     build_splits(prog_name="build-splits")
 
 
-from builders.cli_splits import build_splits, familiarity_cmd  # noqa: E402
+from builders.cli.splits import build_splits, familiarity_cmd  # noqa: E402
 
 cli.add_command(build_splits)
 cli.add_command(familiarity_cmd)
 
-from builders.cli_fewnerd import fewnerd_episodes_cmd, fewnerd_splits_cmd  # noqa: E402
+from builders.cli.fewnerd import fewnerd_episodes_cmd, fewnerd_splits_cmd  # noqa: E402
 
 cli.add_command(fewnerd_splits_cmd)
 cli.add_command(fewnerd_episodes_cmd)
 
-from builders.cli_publish import publish_cmd, regenerate_cmd  # noqa: E402
+from builders.cli.publish import publish_cmd, regenerate_cmd  # noqa: E402
 
 cli.add_command(publish_cmd)
 cli.add_command(regenerate_cmd)
 
-from builders.cli_export import export_gliner_cmd  # noqa: E402
+from builders.cli.export import export_gliner_cmd  # noqa: E402
 
 cli.add_command(export_gliner_cmd)

@@ -4,7 +4,7 @@
     OUT/<source>-<level>-shift/changelog.json, README.md (the card shows the changelog)
     OUT/fewnerd-<mode>/scenario.json, changelog.json   (kind "fewnerd", written inside the swap)
 
-`builders.scenarios` decides when to rebuild (the scenario's key); this module does it and
+`builders.scenarios.regenerate` decides when to rebuild (the scenario's key); this module does it and
 compares the result with the previous build.
 """
 
@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builders.changelog import CHANGELOG, compare, fewnerd_metrics, subset_metrics, with_entry
-from builders.scenario_book import Scenario
+from builders.hub.changelog import CHANGELOG, compare, fewnerd_metrics, subset_metrics, with_entry
+from builders.scenarios.book import Scenario
 from builders.store import Store
 
 if TYPE_CHECKING:
-    from builders.scenarios import ScenarioReport
+    from builders.scenarios.regenerate import ScenarioReport
 
 SCENARIO_FILE = "scenario.json"  # Few-NERD folders (their summary.json belongs to the builder)
 
@@ -52,7 +52,7 @@ def _append_changelog(
     extra: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Prepend (or merge into this run's) entry in `folder/changelog.json`; newest first."""
-    from builders.hubfolder import write_json
+    from builders.hub.folder import write_json
 
     path = folder / CHANGELOG
     log = with_entry(read_json(path) or [], run, config, changes, note, extra)
@@ -91,7 +91,7 @@ def rebuild_splits(
     stage: Callable[[str], None],
 ) -> None:
     """Build the scenario's subsets; per folder record, compare, log and render the card."""
-    from builders.hubfolder import atomic_write_text, configs_of, write_json
+    from builders.hub.folder import atomic_write_text, configs_of, write_json
     from builders.splits import SplitConfig, build
 
     p = sc.params
@@ -147,7 +147,7 @@ def _render_card(
     folder: str, builds: dict[str, Any], sc: Scenario, changelog: list[dict[str, Any]]
 ) -> str:
     """The full card, with the changelog."""
-    from builders.cards import render_card
+    from builders.hub.cards import render_card
     from builders.sources import get_source
 
     spec = get_source(sc.source)
@@ -167,8 +167,8 @@ def rebuild_fewnerd(
     stage: Callable[[str], None],
 ) -> None:
     """Build the Few-NERD split; its changelog and record go in before the folder swap."""
-    from builders.fewnerd import build_split, familiarity_summary
-    from builders.fewnerd_export import write_split
+    from builders.fewnerd.splits import build_split, familiarity_summary
+    from builders.fewnerd.folder import write_split
 
     p = sc.params
     folder = out / rep.folders[0]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.errors import BuildersError
-from builders.fewnerd import HUB_SPLITS, PARTS, Part, SplitBuild, coarse_of, coarse_types
+from builders.fewnerd.splits import HUB_SPLITS, PARTS, Part, SplitBuild, coarse_of, coarse_types
 from builders.sources.base import Example
 
 
@@ -75,8 +75,8 @@ def write_split(
     import pyarrow.parquet as pq
     from datasets import Dataset
 
-    from builders.cards_fewnerd import render_fewnerd_card
-    from builders.hubfolder import atomic_dir, atomic_write_text, write_json
+    from builders.hub.fewnerd_card import render_fewnerd_card
+    from builders.hub.folder import atomic_dir, atomic_write_text, write_json
 
     target = Path(out_dir) / build.name
     feats = features(build.fine_names)
