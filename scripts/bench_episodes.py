@@ -16,8 +16,8 @@ from pathlib import Path
 
 from builders.fewnerd.episodes import check_episode, sample_episodes
 from builders.fewnerd.splits import store_examples
-from builders.store.ingest import ingest
 from builders.store import Store
+from builders.store.ingest import ingest
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "fewnerd" / "inter" / "dev.txt"
 

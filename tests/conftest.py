@@ -17,10 +17,7 @@ os.environ.pop("HF_TOKEN", None)
 os.environ.pop("HUGGING_FACE_HUB_TOKEN", None)
 
 import pytest  # noqa: E402
-
-TESTS = Path(__file__).parent
-DATA = TESTS / "data"
-SHARED = Path(os.environ.get("LABELSHIFT_SHARED_DATA", TESTS.parent.parent / "shared" / "data"))
+from helpers import DATA, SHARED  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -60,9 +57,9 @@ def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Returns the output folder holding `pilener-sample-{low,medium,high}-shift/`. Read only:
     tests that change a folder copy it first.
     """
-    from builders.store.ingest import ingest
     from builders.splits import SplitConfig, build
     from builders.store import Store
+    from builders.store.ingest import ingest
 
     root = tmp_path_factory.mktemp("sample-build")
     with Store(root / "s.duckdb") as store:

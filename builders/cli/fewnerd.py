@@ -22,8 +22,8 @@ from builders.fewnerd.splits import ASSIGNMENTS, HUB_SPLITS, MODES, PARTS
 
 def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
     """Ingest the source when it is missing (or when files are given); a no-op if unchanged."""
-    from builders.store.ingest import ingest, resolve_input
     from builders.sources import SOURCES
+    from builders.store.ingest import ingest, resolve_input
 
     if path is None and store.has_source(source):
         return
@@ -115,8 +115,8 @@ def fewnerd_splits_cmd(
 
     Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
     """
-    from builders.fewnerd.splits import build_split, familiarity_summary
     from builders.fewnerd.folder import write_split
+    from builders.fewnerd.splits import build_split, familiarity_summary
 
     with open_store(db) as store:
         _ensure_source(store, source, path, quiet)
@@ -243,8 +243,13 @@ def fewnerd_episodes_cmd(
 
     Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
     """
-    from builders.fewnerd.episodes import check_episode, episode_record, sample_episodes, write_jsonl
     from builders.errors import BuildersError
+    from builders.fewnerd.episodes import (
+        check_episode,
+        episode_record,
+        sample_episodes,
+        write_jsonl,
+    )
 
     part = "dev" if part == "validation" else part
     if split_dir is not None:

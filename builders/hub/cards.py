@@ -14,6 +14,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from builders.hub.changelog import changelog_entry
+from builders.hub.fewnerd_card import render_fewnerd_card
+from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
     HUB_LICENSES,
     cell,
@@ -24,9 +27,6 @@ from builders.hub.templating import (
     size_category,
     yaml_dump,
 )
-from builders.hub.fewnerd_card import render_fewnerd_card
-from builders.hub.changelog import changelog_entry
-from builders.hub.folder import SUBSET_FEATURES
 
 __all__ = [  # moved names stay importable from here
     "HUB_LICENSES",

@@ -167,8 +167,8 @@ def rebuild_fewnerd(
     stage: Callable[[str], None],
 ) -> None:
     """Build the Few-NERD split; its changelog and record go in before the folder swap."""
-    from builders.fewnerd.splits import build_split, familiarity_summary
     from builders.fewnerd.folder import write_split
+    from builders.fewnerd.splits import build_split, familiarity_summary
 
     p = sc.params
     folder = out / rep.folders[0]

@@ -21,8 +21,8 @@ import numpy as np
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.shift.familiarity import exact_overlap, familiarity, summarise
 from builders.labels import Benchmark, resolve_benchmarks, union_labels
+from builders.shift.familiarity import exact_overlap, familiarity, summarise
 from builders.shift.scoring import (
     LEVELS,
     STRATEGIES,
@@ -32,8 +32,8 @@ from builders.shift.scoring import (
     profile_for,
     select,
 )
-from builders.store.db import Store, one
 from builders.splits.subsets import materialise, write_subset
+from builders.store.db import Store, one
 
 DEFAULT_MODEL = "all-mpnet-base-v2"
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.

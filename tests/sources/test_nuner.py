@@ -11,17 +11,18 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
 from builders.errors import SourceFormatError
-from builders.store.ingest import ingest
 from builders.sources import nuner
 from builders.sources.base import ReadReport, tokenize_with_offsets
 from builders.sources.nuner import LiteralError, parse_list_literal
 from builders.store import Store
+from builders.store.ingest import ingest
 
-EXCERPT = Path(__file__).parent / "data" / "nuner" / "excerpt.csv"
+EXCERPT = DATA / "nuner" / "excerpt.csv"
 
 
 def _read(path: Path) -> tuple[list, ReadReport]:

@@ -56,8 +56,8 @@ def test_export_is_deterministic_and_defaults_to_entropy(folder: Path, tmp_path:
 
 def test_round_trip_through_the_gliner_reader(folder: Path, tmp_path: Path) -> None:
     pytest.importorskip("builders.sources.gliner")
-    from builders.store.ingest import ingest
     from builders.store import Store
+    from builders.store.ingest import ingest
 
     out = tmp_path / "train.json"
     export_gliner(folder, "max", out)

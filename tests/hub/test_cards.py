@@ -18,15 +18,12 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from helpers import DATA
 from huggingface_hub import DatasetCard
 
-from builders.hub import templating as card_common
-
-from builders.hub import cards
-
+from builders.hub import cards, changelog
 from builders.hub import fewnerd_card as cards_fewnerd
-
-from builders.hub import changelog
+from builders.hub import templating as card_common
 from builders.hub.cards import (
     changelog_entry,
     license_id,
@@ -37,7 +34,7 @@ from builders.hub.cards import (
 from builders.hub.folder import SUBSET_FEATURES, configs_of
 from builders.hub.plots import histogram_png
 
-GOLDEN = Path(__file__).parent / "data" / "golden"
+GOLDEN = DATA / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 MINILM = "all-MiniLM-L6-v2"
 CASES = {  # golden card -> (subset folder, configs, licence, origin, with changelog)

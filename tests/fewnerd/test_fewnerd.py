@@ -11,15 +11,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from builders.fewnerd import episodes as E
-from builders.fewnerd import splits as F
 from builders.cli.main import cli
 from builders.errors import BuildersError, SourceFormatError
+from builders.fewnerd import episodes as E
+from builders.fewnerd import splits as F
 from builders.fewnerd.folder import features, read_part, write_split
-from builders.store.ingest import ingest
 from builders.sources import fewnerd as reader
 from builders.sources.base import Example, ReadReport
 from builders.store import Store
+from builders.store.ingest import ingest
 
 OFFICIAL_INTER = {"train": 11_710 + 13_012, "dev": 18_817, "test": 14_007}
 
@@ -364,7 +364,7 @@ def test_familiarity_summary_with_minilm(tiny: Store) -> None:
 # ---------------------------------------------------------------------- shared data (Done-when)
 @pytest.fixture(scope="module")
 def inter_union(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    from tests.conftest import SHARED
+    from helpers import SHARED
 
     folder = SHARED / "fewnerd" / "inter"
     if not folder.is_dir():

@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from storetools import snapshot
+from helpers import snapshot
 
 from builders.errors import BuildersError, SourceFormatError, StoreError, UnknownNameError
-from builders.store.ingest import ingest
 from builders.sources import SOURCES, get_source
 from builders.store import Store
+from builders.store.ingest import ingest
 
 
 def test_ingest_counts_and_schema(db: Path, data_dir: Path) -> None:

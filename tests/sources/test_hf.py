@@ -13,9 +13,9 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
 
 from builders.errors import BuildersError, SourceFormatError
-from builders.store.ingest import ingest
 from builders.sources import hf
 from builders.store import Store
+from builders.store.ingest import ingest
 
 
 @pytest.fixture(autouse=True)

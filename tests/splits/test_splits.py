@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from builders.errors import BuildersError
-from builders.store.ingest import ingest
 from builders.labels import resolve_benchmarks, union_labels
 from builders.shift.scoring import default_rule
 from builders.splits.pipeline import LabelTable, SplitConfig, build, materialise
 from builders.store import Store
+from builders.store.ingest import ingest
 
 MINILM = "all-MiniLM-L6-v2"
 

@@ -27,7 +27,7 @@ from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub.publish import PublishError, plan_publish, publish, retry_delay
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
 from hubserver import HubServer
 
 TOKEN = "hf_testTOKENdoNotLeak0123456789"
@@ -69,9 +69,9 @@ LABELS = [
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real repo folder `pilener-low-shift` (entropy + max configs) built with MiniLM."""
-    from builders.store.ingest import ingest
     from builders.splits import SplitConfig, build
     from builders.store import Store
+    from builders.store.ingest import ingest
 
     root = tmp_path_factory.mktemp("published")
     corpus = _corpus(root / "corpus.txt", LABELS, 80)

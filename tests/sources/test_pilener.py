@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
-from storetools import snapshot
+from helpers import snapshot
 
 from builders.errors import SourceFormatError
-from builders.store.ingest import ingest
 from builders.store import Store
+from builders.store.ingest import ingest
 
 EVAL = "pilener/CrossNER_AI-excerpt.json"
 TRAIN = "pilener/train-shaped.json"

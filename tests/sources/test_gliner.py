@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from storetools import snapshot
+from helpers import snapshot
 
 from builders.errors import SourceFormatError
-from builders.store.ingest import ingest
 from builders.store import Store
+from builders.store.ingest import ingest
 
 BENCH = "gliner/CrossNER_AI-test-excerpt.json"
 TRAIN = "gliner/train-shaped.json"

@@ -227,7 +227,7 @@ def test_parse_errors_name_the_problem() -> None:
 
 
 def test_repo_scenarios_file_is_valid() -> None:
-    book = load_scenarios(Path(__file__).parent.parent / "scenarios.toml")
+    book = load_scenarios(Path(__file__).parents[2] / "scenarios.toml")
     names = [s.name for s in book.scenarios]
     assert "pilener-sample-entropy" in names and "fewnerd-inter" in names
     fewnerd = {s.name: s for s in book.scenarios}["fewnerd-intra"]

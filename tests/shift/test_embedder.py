@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from builders.errors import BuildersError
 from builders.shift import embedder as emb
 from builders.shift.embedder import (
     MINILM,
@@ -18,7 +19,6 @@ from builders.shift.embedder import (
     cosine_clipped,
     resolve_model,
 )
-from builders.errors import BuildersError
 from builders.store import Store
 
 LABELS = ["person", "human", "city", "organization", "programming language", "river"]

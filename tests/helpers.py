@@ -1,8 +1,15 @@
-"""Helpers shared by tests that check what the span store holds."""
+"""What tests share besides fixtures: the test-data paths and a snapshot of the store."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from builders.store import Store
+
+TESTS = Path(__file__).parent
+DATA = TESTS / "data"
+SHARED = Path(os.environ.get("LABELSHIFT_SHARED_DATA", TESTS.parent.parent / "shared" / "data"))
 
 
 def snapshot(store: Store) -> list:
