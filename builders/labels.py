@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -118,10 +119,13 @@ def resolve_benchmarks(spec: str | list[str] | tuple[str, ...] | None) -> list[B
     return list(unique.values())
 
 
-def union_labels(selected: list[Benchmark], keep_misc: bool = False) -> tuple[str, ...]:
-    """The evaluation label set L_Z: the union of the benchmarks' labels, first-seen order."""
-    out: dict[str, None] = {}
-    for bench in selected:
-        for label in bench.labels(keep_misc):
-            out.setdefault(label, None)
-    return tuple(out)
+def label_sets(
+    selected: Sequence[Benchmark], keep_misc: bool = False
+) -> dict[str, tuple[str, ...]]:
+    """Benchmark name -> its evaluation labels: the shape every Familiarity report takes."""
+    return {b.name: b.labels(keep_misc) for b in selected}
+
+
+def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """The evaluation label set L_Z: the union of the sets' labels, first-seen order."""
+    return tuple(dict.fromkeys(z for labels in sets.values() for z in labels))

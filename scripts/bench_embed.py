@@ -106,12 +106,12 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.duckdb") as store:
             spent[0] = 0.0
             t0 = time.perf_counter()
-            cold = emb.embed_cached(store.con, labels)
+            cold = emb.embed_cached(store, labels)
             cold_s = min(cold_s, time.perf_counter() - t0)
             overhead_s = min(overhead_s, time.perf_counter() - t0 - spent[0])
             assert emb.last_new == len(labels)
             t0 = time.perf_counter()
-            warm = emb.embed_cached(store.con, labels)
+            warm = emb.embed_cached(store, labels)
             warm_s = min(warm_s, time.perf_counter() - t0)
             assert emb.last_new == 0 and warm.tobytes() == cold.tobytes()
 

@@ -76,12 +76,8 @@ def main() -> None:
         rows.append(("ingest (NuNER-sized)", f"{wall:.1f} s, peak {gb:.2f} GB"))
 
     with Store(args.db) as store:
-        n_labels = store.con.execute(
-            "SELECT count(DISTINCT label) FROM mentions WHERE source='nuner'"
-        ).fetchall()[0][0]
-        n_sent = store.con.execute(
-            "SELECT count(*) FROM sentences WHERE source='nuner'"
-        ).fetchall()[0][0]
+        n_labels = len(store.label_counts("nuner"))
+        n_sent = store.count_sentences("nuner")
     rows.append(("corpus", f"{n_sent:,} sentences, {n_labels:,} labels"))
 
     build = [
@@ -108,25 +104,19 @@ def main() -> None:
         from builders.shift.embedder import Embedder, resolve_model
 
         with Store(args.db) as store:
-            labels = [
-                r[0]
-                for r in store.con.execute(
-                    "SELECT DISTINCT label FROM mentions WHERE source='nuner' ORDER BY label LIMIT ?",
-                    [args.raw_sample],
-                ).fetchall()
-            ]
+            labels = [r[0] for r in store.label_counts("nuner", top=args.raw_sample, by="label")]
             canonical = resolve_model(args.model).canonical_name
-            store.con.execute("DELETE FROM embeddings WHERE model = ?", [canonical])
+            store.drop_vectors(canonical)
             emb = Embedder(args.model)
             emb.encode(labels[:256])  # load the model outside the timings
             t0 = time.perf_counter()
             raw = emb.st.encode(labels, batch_size=emb.batch_size, normalize_embeddings=True)
             t_raw = time.perf_counter() - t0
             t0 = time.perf_counter()
-            cached = emb.embed_cached(store.con, labels)
+            cached = emb.embed_cached(store, labels)
             t_cached = time.perf_counter() - t0
             assert np.allclose(raw, cached, atol=1e-5)
-            store.con.execute("DELETE FROM embeddings WHERE model = ?", [canonical])
+            store.drop_vectors(canonical)
         rows.append(("raw encode", f"{len(labels) / t_raw:,.0f} labels/s"))
         rows.append(
             (
@@ -145,10 +135,10 @@ def main() -> None:
             (
                 f"  {sub['level']} subset",
                 f"{sub['sentences']:,} sentences, {sub['labels']:,} labels, "
-                f"Familiarity {sub['familiarity']['macro']:.4f}",
+                f"Familiarity {sub['familiarity']['union_macro']:.4f}",
             )
         )
-    rows.append(("  full corpus", f"Familiarity {res['full']['familiarity']['macro']:.4f}"))
+    rows.append(("  full corpus", f"Familiarity {res['full']['familiarity']['union_macro']:.4f}"))
 
     width = max(len(k) for k, _ in rows)
     print(f"model {args.model}, strategy {args.strategy}, {os.cpu_count()} CPUs")

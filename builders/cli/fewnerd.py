@@ -17,7 +17,8 @@ from builders.cli.common import (
     print_table,
     progress_bar,
 )
-from builders.fewnerd.splits import ASSIGNMENTS, HUB_SPLITS, MODES, PARTS
+from builders.defaults import DEFAULT_MODEL, SEED, K, canonical_split, hub_split
+from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS
 
 
 def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
@@ -60,7 +61,7 @@ def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  
 @click.option(
     "--seed",
     type=int,
-    default=0,
+    default=SEED,
     show_default=True,
     help="Seed of the sentence picks and the random assignment.",
 )
@@ -85,11 +86,11 @@ def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  
 )
 @click.option(
     "--model",
-    default="all-mpnet-base-v2",
+    default=DEFAULT_MODEL,
     show_default=True,
     help="Embedding model for Familiarity.",
 )
-@click.option("-k", "k", type=int, default=1000, show_default=True, help="K of Familiarity.")
+@click.option("-k", "k", type=int, default=K, show_default=True, help="K of Familiarity.")
 @common_options
 @handle_errors
 def fewnerd_splits_cmd(
@@ -130,22 +131,16 @@ def fewnerd_splits_cmd(
     folder = write_split(build, out, fam, command=command)
     summary = build.summary()
     if fam is not None:
-        summary["familiarity"] = fam
+        summary["familiarity"] = fam.to_dict()
     if as_json:
         emit_json({"folder": str(folder), **summary})
         return
     rows = []
-    for p in PARTS:
+    for p in map(hub_split, PARTS):
         part = summary["parts"][p]
-        f = (fam or {}).get(p)
+        f = fam.per_benchmark.get(p) if fam is not None else None
         rows.append(
-            [
-                HUB_SPLITS[p],
-                part["sentences"],
-                part["mentions"],
-                part["types"],
-                f["mean"] if f else None,
-            ]
+            [p, part["sentences"], part["mentions"], part["types"], f.familiarity if f else None]
         )
     print_table(
         f"{build.name} ({assignment}, seed {seed}) -> {folder}",
@@ -187,7 +182,7 @@ def fewnerd_splits_cmd(
     show_default=True,
     help="Number of episodes.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=SEED, show_default=True)
 @click.option(
     "--split-dir",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -251,7 +246,7 @@ def fewnerd_episodes_cmd(
         write_jsonl,
     )
 
-    part = "dev" if part == "validation" else part
+    part = canonical_split(part)
     if split_dir is not None:
         from builders.fewnerd.folder import read_part
 

@@ -152,7 +152,7 @@ def labels_cmd(
 
     Example: builders labels pilener-sample --top 20
     """
-    from builders.sources import canonical_split
+    from builders.defaults import canonical_split
 
     with open_store(db, read_only=True) as store:
         rows = store.label_counts(source, [canonical_split(s) for s in splits] or None, top)

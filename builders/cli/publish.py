@@ -143,7 +143,8 @@ def regenerate_cmd(
 
     Example: builders regenerate --only pilener-sample-entropy --json
     """
-    from builders.scenarios.regenerate import load_scenarios, regenerate
+    from builders.scenarios.book import load_scenarios
+    from builders.scenarios.regenerate import regenerate
 
     book = load_scenarios(scenarios_path)
     if publish_org:

@@ -17,9 +17,20 @@ from builders.cli.common import (
     open_store,
     progress_bar,
 )
+from builders.defaults import (
+    DEFAULT_MODEL,
+    DEFAULT_STRATEGY,
+    LEVELS,
+    SEED,
+    STRATEGIES,
+    TEMPERATURE,
+    WEIGHTING,
+    WEIGHTINGS,
+    K,
+)
 from builders.labels import ZERO_SHOT, benchmarks
-from builders.shift.scoring import LEVELS, STRATEGIES
-from builders.splits.pipeline import DEFAULT_MODEL, BuildResult, SplitConfig, build
+from builders.splits import SplitConfig, build
+from builders.splits.config import BuildResult
 
 
 def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> None:
@@ -90,7 +101,7 @@ def _short(benchmark: str) -> str:
 
 
 def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
-    names = list(res.full.familiarity.per_benchmark)
+    names = list(res.benchmarks)
     cols = [
         "set",
         "sentences",
@@ -110,8 +121,8 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
                 sub.sentences,
                 sub.mentions,
                 sub.labels,
-                *[f.per_benchmark[b] for b in names],
-                f.macro,
+                *[f.per_benchmark[b].familiarity for b in names],
+                f.union_macro,
                 f.summary["vb_0.5"],
                 f"{f.summary['ci_low']:.3f}-{f.summary['ci_high']:.3f}",
             ]
@@ -122,13 +133,15 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.command("build-splits", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="entropy", show_default=True)
+@click.option(
+    "--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
+)
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @_benchmarks_option
 @_model_option
-@click.option("--k", "k", type=int, default=1000, show_default=True, help="Familiarity top-K.")
+@click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
 @click.option(
-    "--temperature", type=float, default=0.01, show_default=True, help="Entropy softmax T."
+    "--temperature", type=float, default=TEMPERATURE, show_default=True, help="Entropy softmax T."
 )
 @click.option("--low-quantile", "low_q", type=float, help="Override the low-shift quantile.")
 @click.option("--high-quantile", "high_q", type=float, help="Override the high-shift quantile.")
@@ -138,7 +151,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.option("--profile", type=click.Choice(["pilener", "nuner"]), help="Quantile profile.")
 @click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -225,15 +238,15 @@ def build_splits(
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
 @_benchmarks_option
 @_model_option
-@click.option("--k", "k", type=int, default=1000, show_default=True, help="Familiarity top-K.")
+@click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
 @click.option(
     "--weighting",
-    type=click.Choice(["zipf", "linear", "unweighted"]),
-    default="zipf",
+    type=click.Choice(WEIGHTINGS),
+    default=WEIGHTING,
     show_default=True,
 )
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
 @common_options
 @handle_errors
@@ -258,26 +271,24 @@ def familiarity_cmd(
 
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
-    from builders.labels import resolve_benchmarks, union_labels
-    from builders.splits.pipeline import LabelTable, familiarity_report, similarity_matrix
+    from builders.labels import label_sets, resolve_benchmarks
+    from builders.shift.embedder import canonical_name
+    from builders.shift.report import LabelTable, measure
 
     with open_store(db) as store:
         _ensure_ingested(store, source, path, quiet)
-        benches = resolve_benchmarks(benchmarks)
+        sets = label_sets(resolve_benchmarks(benchmarks), keep_misc)
         table = LabelTable.load(store, source)
-        evals = union_labels(benches, keep_misc)
-        m, _ = similarity_matrix(store, model, table.labels, evals, progress=not quiet)
-    rep = familiarity_report(
-        m.T.copy(),
-        table.mentions,
-        table.labels,
-        evals,
-        benches,
-        k=k,
-        weighting=weighting,
-        keep_misc=keep_misc,
-        seed=seed,
-    )
+        rep = measure(
+            store,
+            table,
+            sets,
+            model=canonical_name(model),
+            k=k,
+            weighting=weighting,
+            seed=seed,
+            progress=not quiet,
+        )
     if as_json:
         emit_json(
             {
@@ -294,26 +305,25 @@ def familiarity_cmd(
     from builders.cli.common import print_table
 
     rows: list[list[Any]] = []
-    for b in benches:
-        s = rep.benchmark_summaries[b.name]
+    for name, b in rep.per_benchmark.items():
         rows.append(
             [
-                b.name,
-                rep.per_benchmark[b.name],
-                s["vb_0.5"],
-                s["vb_1"],
-                rep.overlap[b.name],
-                ", ".join(lab for lab, _, _ in rep.top_training_labels[b.name][:3]),
+                name,
+                b.familiarity,
+                b.summary["vb_0.5"],
+                b.summary["vb_1"],
+                b.overlap,
+                ", ".join(t.label for t in b.top_training_labels[:3]),
             ]
         )
     s = rep.summary
     rows.append(
         [
             "union (macro)",
-            rep.macro,
+            rep.union_macro,
             s["vb_0.5"],
             s["vb_1"],
-            rep.overlap["union"],
+            rep.overlap,
             f"95% CI {s['ci_low']:.3f}-{s['ci_high']:.3f}",
         ]
     )

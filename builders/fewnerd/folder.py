@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from builders.defaults import hub_split
 from builders.errors import BuildersError
-from builders.fewnerd.splits import HUB_SPLITS, PARTS, Part, SplitBuild, coarse_of, coarse_types
+from builders.fewnerd.splits import PARTS, Part, SplitBuild, coarse_of, coarse_types
+from builders.shift.report import FamiliarityReport
 from builders.sources.base import Example
 
 
@@ -63,7 +65,7 @@ def part_columns(part: Part, fine_names: list[str]) -> dict[str, list[Any]]:
 def write_split(
     build: SplitBuild,
     out_dir: str | Path,
-    familiarity: dict[str, Any] | None = None,
+    familiarity: FamiliarityReport | None = None,
     command: str | None = None,
     extra_json: dict[str, Any] | None = None,
 ) -> Path:
@@ -76,13 +78,13 @@ def write_split(
     from datasets import Dataset
 
     from builders.hub.fewnerd_card import render_fewnerd_card
-    from builders.hub.folder import atomic_dir, atomic_write_text, write_json
+    from builders.hub.folder import PARQUET_NAME, atomic_dir, write_json
 
     target = Path(out_dir) / build.name
     feats = features(build.fine_names)
     summary = build.summary()
     if familiarity is not None:
-        summary["familiarity"] = familiarity
+        summary["familiarity"] = familiarity.to_dict()
     with atomic_dir(target) as tmp:
         (tmp / "data").mkdir()
         for p in PARTS:
@@ -91,18 +93,16 @@ def write_split(
             # without its progress bar.
             pq.write_table(
                 ds.data.table,
-                tmp / "data" / f"{HUB_SPLITS[p]}-00000-of-00001.parquet",
+                tmp / "data" / PARQUET_NAME.format(split=hub_split(p)),
                 row_group_size=10_000,
             )
         write_json(tmp / "summary.json", summary)
         for name, obj in (extra_json or {}).items():  # e.g. the changelog, kept across builds
             write_json(tmp / name, obj)
-        atomic_write_text(
-            tmp / "README.md",
-            render_fewnerd_card(
-                build.name, summary, command=command, features=feats._to_yaml_list()
-            ),
+        card = render_fewnerd_card(
+            build.name, summary, command=command, features=feats._to_yaml_list()
         )
+        (tmp / "README.md").write_text(card, encoding="utf-8")
     return target
 
 
@@ -110,7 +110,7 @@ def read_part(folder: str | Path, part: str) -> list[Example]:
     """The sentences of one part of a built split folder (`train`, `dev`/`validation`, `test`)."""
     import pyarrow.parquet as pq
 
-    hub = HUB_SPLITS.get(part, part)
+    hub = hub_split(part)
     files = sorted((Path(folder) / "data").glob(f"{hub}-*.parquet"))
     if not files:
         raise BuildersError(

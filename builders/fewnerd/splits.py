@@ -7,9 +7,10 @@ not own become O. The pick is keyed by (seed, split/index) through BLAKE2b, so i
 depend on processing order or on the name the source is stored under.
 
 The type system, the official INTRA and INTER assignments and the label verbalisations are data
-(`builders/data/fewnerd.toml`). A built split is a Hub-ready folder (`builders.fewnerd_export.write_split`): parquet per
-part with ClassLabel tags declared the way `DFKI-SLT/few-nerd` declares them, a provisional
-README card and `summary.json`. Episodes are in `builders.fewnerd.episodes`.
+(`builders/data/fewnerd.toml`). A built split becomes a Hub-ready folder
+(`builders.fewnerd.folder`): parquet per part with ClassLabel tags declared the way
+`DFKI-SLT/few-nerd` declares them, a card and `summary.json`. Episodes are in
+`builders.fewnerd.episodes`.
 """
 
 from __future__ import annotations
@@ -25,17 +26,16 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import pyarrow as pa
-
+from builders.defaults import SPLITS, WEIGHTING, K, hub_split
 from builders.errors import BuildersError
+from builders.shift.report import FamiliarityReport, LabelTable
 from builders.sources.base import Example
 from builders.store import Store
 
 MODES = ("intra", "inter")
 ASSIGNMENTS = ("official", "random")
-PARTS = ("train", "dev", "test")
-#: Part -> split name in the published dataset.
-HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+#: The parts of a split: the canonical splits (published as train / validation / test).
+PARTS = SPLITS
 #: Fraction of each coarse type's fine types sent to dev and to test by the random INTER split.
 RANDOM_SHARE = 0.2
 
@@ -148,6 +148,18 @@ class Part:
     def sentences(self) -> int:
         return len(self.ids)
 
+    def add(self, sid: str, tokens: list[str], spans: list[dict[str, Any]]) -> None:
+        """Append a sentence; its spans must not overlap (IO tags cannot show that)."""
+        last = 0
+        for span in spans:
+            if span["start"] < last:
+                raise BuildersError(f"{sid}: overlapping spans cannot be tagged")
+            last = span["end"]
+            self.type_counts[span["label"]] += 1
+        self.ids.append(sid)
+        self.tokens.append(tokens)
+        self.spans.append(spans)
+
     @property
     def mentions(self) -> int:
         return sum(self.type_counts.values())
@@ -182,10 +194,11 @@ class SplitBuild:
         return f"fewnerd-{self.mode}"
 
     def summary(self) -> dict[str, Any]:
+        """The split as its `summary.json` has it: parts by their published names."""
         parts = {}
         for p in PARTS:
-            parts[p] = self.parts[p].summary()
-            parts[p]["origin_splits"] = dict(sorted(self.origin.get(p, {}).items()))
+            parts[hub_split(p)] = self.parts[p].summary()
+            parts[hub_split(p)]["origin_splits"] = dict(sorted(self.origin.get(p, {}).items()))
         return {
             "name": self.name,
             "source": self.source,
@@ -196,12 +209,8 @@ class SplitBuild:
             "dropped_no_entity": self.dropped_no_entity,
             "relabelled_o": self.relabelled_o,
             "parts": parts,
-            "assignment_map": dict(sorted(self.parts_of.items())),
+            "assignment_map": {t: hub_split(p) for t, p in sorted(self.parts_of.items())},
         }
-
-
-def _split_rank(split: str) -> str:
-    return f"{ {'train': 0, 'dev': 1, 'test': 2}.get(split, 3) }{split}"
 
 
 def build_split(
@@ -219,83 +228,28 @@ def build_split(
         BuildersError: when its labels are not Few-NERD types, or spans overlap.
     """
     store.require_source(source)
-    con = store.con
-    labels = [
-        r[0]
-        for r in con.execute(
-            "SELECT DISTINCT label FROM mentions WHERE source = ? ORDER BY label", [source]
-        ).fetchall()
-    ]
+    labels = [lab for lab, _, _ in store.label_counts(source, by="label")]
     parts_of = assign_parts(mode, assignment, seed, labels)
-    label_rows = [
-        (lab, official_name(lab), PARTS.index(parts_of[official_name(lab)])) for lab in labels
-    ]
-    con.register(
-        "_fn_assign",
-        pa.table(
-            {
-                "label": pa.array([r[0] for r in label_rows], pa.string()),
-                "name": pa.array([r[1] for r in label_rows], pa.string()),
-                "part": pa.array([r[2] for r in label_rows], pa.int32()),
-            }
-        ),
-    )
-    try:
-        (total,) = con.execute(
-            "SELECT count(*) FROM sentences WHERE source = ?", [source]
-        ).fetchall()[0]
-        cands = con.execute(
-            "SELECT m.split, m.idx, list(DISTINCT a.part ORDER BY a.part) FROM mentions m "
-            "JOIN _fn_assign a USING (label) WHERE m.source = ? GROUP BY m.split, m.idx",
-            [source],
-        ).fetchall()
-        choice = {"split": [], "idx": [], "part": []}  # type: dict[str, list[Any]]
-        for split, idx, parts in cands:
-            choice["split"].append(split)
-            choice["idx"].append(idx)
-            choice["part"].append(
-                parts[0] if len(parts) == 1 else parts[pick(seed, f"{split}/{idx}", len(parts))]
-            )
-        con.register(
-            "_fn_choice",
-            pa.table(
-                {
-                    "split": pa.array(choice["split"], pa.string()),
-                    "idx": pa.array(choice["idx"], pa.int32()),
-                    "part": pa.array(choice["part"], pa.int32()),
-                }
-            ),
-        )
-        rows = con.execute(
-            "SELECT c.part, s.split, s.idx, s.tokens, "
-            "list({'start': m.start, 'end': m.stop, 'label': a.name} ORDER BY m.start, m.stop) "
-            "FILTER (WHERE a.part = c.part) AS kept, count(*) AS n_all "
-            "FROM _fn_choice c JOIN sentences s ON s.source = ? AND s.split = c.split AND s.idx = c.idx "
-            "JOIN mentions m ON m.source = ? AND m.split = c.split AND m.idx = c.idx "
-            "JOIN _fn_assign a ON a.label = m.label "
-            "GROUP BY c.part, s.split, s.idx, s.tokens",
-            [source, source],
-        ).fetchall()
-    finally:
-        for view in ("_fn_assign", "_fn_choice"):
-            con.unregister(view)  # a no-op for a view never registered
-    rows.sort(key=lambda r: (r[0], _split_rank(r[1]), r[2]))
+    part_index = {lab: PARTS.index(parts_of[official_name(lab)]) for lab in labels}
+    chosen: dict[tuple[str, int], int] = {}
+    for split, idx, labs in store.sentence_labels(source):
+        cands = sorted({part_index[lab] for lab in labs})
+        chosen[split, idx] = cands[pick(seed, f"{split}/{idx}", len(cands))]
     parts = {p: Part(p) for p in PARTS}
     origin: dict[str, Counter[str]] = {p: Counter() for p in PARTS}
     relabelled = 0
-    for n, (part_i, split, idx, tokens, kept, n_all) in enumerate(rows, start=1):
-        part = parts[PARTS[part_i]]
-        last = 0
-        for span in kept:
-            if span["start"] < last:
-                raise BuildersError(f"{source}/{split}/{idx}: overlapping spans cannot be tagged")
-            last = span["end"]
-            part.type_counts[span["label"]] += 1
-        part.ids.append(f"{split}/{idx}")
-        part.tokens.append(list(tokens))
-        part.spans.append(list(kept))
+    rows = store.sentences_with_spans(source, with_mentions_only=True)
+    rows.sort(key=lambda r: chosen[r[0], r[1]])  # stable: corpus order inside each part
+    for n, (split, idx, tokens, spans) in enumerate(rows, start=1):
+        part = parts[PARTS[chosen[split, idx]]]
+        kept = [
+            {"start": a, "end": b, "label": official_name(lab)}
+            for a, b, lab in spans
+            if part_index[lab] == chosen[split, idx]
+        ]
+        part.add(f"{split}/{idx}", tokens, kept)
         origin[part.name][split] += 1
-        relabelled += n_all - len(kept)
+        relabelled += len(spans) - len(kept)
         if progress and n % 10_000 == 0:
             progress(10_000)
     if progress:
@@ -309,74 +263,59 @@ def build_split(
         parts_of=parts_of,
         parts=parts,
         fine_names=[*fine_types(), *extra],
-        input_sentences=int(total),
-        dropped_no_entity=int(total) - len(rows),
+        input_sentences=store.count_sentences(source),
+        dropped_no_entity=store.count_sentences(source) - len(rows),
         relabelled_o=relabelled,
         origin={p: dict(c) for p, c in origin.items()},
     )
 
 
 def familiarity_summary(
-    store: Store, build: SplitBuild, model: str, k: int = 1000, weighting: str = "zipf"
-) -> dict[str, Any]:
-    """Familiarity of the dev and test label sets against the train labels (METHOD.md 2).
+    store: Store, build: SplitBuild, model: str, k: int = K, weighting: str = WEIGHTING
+) -> FamiliarityReport:
+    """Familiarity of the validation and test types against the train types (METHOD.md 2).
 
     Labels are the verbalised fine types (`verbalise`); train support counts are the train
-    part's mentions per type.
+    part's mentions per type. The report's benchmarks are the parts, by published name.
     """
-    import numpy as np
-
-    from builders.shift.embedder import Embedder, cosine_clipped
-    from builders.shift.familiarity import exact_overlap, familiarity, summarise
+    from builders.shift.embedder import canonical_name
+    from builders.shift.report import measure
 
     train = build.parts["train"].type_counts
     if not train:
         raise BuildersError("the train part has no mentions; Familiarity is undefined")
-    train_types = sorted(train)
-    train_text = [verbalise(t) for t in train_types]
-    emb = Embedder(model)
-    train_vec = emb.embed_cached(store.con, train_text)
-    out: dict[str, Any] = {"model": emb.model_name, "k": k, "weighting": weighting}
-    for part in ("dev", "test"):
-        types = sorted(build.parts[part].type_counts)
-        if not types:
-            out[part] = None
-            continue
-        text = [verbalise(t) for t in types]
-        sims = cosine_clipped(emb.embed_cached(store.con, text), train_vec)
-        counts = np.array([train[t] for t in train_types], dtype=np.int64)
-        values = familiarity(sims, counts, k=k, weighting=weighting, labels=train_text)
-        out[part] = {
-            **summarise(values).to_dict(),
-            "labels": {t: round(float(v), 6) for t, v in zip(types, values, strict=True)},
-            "exact_overlap": exact_overlap(text, train_text),
-        }
-    return out
+    counts: Counter[str] = Counter()
+    for typ, n in train.items():
+        counts[verbalise(typ)] += n
+    evals = {
+        hub_split(p): tuple(dict.fromkeys(verbalise(t) for t in sorted(build.parts[p].type_counts)))
+        for p in ("dev", "test")
+        if build.parts[p].type_counts
+    }
+    if not evals:
+        raise BuildersError("the validation and test parts have no mentions")
+    return measure(
+        store,
+        LabelTable.from_counts(counts),
+        evals,
+        model=canonical_name(model),
+        k=k,
+        weighting=weighting,
+    )
 
 
 def store_examples(store: Store, source: str, split: str) -> list[Example]:
     """The sentences of one stored split with official type names, in index order."""
     store.require_source(source)
-    rows = store.con.execute(
-        "SELECT s.idx, s.tokens, list((m.start, m.stop, m.label) ORDER BY m.start, m.stop) "
-        "FILTER (WHERE m.label IS NOT NULL) FROM sentences s LEFT JOIN mentions m "
-        "ON m.source = s.source AND m.split = s.split AND m.idx = s.idx "
-        "WHERE s.source = ? AND s.split = ? GROUP BY s.idx, s.tokens ORDER BY s.idx",
-        [source, split],
-    ).fetchall()
+    rows = store.sentences_with_spans(source, split)
     if not rows:
-        have = [
-            r[0]
-            for r in store.con.execute(
-                "SELECT DISTINCT split FROM sentences WHERE source = ? ORDER BY split", [source]
-            ).fetchall()
-        ]
+        have = store.splits_of(source)
         raise BuildersError(f"source {source!r} has no split {split!r} (it has: {', '.join(have)})")
     return [
         Example(
-            tokens=list(tokens),
-            spans=[(int(a), int(b), official_name(lab)) for a, b, lab in (spans or [])],
-            raw_id=f"{split}/{idx}",
+            tokens=tokens,
+            spans=[(a, b, official_name(lab)) for a, b, lab in spans],
+            raw_id=f"{sp}/{idx}",
         )
-        for idx, tokens, spans in rows
+        for sp, idx, tokens, spans in rows
     ]

@@ -14,33 +14,16 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builders.hub.changelog import changelog_entry
-from builders.hub.fewnerd_card import render_fewnerd_card
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
-    HUB_LICENSES,
     cell,
     environment,
+    familiarity_meta,
     license_id,
-    r4,
     redact,
     size_category,
     yaml_dump,
 )
-
-__all__ = [  # moved names stay importable from here
-    "HUB_LICENSES",
-    "changelog_entry",
-    "environment",
-    "license_id",
-    "rebuild_command",
-    "redact",
-    "render_card",
-    "render_fewnerd_card",
-    "size_category",
-    "subset_metadata",
-    "yaml_dump",
-]
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity", "synthetic"]
 #: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix.
@@ -81,32 +64,6 @@ def rebuild_command(build: Mapping[str, Any]) -> str:
     ]
     args += ["--seed", str(c["seed"])]
     return redact(" ".join(shlex.quote(a) for a in args))
-
-
-def _fam_meta(rep: Mapping[str, Any], full: Mapping[str, Any] | None) -> dict[str, Any]:
-    s = rep["summary"]
-    out: dict[str, Any] = {
-        "macro": r4(rep["macro"]),
-        "vb_0.5": r4(s["vb_0.5"]),
-        "vb_1": r4(s["vb_1"]),
-        "ci_95": [r4(s["ci_low"]), r4(s["ci_high"])],
-        "exact_overlap": r4(rep["overlap"]["union"]),
-    }
-    if full is not None:
-        out["full_corpus_macro"] = r4(full["macro"])
-    out["benchmarks"] = {}
-    for b, value in rep["per_benchmark"].items():
-        bs = rep["benchmark_summaries"][b]
-        row = {
-            "familiarity": r4(value),
-            "vb_0.5": r4(bs["vb_0.5"]),
-            "ci_95": [r4(bs["ci_low"]), r4(bs["ci_high"])],
-            "exact_overlap": r4(rep["overlap"][b]),
-        }
-        if full is not None:
-            row["full_corpus"] = r4(full["per_benchmark"].get(b))
-        out["benchmarks"][b] = row
-    return out
 
 
 def subset_metadata(
@@ -167,12 +124,7 @@ def subset_metadata(
         },
     }
     meta["familiarity"] = {
-        c: {
-            "model": b["config"]["model"],
-            "k": b["config"]["k"],
-            "weighting": b["config"]["weighting"],
-            **_fam_meta(b["subset"]["familiarity"], (b.get("full") or {}).get("familiarity")),
-        }
+        c: familiarity_meta(b["subset"]["familiarity"], (b.get("full") or {}).get("familiarity"))
         for c, b in builds.items()
     }
     return meta
@@ -188,37 +140,15 @@ def _rule_text(cut: Mapping[str, Any], symbol: str) -> str:
 def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
     cfg, sub = b["config"], b["subset"]
     full = b.get("full")
-    rep = sub["familiarity"]
-    frep = full["familiarity"] if full else None
     symbol = "e" if cfg["strategy"] == "entropy" else "m"
     cuts = b.get("cuts") or {sub["level"]: sub["selection"]}
-    bench_rows = [
-        {
-            "name": name,
-            "value": value,
-            "vb": rep["benchmark_summaries"][name]["vb_0.5"],
-            "ci": (
-                rep["benchmark_summaries"][name]["ci_low"],
-                rep["benchmark_summaries"][name]["ci_high"],
-            ),
-            "overlap": rep["overlap"][name],
-            "full": frep["per_benchmark"].get(name) if frep else None,
-            "full_vb": frep["benchmark_summaries"][name]["vb_0.5"] if frep else None,
-            "full_overlap": frep["overlap"].get(name) if frep else None,
-            "top": [
-                {"label": lab, "sim": sim, "count": cnt}
-                for lab, sim, cnt in rep.get("top_training_labels", {}).get(name, [])
-            ],
-        }
-        for name, value in rep["per_benchmark"].items()
-    ]
     return {
         "name": config,
         "cfg": cfg,
         "sub": sub,
         "full": full,
-        "rep": rep,
-        "frep": frep,
+        "rep": sub["familiarity"],
+        "frep": full["familiarity"] if full else None,
         "symbol": symbol,
         "rule": _rule_text(sub["selection"], symbol),
         "cuts": [
@@ -231,8 +161,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
             for lv, c in sorted(cuts.items(), key=lambda kv: _LEVEL_ORDER.get(kv[0], 9))
         ],
         "profile": sub["selection"].get("profile", "custom"),
-        "benchmarks": bench_rows,
-        "n_eval": rep["summary"]["n"],
+        "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": rebuild_command(b),
         "version": b.get("toolkit_version", "unknown"),

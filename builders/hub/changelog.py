@@ -4,9 +4,10 @@
       "changes": {config: {metric: [before, after]}},
       "details": {config: {"labels_added": [...], "labels_removed": [...]}}}, ...]
 
-Metrics come from a subset's `build.json` (rows, mentions, labels, Familiarity macro and per
-benchmark) or a Few-NERD folder's `summary.json` (per part). Pure: entries in, entries out;
-`scenario_rebuild` reads and writes the file on each rebuild, and the dataset cards show it.
+Metrics come from a subset's `build.json` (rows, mentions, labels) or a Few-NERD folder's
+`summary.json` (per part), and from their Familiarity report (union macro and per benchmark,
+read by the one `report_metrics`). Pure: entries in, entries out; the scenarios' rebuild
+writes the file and the dataset cards show it.
 """
 
 from __future__ import annotations
@@ -14,33 +15,40 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from builders.defaults import config_order
+from builders.hub.templating import r4
+
 CHANGELOG = "changelog.json"
 #: The metrics of `changelog_entry`, in order (no per-benchmark Familiarity).
 HEADLINE = ("rows", "mentions", "labels", "familiarity")
 
 
-def _r4(x: Any) -> float | None:
-    return None if x is None else round(float(x), 4)
-
-
-def subset_metrics(build: Mapping[str, Any] | None) -> dict[str, Any]:
-    """rows, mentions, labels, familiarity (macro) and `familiarity <benchmark>` of a build.json."""
-    if not build:
+def report_metrics(rep: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any]:
+    """`familiarity` (the union macro) and `familiarity <benchmark>` of a Familiarity report
+    (`FamiliarityReport.to_dict()`), rounded to 4 places; `prefix` names the part."""
+    if not rep:
         return {}
-    s = build["subset"]
-    m: dict[str, Any] = {
-        "rows": int(s["sentences"]),
-        "mentions": int(s["mentions"]),
-        "labels": int(s["labels"]),
-        "familiarity": _r4(s["familiarity"]["macro"]),
-    }
-    for bench, v in sorted(s["familiarity"]["per_benchmark"].items()):
-        m[f"familiarity {bench}"] = _r4(v)
+    m: dict[str, Any] = {f"{prefix}familiarity": r4(rep["union_macro"])}
+    for bench, b in sorted(rep["per_benchmark"].items()):
+        m[f"{prefix}familiarity {bench}"] = r4(b["familiarity"])
     return m
 
 
+def subset_metrics(build: Mapping[str, Any] | None) -> dict[str, Any]:
+    """rows, mentions, labels and the Familiarity metrics of a subset's build.json."""
+    if not build:
+        return {}
+    s = build["subset"]
+    return {
+        "rows": int(s["sentences"]),
+        "mentions": int(s["mentions"]),
+        "labels": int(s["labels"]),
+        **report_metrics(s["familiarity"]),
+    }
+
+
 def fewnerd_metrics(summary: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`<part> rows|mentions|labels` and `dev|test familiarity` of a Few-NERD summary.json."""
+    """`<part> rows|mentions|labels` and the Familiarity metrics of a Few-NERD summary.json."""
     if not summary:
         return {}
     m: dict[str, Any] = {}
@@ -48,11 +56,7 @@ def fewnerd_metrics(summary: Mapping[str, Any] | None) -> dict[str, Any]:
         m[f"{part} rows"] = v.get("sentences")
         m[f"{part} mentions"] = v.get("mentions")
         m[f"{part} labels"] = v.get("types")
-    for part in ("dev", "test"):
-        f = (summary.get("familiarity") or {}).get(part)
-        if f:
-            m[f"{part} familiarity"] = _r4(f["mean"])
-    return m
+    return {**m, **report_metrics(summary.get("familiarity"))}
 
 
 def compare(
@@ -80,7 +84,7 @@ def changelog_entry(
     """
     changes = {
         c: compare(subset_metrics(old.get(c)), subset_metrics(new.get(c)), HEADLINE)
-        for c in sorted(set(old) | set(new), key=lambda n: (n != "entropy", n))
+        for c in config_order(set(old) | set(new))
     }
     return {"version": version, "note": note, "changes": changes}
 

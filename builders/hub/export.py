@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from builders.defaults import config_order, hub_split
 from builders.errors import BuildersError
 
 
@@ -28,10 +29,9 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
     folder = Path(folder)
     if not folder.is_dir():
         raise BuildersError(f"{folder}: no such folder (expected a folder written by build-splits)")
-    split = {"dev": "validation", "valid": "validation"}.get(split, split)
-    configs = sorted(
-        (p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))),
-        key=lambda n: (n != "entropy", n),
+    split = hub_split(split)
+    configs = config_order(
+        p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))
     )
     if (folder / "data").is_dir() and "data" in configs:  # Few-NERD layout: one default config
         if config not in (None, "default"):

@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from builders import __version__
-from builders.hub.templating import environment, r4, redact, size_category, yaml_dump
+from builders.hub.templating import (
+    environment,
+    familiarity_meta,
+    redact,
+    size_category,
+    yaml_dump,
+)
 
 
 def render_fewnerd_card(
@@ -26,58 +32,18 @@ def render_fewnerd_card(
 
     Args:
         name: folder name or Hub repo id.
-        summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`).
+        summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`, a
+            Familiarity report of the validation and test types against the train types).
         command: the command that rebuilds the folder.
         features: `features(fine_names)._to_yaml_list()` of `builders.fewnerd.folder`, the
             same list its parquet files carry, so `load_dataset` gets the ClassLabel columns.
         version: toolkit version that built it.
     """
-    splits = {"train": "train", "dev": "validation", "test": "test"}
-    parts = {p: summary["parts"][p] for p in splits if p in summary["parts"]}
-    total = sum(int(p["sentences"]) for p in parts.values())
-    fam = summary.get("familiarity")
-    meta: dict[str, Any] = {
-        "license": "cc-by-sa-4.0",
-        "language": ["en"],
-        "task_categories": ["token-classification"],
-        "task_ids": ["named-entity-recognition"],
-        "size_categories": [size_category(total)],
-        "source_datasets": ["DFKI-SLT/few-nerd"],
-        "tags": ["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
-        "pretty_name": f"Few-NERD {summary['mode'].upper()} (rebuilt)",
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [{"split": splits[p], "path": f"data/{splits[p]}-*"} for p in parts],
-            }
-        ],
-        "dataset_info": {
-            "features": features,
-            "splits": [
-                {"name": splits[p], "num_examples": int(parts[p]["sentences"])} for p in parts
-            ],
-        },
-    }
-    if fam:
-        meta["familiarity"] = {
-            "model": fam["model"],
-            "k": fam["k"],
-            "weighting": fam["weighting"],
-            **{
-                splits[p]: {
-                    "mean": r4(fam[p]["mean"]),
-                    "vb_0.5": r4(fam[p]["vb_0.5"]),
-                    "vb_1": r4(fam[p]["vb_1"]),
-                    "ci_95": [r4(fam[p]["ci_low"]), r4(fam[p]["ci_high"])],
-                    "exact_overlap": r4(fam[p]["exact_overlap"]),
-                }
-                for p in ("dev", "test")
-                if fam.get(p)
-            },
-        }
+    parts = summary["parts"]
     by_part: dict[str, list[str]] = {p: [] for p in parts}
     for typ, part in summary.get("assignment_map", {}).items():
         by_part.setdefault(part, []).append(typ)
+    meta = _metadata(summary, features)
     text = (
         environment()
         .get_template("fewnerd.md.j2")
@@ -86,15 +52,39 @@ def render_fewnerd_card(
             name=name,
             title=meta["pretty_name"],
             s=summary,
-            parts=[
-                {"part": p, "split": splits[p], **parts[p], "types_of": by_part.get(p, [])}
-                for p in parts
-            ],
-            fam=fam,
-            fam_rows=[(splits[p], fam[p]) for p in ("dev", "test") if fam and fam.get(p)],
+            parts=[{"split": p, **parts[p], "types_of": by_part.get(p, [])} for p in parts],
+            rep=summary.get("familiarity"),
             command=redact(command) if command else None,
             version=version,
             citations=["fewnerd", "familiarity"],
         )
     )
     return redact(text)
+
+
+def _metadata(summary: Mapping[str, Any], features: list[Any]) -> dict[str, Any]:
+    """The card's YAML: Hub fields, the one config with its splits, typed features, Familiarity."""
+    parts = summary["parts"]
+    meta: dict[str, Any] = {
+        "license": "cc-by-sa-4.0",
+        "language": ["en"],
+        "task_categories": ["token-classification"],
+        "task_ids": ["named-entity-recognition"],
+        "size_categories": [size_category(sum(int(p["sentences"]) for p in parts.values()))],
+        "source_datasets": ["DFKI-SLT/few-nerd"],
+        "tags": ["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
+        "pretty_name": f"Few-NERD {summary['mode'].upper()} (rebuilt)",
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": p, "path": f"data/{p}-*"} for p in parts],
+            }
+        ],
+        "dataset_info": {
+            "features": features,
+            "splits": [{"name": p, "num_examples": int(parts[p]["sentences"])} for p in parts],
+        },
+    }
+    if summary.get("familiarity"):
+        meta["familiarity"] = familiarity_meta(summary["familiarity"])
+    return meta

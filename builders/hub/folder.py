@@ -20,13 +20,15 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from builders.defaults import config_order
 
 SUBSET_FEATURES = datasets.Features(
     {
@@ -64,32 +66,96 @@ def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> N
 def atomic_dir(target: Path) -> Iterator[Path]:
     """Yield a temp folder beside `target`; on success it takes `target`'s place.
 
-    On Linux the two folders are exchanged in one `renameat2(RENAME_EXCHANGE)`, so a reader
-    sees the old folder or the new one, never neither. Elsewhere the old folder is renamed
-    away first and put back if the second rename fails. On error the temp folder is removed
-    and `target` is untouched.
+    On error the temp folder is removed and `target` is untouched (see `atomic_dirs`).
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with atomic_dirs([target]) as (tmp,):
         yield tmp
-        _publishable(tmp)
-        if not target.exists():
-            os.replace(tmp, target)
-        elif _exchange(tmp, target):
-            shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old folder
-        else:
-            old = target.parent / f".{target.name}.old.{os.getpid()}"
-            os.replace(target, old)
-            try:
-                os.replace(tmp, target)
-            except BaseException:
-                os.replace(old, target)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_dirs(targets: Sequence[Path]) -> Iterator[list[Path]]:
+    """Yield one temp folder beside each target; when the block succeeds they all take their
+    targets' places, or none does.
+
+    On Linux each pair is exchanged in one `renameat2(RENAME_EXCHANGE)`, so a reader sees the
+    old folder or the new one, never neither; elsewhere the old folder is renamed away first.
+    If any swap fails, the swaps already made are undone, so every target is as it was.
+    """
+    tmps: list[Path] = []
+    try:
+        for target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmps.append(Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)))
+        yield tmps
+        for tmp in tmps:
+            _publishable(tmp)
+        done: list[tuple[Path, Path, Path | None]] = []
+        try:
+            for tmp, target in zip(tmps, targets, strict=True):
+                done.append((tmp, target, _swap_in(tmp, target)))
+        except BaseException:
+            for tmp, target, old in reversed(done):
+                _swap_back(tmp, target, old)
+            raise
+        for tmp, _, old in done:
+            shutil.rmtree(old or tmp, ignore_errors=True)  # the old folders
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        for tmp in tmps:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap_in(tmp: Path, target: Path) -> Path | None:
+    """Put `tmp` in `target`'s place. Returns where the old folder went when that is not
+    `tmp` itself (no old folder: `tmp` no longer exists; exchanged: `tmp` holds it)."""
+    if not target.exists():
+        os.replace(tmp, target)
+        return None
+    if _exchange(tmp, target):
+        return None
+    old = target.parent / f".{target.name}.old.{os.getpid()}"
+    os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    return old
+
+
+def _swap_back(tmp: Path, target: Path, old: Path | None) -> None:
+    """Undo `_swap_in`: the new folder goes back to `tmp`, the old one to `target`."""
+    if old is not None:
+        os.replace(target, tmp)
+        os.replace(old, target)
+    elif tmp.exists():
+        _exchange(tmp, target)
+    else:
+        os.replace(target, tmp)
+
+
+def link_tree(src: Path, dst: Path, skip: Iterable[str] = ()) -> None:
+    """Fill `dst` with `src`'s entries (hard links where the file system allows, else copies),
+    except the top-level names in `skip`. Files are never written in place, so a link is as
+    good as a copy."""
+    skipped = set(skip)
+    if not src.is_dir():
+        return
+    for entry in sorted(src.iterdir()):
+        if entry.name in skipped or entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, dst / entry.name, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(str(entry), str(dst / entry.name))
+
+
+def _link_or_copy(src: str, dst: str) -> str:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    return dst
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -147,6 +213,14 @@ def _publishable(folder: Path) -> None:
         os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
 
 
+def read_json(path: Path) -> Any:
+    """The parsed file, or None when it is missing or not valid JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_default) + "\n")
 
@@ -162,4 +236,4 @@ def _default(obj: Any) -> Any:
 def configs_of(folder: Path) -> list[str]:
     """The strategy configs present in a repo folder, `entropy` first (the default)."""
     found = [p.name for p in folder.iterdir() if p.is_dir() and (p / "build.json").exists()]
-    return sorted(found, key=lambda n: (n != "entropy", n))
+    return config_order(found)

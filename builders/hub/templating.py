@@ -9,6 +9,7 @@ Pure: no clock, no files beyond the packaged templates, no environment variables
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -93,3 +94,35 @@ def size_category(n: int) -> str:
 
 def r4(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
+
+
+def familiarity_meta(
+    rep: Mapping[str, Any], full: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Familiarity report (`FamiliarityReport.to_dict()`) for a card's YAML, rounded, with
+    the full corpus's figures beside it when given."""
+    s = rep["summary"]
+    out: dict[str, Any] = {
+        "model": rep["model"],
+        "k": rep["k"],
+        "weighting": rep["weighting"],
+        "union_macro": r4(rep["union_macro"]),
+        "vb_0.5": r4(s["vb_0.5"]),
+        "vb_1": r4(s["vb_1"]),
+        "ci_95": [r4(s["ci_low"]), r4(s["ci_high"])],
+        "exact_overlap": r4(rep["overlap"]),
+    }
+    if full is not None:
+        out["full_corpus_union_macro"] = r4(full["union_macro"])
+    out["benchmarks"] = {}
+    for name, b in rep["per_benchmark"].items():
+        row = {
+            "familiarity": r4(b["familiarity"]),
+            "vb_0.5": r4(b["summary"]["vb_0.5"]),
+            "ci_95": [r4(b["summary"]["ci_low"]), r4(b["summary"]["ci_high"])],
+            "exact_overlap": r4(b["overlap"]),
+        }
+        if full is not None:
+            row["full_corpus"] = r4(full["per_benchmark"][name]["familiarity"])
+        out["benchmarks"][name] = row
+    return out

@@ -17,30 +17,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builders.defaults import DEFAULT_MODEL, SEED, K
 from builders.errors import BuildersError
+from builders.splits.config import SplitConfig
 
 KINDS = ("splits", "fewnerd")
-SPLIT_KEYS = {
-    "strategy": "entropy",
-    "levels": ["low", "medium", "high"],
-    "benchmarks": "all",
-    "model": "all-mpnet-base-v2",
-    "k": 1000,
-    "temperature": 0.01,
-    "weighting": "zipf",
-    "low_q": None,
-    "high_q": None,
-    "medium_q": None,
-    "profile": None,
-    "keep_misc": False,
-    "seed": 0,
-}
+#: Keys of a `splits` scenario and their defaults: SplitConfig's parameters (but the
+#: per-benchmark mode, whose folders a scenario does not name).
+SPLIT_KEYS: dict[str, Any] = {
+    k: list(v) if isinstance(v, tuple) else v
+    for k, v in SplitConfig.defaults().items()
+    if k != "per_benchmark"
+} | {"benchmarks": "all"}
 FEWNERD_KEYS = {
     "mode": None,
     "assignment": "official",
-    "seed": 0,
-    "model": "all-mpnet-base-v2",
-    "k": 1000,
+    "seed": SEED,
+    "model": DEFAULT_MODEL,
+    "k": K,
     "familiarity": True,
 }
 COMMON_KEYS = {"name", "kind", "source", "path", "store_as", "options", "description", "publish"}

@@ -17,93 +17,33 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.scenarios.book import Scenario, ScenarioBook, load_scenarios, parse_scenarios
+from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.scenarios.book import Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
+from builders.scenarios.report import ScenarioReport
 from builders.store import Store
-
-__all__ = [  # the parsing names are re-exported: `from builders.scenarios.regenerate import ...` works
-    "Scenario",
-    "ScenarioBook",
-    "ScenarioReport",
-    "load_scenarios",
-    "parse_scenarios",
-    "regenerate",
-    "scenario_key",
-]
-
-
-@dataclass
-class ScenarioReport:
-    name: str
-    status: str  # reused | built | rebuilt | skipped
-    folders: list[str] = field(default_factory=list)
-    reason: str = ""
-    ingest: str | None = None
-    key: str | None = None
-    changes: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
-    labels_added: dict[str, list[str]] = field(default_factory=dict)
-    labels_removed: dict[str, list[str]] = field(default_factory=dict)
-    published: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def describe(self) -> str:
-        """One line per folder of what changed, e.g. `low: rows 120 -> 98, familiarity ...`."""
-        if self.status in ("reused", "skipped"):
-            return self.reason
-        parts = []
-        for folder, metrics in self.changes.items():
-            if all(a is None for a, _ in metrics.values()):  # a first build: the headline only
-                head = [
-                    f"{m} {_fmt(b)}"
-                    for m, (_, b) in metrics.items()
-                    if m.split()[-1] in ("rows", "labels")
-                    or m in ("familiarity",)
-                    or m.endswith(" familiarity")
-                ]
-                parts.append(f"{folder}: {', '.join(head)}")
-                continue
-            diffs = [f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in metrics.items() if a != b]
-            added, removed = self.labels_added.get(folder), self.labels_removed.get(folder)
-            if added:
-                diffs.append("+" + ", +".join(added[:5]) + (" ..." if len(added) > 5 else ""))
-            if removed:
-                diffs.append("-" + ", -".join(removed[:5]) + (" ..." if len(removed) > 5 else ""))
-            parts.append(f"{folder}: {'; '.join(diffs) if diffs else 'no change in the numbers'}")
-        return (self.reason + "\n" if self.reason else "") + "\n".join(parts)
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return "-" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
 
 # ---------------------------------------------------------------------------- keys
 def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
     """Hash of what determines the scenario's output; also returns its parts (for reasons)."""
-    rows = store.con.execute(
-        "SELECT split, fingerprint FROM sources WHERE source = ? ORDER BY split", [sc.stored]
-    ).fetchall()
     parts: dict[str, Any] = {
         "kind": sc.kind,
-        "fingerprints": {s: fp for s, fp in rows},
+        "fingerprints": {split: fp for _, split, fp in store.fingerprints(sc.stored)},
         "params": dict(sc.params),
         "toolkit_version": __version__,
     }
     if sc.kind == "splits":
-        from builders.labels import resolve_benchmarks, union_labels
-
-        benches = resolve_benchmarks(list(sc.params["benchmarks"]))
-        parts["eval_labels"] = {b.name: list(b.labels(sc.params["keep_misc"])) for b in benches}
-        parts["n_eval"] = len(union_labels(benches, sc.params["keep_misc"]))
+        sets = label_sets(
+            resolve_benchmarks(list(sc.params["benchmarks"]) or None), sc.params["keep_misc"]
+        )
+        parts["eval_labels"] = {name: list(labels) for name, labels in sets.items()}
+        parts["n_eval"] = len(union_labels(sets))
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest(), parts
 
@@ -159,7 +99,7 @@ def regenerate(
     # Deterministic: the same regeneration gives the same changelog and card bytes. Entries
     # of one run (e.g. entropy and max into one folder) merge by this id.
     version = tag or f"untagged (toolkit {__version__})"
-    ident = json.dumps([version, sorted(s.name for s in scenarios), _store_state(store)])
+    ident = json.dumps([version, sorted(s.name for s in scenarios), store.fingerprints()])
     run = {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
     reports = []
     for sc in scenarios:
@@ -260,10 +200,3 @@ def _one(
         rebuild_splits(store, sc, out, record, rep, run, progress, stage)
     rep.status = "rebuilt" if previous else "built"
     return rep
-
-
-def _store_state(store: Store) -> list[list[str]]:
-    rows = store.con.execute(
-        "SELECT source, split, fingerprint FROM sources ORDER BY source, split"
-    ).fetchall()
-    return [list(r) for r in rows]

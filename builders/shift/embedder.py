@@ -17,16 +17,18 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from builders.defaults import DEFAULT_MODEL
 from builders.errors import BuildersError
 
-DEFAULT_MODEL = "all-mpnet-base-v2"
+if TYPE_CHECKING:
+    from builders.store import Store
+
 MPNET = "sentence-transformers/all-mpnet-base-v2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 _SHORT = {MPNET: ("mpnet", "all-mpnet-base-v2"), MINILM: ("minilm", "all-minilm-l6-v2")}
@@ -305,70 +307,39 @@ class Embedder:
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def embed_cached(
-        self, store_con: Any, labels: Sequence[str], progress: bool = False
+        self, store: Store, labels: Sequence[str], progress: bool = False
     ) -> np.ndarray:
         """Embed `labels` (duplicates allowed) in order, encoding only those not in the store's
-        `embeddings` table (`store_con` is `Store.con`). Sets `self.last_stats`."""
+        embedding cache, and caching those. A warm cache never loads the model. Sets
+        `self.last_stats`."""
         model = self.model_name
         arr = pa.array(list(labels), pa.string())
         uniq = pc.unique(arr)  # first-occurrence order
-        query = pa.table({"pos": pa.array(np.arange(len(uniq), dtype=np.int64)), "label": uniq})
-        view = f"_emb_query_{id(query):x}"
-        store_con.register(view, query)
-        try:
-            rel = store_con.sql(
-                f"SELECT q.pos, e.vector FROM {view} q JOIN embeddings e "
-                "ON e.model = ? AND e.label = q.label",
-                params=[model],
-            )
-            hit = (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
-        finally:
-            store_con.unregister(view)
-        pos = hit.column("pos").to_numpy()
-        lengths = pc.list_value_length(hit.column("vector"))
-        dims = pc.min_max(lengths).as_py() if len(pos) else {"min": None, "max": None}
-        if dims["min"] != dims["max"]:
-            raise BuildersError(f"embedding cache holds vectors of several lengths for {model!r}")
+        pos, cached = store.cached_vectors(model, uniq)
         missing = np.ones(len(uniq), dtype=bool)
         missing[pos] = False
         todo = np.flatnonzero(missing)
         todo_labels = uniq.take(pa.array(todo))
-        # A warm cache never loads the model.
         new = self.encode(todo_labels.to_pylist(), progress=progress) if len(todo) else None
-        dim = dims["max"] or (new.shape[1] if new is not None else None)
-        if new is not None and new.shape[1] != dim:
-            raise BuildersError(f"cached {model!r} vectors are not {new.shape[1]}-d; drop its rows")
+        if new is not None and len(pos) and new.shape[1] != cached.shape[1]:
+            raise BuildersError(
+                f"cached {model!r} vectors are {cached.shape[1]}-d, the model gives "
+                f"{new.shape[1]}-d; drop the model's rows from the embedding cache"
+            )
         if new is not None:
-            _insert(store_con, model, todo_labels, new)
+            store.add_vectors(model, todo_labels, new)
         self.last_stats = CacheStats(len(arr), len(uniq), len(pos), len(todo))
+        dim = cached.shape[1] if len(pos) else new.shape[1] if new is not None else None
         if dim is None:
             return np.zeros((0, self.dimension), dtype=np.float32)
         table = np.empty((len(uniq), dim), dtype=np.float32)
-        for batch in hit.to_batches():  # a few large batches; no loop over vectors
-            flat = batch.column(1).flatten().to_numpy(zero_copy_only=False)
-            table[batch.column(0).to_numpy()] = flat.reshape(-1, dim)
+        if len(pos):
+            table[pos] = cached
         if new is not None:
             table[todo] = new
         if len(uniq) == len(arr):  # no duplicates: already in input order, skip a copy
             return table
         return table[pc.index_in(arr, value_set=uniq).to_numpy(zero_copy_only=False)]
-
-
-def _insert(con: Any, model: str, labels: pa.Array, vectors: np.ndarray) -> None:
-    n, dim = vectors.shape
-    offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
-    vec = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))
-    rows = pa.table({"model": pa.array([model] * n, pa.string()), "label": labels, "vector": vec})
-    view = f"_emb_new_{id(rows):x}"
-    con.register(view, rows)
-    try:
-        sql = f"INTO embeddings SELECT model, label, vector FROM {view}"
-        try:  # one statement, one transaction
-            con.execute("INSERT " + sql)
-        except duckdb.ConstraintException:  # a concurrent writer got there first
-            con.execute("INSERT OR IGNORE " + sql)  # ten times slower, so only as a fallback
-    finally:
-        con.unregister(view)
 
 
 def cosine_clipped(a: np.ndarray, b: np.ndarray, dtype: Any = np.float64) -> np.ndarray:

@@ -15,23 +15,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from builders.defaults import canonical_split
 from builders.errors import BuildersError, UnknownNameError
 from builders.labels import normalise_label, verbalise
 
 Kind = Literal["corpus", "benchmark"]
-
-#: Canonical split names; `valid`/`validation` files are stored as `dev`.
-SPLIT_ALIASES = {
-    "train": "train",
-    "dev": "dev",
-    "valid": "dev",
-    "validation": "dev",
-    "test": "test",
-}
-
-
-def canonical_split(name: str) -> str:
-    return SPLIT_ALIASES.get(name.lower(), name.lower())
 
 
 def _frozen(d: Mapping | None = None) -> Mapping:

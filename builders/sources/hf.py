@@ -34,8 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from builders.defaults import canonical_split
 from builders.errors import BuildersError, SourceFormatError
-from builders.sources import canonical_split
 from builders.sources.base import Example, ReadReport
 from builders.sources.columns import SCHEMES, _decode, detect_scheme
 

@@ -1,146 +1,162 @@
-"""A label-shift subset itself (METHOD.md section 4): its rows, and its repo folder config.
+"""Writing built subsets as Hub repo folders: every folder of a build at once, or none.
 
-`materialise` selects the rows in DuckDB SQL: a sentence is kept if it has at least one
-mention of a selected label; only those mentions are kept, and only the negatives (types
-asked about with no answer) that are selected labels. `write_subset` writes one strategy
-config of the subset's Hub-ready folder (parquet, scores, histogram, build.json) and its card.
+    OUT/{source}-{level}-shift/
+        README.md, changelog.json (when regenerated)
+        {strategy}/train-00000-of-00001.parquet, build.json, scores.parquet, scores.png
+
+A repo folder holds one config per strategy. Writing one config builds the complete new
+folder beside the old one (the other configs linked in, the changelog and the card rendered
+from every config's build.json) and swaps it in; all folders of a build are swapped together
+(`hub.folder.atomic_dirs`), so a failure leaves every earlier output as it was.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from builders import __version__
-from builders.store import Store
+from builders.defaults import config_order
+from builders.hub.cards import render_card
+from builders.hub.changelog import CHANGELOG
+from builders.hub.folder import (
+    PARQUET_NAME,
+    SUBSET_FEATURES,
+    atomic_dirs,
+    link_tree,
+    read_json,
+    write_json,
+    write_parquet,
+)
+from builders.hub.plots import render_histogram
+from builders.sources import SOURCES
+from builders.splits.config import BuildResult, SubsetResult
 
-if TYPE_CHECKING:
-    from builders.shift.scoring import SelectionResult
-    from builders.splits.pipeline import LabelTable, SplitConfig, SubsetResult
-
-
-def materialise(store: Store, source: str, selected: list[str]) -> pa.Table:
-    """Rows of a subset, in corpus order: id, tokens, spans [{start, end, label}], negatives.
-
-    `end` is exclusive (as in the store); GLiNER's inclusive end is made at export time.
-    """
-    con = store.con
-    con.register("_selected", pa.table({"label": pa.array(selected, pa.string())}))
-    try:
-        return con.sql(
-            """
-            WITH m AS (
-                SELECT split, idx,
-                       list({'start': start, 'end': stop, 'label': label}
-                            ORDER BY start, stop, label) AS spans
-                FROM mentions
-                WHERE source = $1 AND label IN (SELECT label FROM _selected)
-                GROUP BY split, idx
-            ), n AS (
-                SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
-                FROM negatives
-                WHERE source = $1 AND label IN (SELECT label FROM _selected)
-                GROUP BY split, idx
-            )
-            SELECT s.sentence_id AS id, s.tokens, m.spans,
-                   coalesce(n.negatives, []::VARCHAR[]) AS negatives
-            FROM sentences s
-            JOIN m ON s.split = m.split AND s.idx = m.idx
-            LEFT JOIN n ON s.split = n.split AND s.idx = n.idx
-            WHERE s.source = $1
-            ORDER BY CASE s.split WHEN 'train' THEN 0 WHEN 'dev' THEN 1 WHEN 'test' THEN 2 ELSE 3 END,
-                     s.split, s.idx
-            """,
-            params=[source],
-        ).to_arrow_table()
-    finally:
-        con.unregister("_selected")
+BUILD_JSON = "build.json"
+CARD = "README.md"
 
 
-def write_subset(
-    folder: Path,
-    strategy: str,
-    rows: pa.Table,
+def build_record(
+    res: BuildResult,
     sub: SubsetResult,
-    cfg: SplitConfig,
-    scores: np.ndarray,
-    cut: SelectionResult,
-    table: LabelTable,
-    command: str | None,
-    *,
-    full: SubsetResult | None = None,
-    cuts: dict[str, SelectionResult] | None = None,
-) -> Path:
-    """Write one strategy config of a subset repo folder atomically, then its README card.
-
-    The config folder gets the rows, every label's score, the score histogram with the cuts
-    of all levels marked (`scores.png`) and `build.json`: the parameters, this subset's
-    results, the full corpus's (`full`) and every level's cut (`cuts`), which the card shows.
-    """
-    import pyarrow.parquet as pq
-
-    from builders.hub.cards import render_card
-    from builders.hub.folder import (
-        PARQUET_NAME,
-        SUBSET_FEATURES,
-        atomic_dir,
-        atomic_write_text,
-        configs_of,
-        write_json,
-        write_parquet,
-    )
-    from builders.hub.plots import render_histogram
-    from builders.sources import SOURCES
-
-    cuts = cuts or {sub.level: cut}
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_dir(folder / strategy) as tmp:
-        write_parquet(rows, tmp / PARQUET_NAME.format(split="train"), SUBSET_FEATURES)
-        score_table = pa.table(
-            {
-                "label": pa.array(table.labels, pa.string()),
-                "mentions": pa.array(table.mentions, pa.int64()),
-                "score": pa.array(scores, pa.float64()),
-                "selected": pa.array(cut.mask, pa.bool_()),
-            }
-        )
-        pq.write_table(score_table, tmp / "scores.parquet", compression="zstd")
-        render_histogram(
-            scores,
-            {lv: list(c.thresholds) for lv, c in cuts.items()},
-            strategy,
-            tmp / "scores.png",
-            level=sub.level,
-        )
-        write_json(
-            tmp / "build.json",
-            {
-                "toolkit_version": __version__,
-                "command": command,
-                "config": asdict(cfg),
-                "subset": {k: v for k, v in sub.to_dict().items() if k != "path"},
-                "full": None
-                if full is None
-                else {k: v for k, v in full.to_dict().items() if k != "path"},
-                "cuts": {lv: c.to_dict() for lv, c in cuts.items()},
-                "num_bytes": rows.nbytes,
-            },
-        )
-    builds = {
-        name: json.loads((folder / name / "build.json").read_text(encoding="utf-8"))
-        for name in configs_of(folder)
+    command: str | None = None,
+    scenario: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A subset config's `build.json`: parameters, this subset, the full corpus, every cut."""
+    record: dict[str, Any] = {
+        "toolkit_version": __version__,
+        "command": command,
+        "config": res.config.to_dict(),
+        "subset": sub.to_dict(),
+        "full": res.full.to_dict(),
+        "cuts": {lv: c.to_dict() for lv, c in res.cuts.items()},
+        "num_bytes": sub.rows.nbytes if sub.rows is not None else None,
     }
-    spec = SOURCES.get(cfg.source)  # a store name given with `ingest --name` has no spec
+    if scenario is not None:
+        record["scenario"] = dict(scenario)
+    return record
+
+
+def write_results(
+    out: Path,
+    results: list[BuildResult],
+    *,
+    command: str | None = None,
+    scenario: Mapping[str, Any] | None = None,
+    changelogs: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> list[Path]:
+    """Write every subset of `results` into its repo folder under `out`, all or none.
+
+    Args:
+        command: the command line recorded in build.json and shown in the card.
+        scenario: the scenario record kept in build.json (regeneration).
+        changelogs: folder name -> its new changelog; other folders keep theirs.
+    """
+    jobs = [(out / sub.name, res, sub) for res in results for sub in res.subsets]
+    with atomic_dirs([folder for folder, _, _ in jobs]) as tmps:
+        for tmp, (folder, res, sub) in zip(tmps, jobs, strict=True):
+            log = (changelogs or {}).get(folder.name)
+            _stage(tmp, folder, res, sub, build_record(res, sub, command, scenario), log)
+    for folder, _, sub in jobs:
+        sub.path = str(folder)
+    return [folder for folder, _, _ in jobs]
+
+
+def _stage(
+    tmp: Path,
+    folder: Path,
+    res: BuildResult,
+    sub: SubsetResult,
+    record: dict[str, Any],
+    changelog: list[dict[str, Any]] | None,
+) -> None:
+    """The complete new repo folder in `tmp`: the other configs, this one, changelog, card."""
+    strategy = res.config.strategy
+    skip = {strategy, CARD} | ({CHANGELOG} if changelog is not None else set())
+    link_tree(folder, tmp, skip=skip)
+    _write_config(tmp / strategy, res, sub, record)
+    if changelog is not None:
+        write_json(tmp / CHANGELOG, changelog)
+    builds = {
+        c: read_json(tmp / c / BUILD_JSON)
+        for c in config_order(p.name for p in tmp.iterdir() if (p / BUILD_JSON).is_file())
+    }
+    spec = SOURCES.get(res.config.source)  # a store name given with `ingest --name` has no spec
     card = render_card(
         folder.name,
         builds,
         license=spec.license if spec else "unknown",
         source_origin=spec.origin if spec else None,
+        changelog=read_json(tmp / CHANGELOG),
     )
-    atomic_write_text(folder / "README.md", card)
-    return folder
+    (tmp / CARD).write_text(card, encoding="utf-8")
+
+
+def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict[str, Any]) -> None:
+    """One strategy config: rows, every label's score, the histogram and build.json."""
+    assert sub.rows is not None, "a subset to write carries its rows"
+    where.mkdir()
+    write_parquet(sub.rows, where / PARQUET_NAME.format(split="train"), SUBSET_FEATURES)
+    cut = res.cuts[sub.level]
+    score_table = pa.table(
+        {
+            "label": pa.array(res.table.labels, pa.string()),
+            "mentions": pa.array(res.table.mentions, pa.int64()),
+            "score": pa.array(res.scores, pa.float64()),
+            "selected": pa.array(cut.mask, pa.bool_()),
+        }
+    )
+    pq.write_table(score_table, where / "scores.parquet", compression="zstd")
+    render_histogram(
+        res.scores,
+        {lv: list(c.thresholds) for lv, c in res.cuts.items()},
+        res.config.strategy,
+        where / "scores.png",
+        level=sub.level,
+    )
+    write_json(where / BUILD_JSON, record)
+
+
+def selected_labels(folder: Path, strategy: str) -> list[str] | None:
+    """The labels a written config kept (from its scores.parquet), or None if there is none."""
+    path = folder / strategy / "scores.parquet"
+    if not path.exists():
+        return None
+    t = pq.read_table(path, columns=["label", "selected"])
+    return [
+        lab
+        for lab, s in zip(
+            t.column("label").to_pylist(), t.column("selected").to_pylist(), strict=True
+        )
+        if s
+    ]
+
+
+def old_build(folder: Path, strategy: str) -> dict[str, Any] | None:
+    """The build.json of a written config, or None."""
+    rec = read_json(folder / strategy / BUILD_JSON)
+    return rec if isinstance(rec, dict) else None

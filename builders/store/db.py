@@ -23,8 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from builders.defaults import SPLITS, split_rank
 from builders.errors import StoreError
 
 SCHEMA_VERSION = 1
@@ -60,6 +64,12 @@ def one(cursor: duckdb.DuckDBPyConnection) -> Any:
     connection with an unfinished result)."""
     rows = cursor.fetchall()
     return rows[0] if rows else None
+
+
+#: SQL that orders a split column train, dev, test, then other names.
+_SPLIT_ORDER_SQL = (
+    "CASE {col} " + " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(SPLITS)) + " ELSE 9 END"
+)
 
 
 def default_db_path() -> Path:
@@ -158,21 +168,175 @@ class Store:
         )
 
     def label_counts(
-        self, source: str, splits: list[str] | None = None, top: int | None = None
+        self,
+        source: str,
+        splits: list[str] | None = None,
+        top: int | None = None,
+        *,
+        by: str = "mentions",
     ) -> list[tuple[str, int, int]]:
-        """(label, mentions, sentences) of a source, most frequent first, ties by label."""
+        """(label, mentions, sentences) of a source.
+
+        `by="mentions"`: most frequent first, ties by label; `by="label"`: by label text.
+        """
         self.require_source(source)
         where, params = "source = ?", [source]
         if splits:
             where += f" AND split IN ({','.join('?' * len(splits))})"
             params += splits
+        order = "label" if by == "label" else "mentions DESC, label"
         sql = (
             "SELECT label, count(*) AS mentions, count(DISTINCT (split, idx)) AS sentences "
-            f"FROM mentions WHERE {where} GROUP BY label ORDER BY mentions DESC, label"
+            f"FROM mentions WHERE {where} GROUP BY label ORDER BY {order}"
         )
         if top:
             sql += f" LIMIT {int(top)}"
         return [(r[0], int(r[1]), int(r[2])) for r in self.con.execute(sql, params).fetchall()]
+
+    def count_sentences(self, source: str) -> int:
+        return int(
+            one(self.con.execute("SELECT count(*) FROM sentences WHERE source = ?", [source]))[0]
+        )
+
+    def splits_of(self, source: str) -> list[str]:
+        """The stored splits of a source, train / dev / test first."""
+        rows = self.con.execute(
+            "SELECT DISTINCT split FROM sentences WHERE source = ?", [source]
+        ).fetchall()
+        return sorted((r[0] for r in rows), key=split_rank)
+
+    def fingerprints(self, source: str | None = None) -> list[tuple[str, str, str]]:
+        """(source, split, fingerprint) of every stored split (of one source), sorted."""
+        where, params = ("WHERE source = ?", [source]) if source else ("", [])
+        return [
+            (r[0], r[1], r[2])
+            for r in self.con.execute(
+                f"SELECT source, split, fingerprint FROM sources {where} ORDER BY source, split",
+                params,
+            ).fetchall()
+        ]
+
+    # ------------------------------------------------------------------ rows
+    def subset_rows(self, source: str, labels: list[str]) -> pa.Table:
+        """The rows of a label subset, in corpus order (METHOD.md section 4).
+
+        A sentence is kept if it has a mention of one of `labels`; only those mentions are
+        kept, and only the negatives (types asked about with no answer) among `labels`.
+        Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives.
+        """
+        with self._registered("_selected", pa.table({"label": pa.array(labels, pa.string())})):
+            return self.con.sql(
+                f"""
+                WITH m AS (
+                    SELECT split, idx,
+                           list({{'start': start, 'end': stop, 'label': label}}
+                                ORDER BY start, stop, label) AS spans
+                    FROM mentions
+                    WHERE source = $1 AND label IN (SELECT label FROM _selected)
+                    GROUP BY split, idx
+                ), n AS (
+                    SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
+                    FROM negatives
+                    WHERE source = $1 AND label IN (SELECT label FROM _selected)
+                    GROUP BY split, idx
+                )
+                SELECT s.sentence_id AS id, s.tokens, m.spans,
+                       coalesce(n.negatives, []::VARCHAR[]) AS negatives
+                FROM sentences s
+                JOIN m ON s.split = m.split AND s.idx = m.idx
+                LEFT JOIN n ON s.split = n.split AND s.idx = n.idx
+                WHERE s.source = $1
+                ORDER BY {_SPLIT_ORDER_SQL.format(col="s.split")}, s.split, s.idx
+                """,
+                params=[source],
+            ).to_arrow_table()
+
+    def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:
+        """(split, idx, distinct labels) of every sentence with a mention, in corpus order."""
+        rows = self.con.execute(
+            "SELECT split, idx, list(DISTINCT label ORDER BY label) FROM mentions "
+            f"WHERE source = ? GROUP BY split, idx "
+            f"ORDER BY {_SPLIT_ORDER_SQL.format(col='split')}, split, idx",
+            [source],
+        ).fetchall()
+        return [(r[0], int(r[1]), list(r[2])) for r in rows]
+
+    def sentences_with_spans(
+        self, source: str, split: str | None = None, *, with_mentions_only: bool = False
+    ) -> list[tuple[str, int, list[str], list[tuple[int, int, str]]]]:
+        """(split, idx, tokens, [(start, stop, label)]) in corpus order, spans by offset."""
+        where, params = "s.source = ?", [source]
+        if split is not None:
+            where += " AND s.split = ?"
+            params.append(split)
+        join = "JOIN" if with_mentions_only else "LEFT JOIN"
+        rows = self.con.execute(
+            "SELECT s.split, s.idx, s.tokens, "
+            "list((m.start, m.stop, m.label) ORDER BY m.start, m.stop, m.label) "
+            "FILTER (WHERE m.label IS NOT NULL) "
+            f"FROM sentences s {join} mentions m "
+            "ON m.source = s.source AND m.split = s.split AND m.idx = s.idx "
+            f"WHERE {where} GROUP BY s.split, s.idx, s.tokens "
+            f"ORDER BY {_SPLIT_ORDER_SQL.format(col='s.split')}, s.split, s.idx",
+            params,
+        ).fetchall()
+        return [
+            (sp, int(idx), list(tokens), [(int(a), int(b), lab) for a, b, lab in spans or []])
+            for sp, idx, tokens, spans in rows
+        ]
+
+    # ------------------------------------------------------------------ embedding cache
+    def cached_vectors(self, model: str, labels: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(positions into `labels`, float32 vectors) of the labels cached for `model`.
+
+        Raises:
+            StoreError: when the cache holds vectors of several lengths for the model.
+        """
+        query = pa.table({"pos": pa.array(np.arange(len(labels), dtype=np.int64)), "label": labels})
+        with self._registered("_emb_query", query):
+            hit = self.con.sql(
+                "SELECT q.pos, e.vector FROM _emb_query q JOIN embeddings e "
+                "ON e.model = ? AND e.label = q.label",
+                params=[model],
+            ).to_arrow_table()
+        pos = hit.column("pos").to_numpy()
+        if not len(pos):
+            return pos, np.zeros((0, 0), dtype=np.float32)
+        lengths = pc.list_value_length(hit.column("vector"))
+        dims = pc.min_max(lengths).as_py()
+        if dims["min"] != dims["max"]:
+            raise StoreError(f"embedding cache holds vectors of several lengths for {model!r}")
+        flat = hit.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return pos, flat.astype(np.float32, copy=False).reshape(len(pos), dims["max"])
+
+    def add_vectors(self, model: str, labels: pa.Array, vectors: np.ndarray) -> None:
+        """Cache `vectors` (one row per label) for `model`, in one statement."""
+        n, dim = vectors.shape
+        offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
+        vec = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))
+        rows = pa.table(
+            {"model": pa.array([model] * n, pa.string()), "label": labels, "vector": vec}
+        )
+        with self._registered("_emb_new", rows):
+            sql = "INTO embeddings SELECT model, label, vector FROM _emb_new"
+            try:  # one statement, one transaction
+                self.con.execute("INSERT " + sql)
+            except duckdb.ConstraintException:  # a concurrent writer got there first
+                self.con.execute("INSERT OR IGNORE " + sql)  # ten times slower: a fallback
+
+    def drop_vectors(self, model: str) -> int:
+        """Forget every cached vector of `model`; returns how many there were."""
+        (n,) = one(self.con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]))
+        self.con.execute("DELETE FROM embeddings WHERE model = ?", [model])
+        return int(n)
+
+    @contextmanager
+    def _registered(self, name: str, table: pa.Table) -> Iterator[None]:
+        self.con.register(name, table)
+        try:
+            yield
+        finally:
+            self.con.unregister(name)
 
     def stats(self) -> dict[str, Any]:
         rows = self.con.execute(

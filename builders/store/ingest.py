@@ -6,8 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from builders.defaults import canonical_split
 from builders.errors import BuildersError
-from builders.sources import SourceSpec, canonical_split, get_source
+from builders.sources import SourceSpec, get_source
 from builders.store.db import Store
 from builders.store.writer import IngestResult, write_source
 

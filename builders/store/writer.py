@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from builders.defaults import split_rank
 from builders.errors import SourceFormatError
 from builders.sources import SourceSpec
 from builders.sources.base import Example, ReadReport
@@ -167,7 +168,7 @@ def write_source(
                 )
     for split in unchanged:
         results[split] = _split_counts(store, source, split, files[split], "unchanged")
-    ordered = [results[s] for s in sorted(results, key=_split_order)]
+    ordered = [results[s] for s in sorted(results, key=split_rank)]
     types = one(
         store.con.execute("SELECT count(DISTINCT label) FROM mentions WHERE source = ?", [source])
     )[0]
@@ -305,10 +306,6 @@ def _split_counts(
         int(types),
         json.loads(row[3]),
     )
-
-
-def _split_order(split: str) -> tuple[int, str]:
-    return ({"train": 0, "dev": 1, "test": 2}.get(split, 3), split)
 
 
 class _Buffers:

@@ -133,9 +133,9 @@ def test_random_inter_assignment() -> None:
 def test_inter_split_of_excerpts_returns_every_sentence(tiny: Store) -> None:
     build = F.build_split(tiny, "fewnerd", "inter")
     summary = build.summary()
-    assert {p: summary["parts"][p]["origin_splits"] for p in F.PARTS} == {
+    assert {p: summary["parts"][p]["origin_splits"] for p in summary["parts"]} == {
         "train": {"train": 4},
-        "dev": {"dev": 5},
+        "validation": {"dev": 5},
         "test": {"test": 4},
     }
     assert summary["dropped_no_entity"] == 0 and summary["relabelled_o"] == 0
@@ -201,7 +201,7 @@ def test_write_split_is_deterministic_and_typed(tiny: Store, tmp_path: Path) -> 
             assert fine.int2str(row["fine_ner_tags"][i]) == span["label"]
     summary = json.loads((folder / "summary.json").read_text())
     assert sum(p["sentences"] for p in summary["parts"].values()) == 13
-    assert len(read_part(folder, "validation")) == summary["parts"]["dev"]["sentences"]
+    assert len(read_part(folder, "validation")) == summary["parts"]["validation"]["sentences"]
 
 
 # ---------------------------------------------------------------------- episodes
@@ -289,9 +289,9 @@ def test_cli_splits_and_episodes(tmp_path: Path, fn_dir: Path) -> None:
     result = runner.invoke(cli, [*args, "--no-familiarity", "--db", db, "--json", "-q"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert {p: summary["parts"][p]["sentences"] for p in F.PARTS} == {
+    assert {p: summary["parts"][p]["sentences"] for p in summary["parts"]} == {
         "train": 4,
-        "dev": 10,
+        "validation": 10,
         "test": 4,
     }
     split_dir = tmp_path / "out" / "fewnerd-inter"
@@ -355,9 +355,10 @@ def test_cli_ingests_the_hub_copy_with_fine_tags(tmp_path: Path, monkeypatch) ->
 def test_familiarity_summary_with_minilm(tiny: Store) -> None:
     build = F.build_split(tiny, "fewnerd", "inter")
     fam = F.familiarity_summary(tiny, build, "all-MiniLM-L6-v2", k=10)
-    for part in ("dev", "test"):
-        assert 0.0 <= fam[part]["mean"] <= 1.0
-        assert set(fam[part]["labels"]) == set(build.parts[part].type_counts)
+    for part, name in (("dev", "validation"), ("test", "test")):
+        rep = fam.per_benchmark[name]
+        assert 0.0 <= rep.familiarity <= 1.0
+        assert set(rep.labels) == {F.verbalise(t) for t in build.parts[part].type_counts}
     assert fam == F.familiarity_summary(tiny, build, "all-MiniLM-L6-v2", k=10)
 
 

@@ -24,15 +24,12 @@ from huggingface_hub import DatasetCard
 from builders.hub import cards, changelog
 from builders.hub import fewnerd_card as cards_fewnerd
 from builders.hub import templating as card_common
-from builders.hub.cards import (
-    changelog_entry,
-    license_id,
-    render_card,
-    render_fewnerd_card,
-    size_category,
-)
+from builders.hub.cards import render_card
+from builders.hub.changelog import compare, subset_metrics, with_entry
+from builders.hub.fewnerd_card import render_fewnerd_card
 from builders.hub.folder import SUBSET_FEATURES, configs_of
 from builders.hub.plots import histogram_png
+from builders.hub.templating import license_id, size_category
 
 GOLDEN = DATA / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -81,11 +78,15 @@ def _builds(folder: str, configs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 def _changelog(builds: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     old = copy.deepcopy(builds)
     old["entropy"]["subset"]["sentences"] -= 40
-    old["entropy"]["subset"]["familiarity"]["macro"] += 0.0123
+    old["entropy"]["subset"]["familiarity"]["union_macro"] += 0.0123
     del old["max"]
-    entry = changelog_entry("v2 (toolkit 0.1.0)", old, builds, note="Added the `max` config.")
-    entry["details"] = {"entropy": {"labels_added": ["title"], "labels_removed": []}}
-    return [entry, {"version": "v1", "note": "First release.", "changes": {}}]
+    log: list[dict[str, Any]] = [{"version": "v1", "note": "First release.", "changes": {}}]
+    run = {"version": "v2 (toolkit 0.1.0)", "id": "run2"}
+    for c, note in (("entropy", "Added the `max` config."), ("max", None)):
+        changes = compare(subset_metrics(old.get(c)), subset_metrics(builds[c]))
+        extra = {"labels_added": ["title"], "labels_removed": []} if c == "entropy" else None
+        log = with_entry(log, run, c, changes, note or "", extra)
+    return log
 
 
 def _render(case: str) -> str:
@@ -149,8 +150,10 @@ def test_card_yaml_is_valid_for_the_hub_and_datasets(case: str) -> None:
     builds = _builds(folder, configs)
     for c in configs:
         fam = meta["familiarity"][c]
-        assert fam["macro"] == round(builds[c]["subset"]["familiarity"]["macro"], 4)
-        assert fam["full_corpus_macro"] == round(builds[c]["full"]["familiarity"]["macro"], 4)
+        assert fam["union_macro"] == round(builds[c]["subset"]["familiarity"]["union_macro"], 4)
+        assert fam["full_corpus_union_macro"] == round(
+            builds[c]["full"]["familiarity"]["union_macro"], 4
+        )
         assert set(fam["benchmarks"]) == set(builds[c]["subset"]["familiarity"]["per_benchmark"])
     card = DatasetCard(text)
     assert card.data.license == meta["license"]
@@ -173,10 +176,10 @@ def test_card_shows_the_builds_numbers() -> None:
     for c, b in builds.items():
         sub = b["subset"]
         assert f"| this subset, `{c}` | {sub['sentences']:,} | {sub['mentions']:,} |" in body
-        assert f"**{sub['familiarity']['macro']:.4f}**" in body
-        assert f"{b['full']['familiarity']['macro']:.4f}" in body
-        for lab, _, _ in sub["familiarity"]["top_training_labels"]["mit-movie"]:
-            assert lab in body
+        assert f"**{sub['familiarity']['union_macro']:.4f}**" in body
+        assert f"{b['full']['familiarity']['union_macro']:.4f}" in body
+        for top in sub["familiarity"]["per_benchmark"]["mit-movie"]["top_training_labels"]:
+            assert top["label"] in body
         assert f"![Histogram of the {c} scores" in body and f"]({c}/scores.png)" in body
     assert f"| full `pilener-sample` | {builds['entropy']['full']['sentences']:,} |" in body
     assert "build-splits --source pilener-sample --strategy max --model all-MiniLM-L6-v2" in body
@@ -389,7 +392,7 @@ def test_load_dataset_on_a_fewnerd_folder_with_the_card(tmp_path: Path) -> None:
             cols["spans"].append([{"start": a, "end": b, "label": lab} for a, b, lab in spans])
         ds = datasets.Dataset.from_dict(cols, features=feats)
         pq.write_table(ds.data.table, folder / "data" / f"{split}-00000-of-00001.parquet")
-        summary["parts"][{"validation": "dev"}.get(split, split)]["sentences"] = len(examples)
+        summary["parts"][split]["sentences"] = len(examples)
     (folder / "README.md").write_text(
         render_fewnerd_card("fewnerd-inter", summary, command=None, features=feats._to_yaml_list()),
         encoding="utf-8",

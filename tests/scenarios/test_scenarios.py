@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.scenarios.regenerate import load_scenarios, parse_scenarios, regenerate
+from builders.scenarios.book import load_scenarios, parse_scenarios
+from builders.scenarios.regenerate import regenerate
 from builders.store import Store
 
 LABELS_A = [

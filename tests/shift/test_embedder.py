@@ -190,10 +190,10 @@ def test_cosine_clipped(minilm: Embedder) -> None:
 
 # ------------------------------------------------------------------ the cache
 def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: Store) -> None:
-    first = minilm.embed_cached(store.con, LABELS)
+    first = minilm.embed_cached(store, LABELS)
     assert minilm.last_new == len(LABELS)
     assert minilm.last_stats.message() == f"embedded {len(LABELS)} new labels, 0 from cache"
-    second = minilm.embed_cached(store.con, LABELS)
+    second = minilm.embed_cached(store, LABELS)
     assert minilm.last_new == 0 and minilm.last_stats.cached == len(LABELS)
     assert second.tobytes() == first.tobytes()
     np.testing.assert_allclose(first, minilm.encode(LABELS), atol=1e-5)
@@ -204,9 +204,9 @@ def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: 
 def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
     minilm: Embedder, store: Store
 ) -> None:
-    minilm.embed_cached(store.con, ["city", "person"])
+    minilm.embed_cached(store, ["city", "person"])
     labels = ["river", "person", "city", "river", "person", "human"]
-    out = minilm.embed_cached(store.con, labels)
+    out = minilm.embed_cached(store, labels)
     stats = minilm.last_stats
     assert (stats.requested, stats.distinct, stats.cached, stats.new) == (6, 4, 2, 2)
     assert out.shape == (6, 384)
@@ -216,33 +216,33 @@ def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
 
 
 def test_warm_cache_does_not_load_the_model(minilm: Embedder, store: Store) -> None:
-    minilm.embed_cached(store.con, LABELS)
+    minilm.embed_cached(store, LABELS)
     cold = Embedder("minilm", device="cpu")
-    out = cold.embed_cached(store.con, list(reversed(LABELS)))
+    out = cold.embed_cached(store, list(reversed(LABELS)))
     assert cold._st is None and cold.last_new == 0
-    assert out.tobytes() == minilm.embed_cached(store.con, list(reversed(LABELS))).tobytes()
+    assert out.tobytes() == minilm.embed_cached(store, list(reversed(LABELS))).tobytes()
 
 
 def test_cache_rows_are_per_model(minilm: Embedder, store: Store) -> None:
-    minilm.embed_cached(store.con, ["person"])
+    minilm.embed_cached(store, ["person"])
     store.con.execute(
         "INSERT INTO embeddings VALUES ('other/model', 'person', [1.0, 0.0]::FLOAT[])"
     )
-    assert minilm.embed_cached(store.con, ["person"]).shape == (1, 384)
+    assert minilm.embed_cached(store, ["person"]).shape == (1, 384)
     assert minilm.last_new == 0
 
 
 def test_cached_vectors_of_another_size_are_an_error(minilm: Embedder, store: Store) -> None:
     store.con.execute(f"INSERT INTO embeddings VALUES ('{MINILM}', 'zz', [1.0, 0.0]::FLOAT[])")
-    with pytest.raises(BuildersError, match="vectors are not 384-d"):
-        minilm.embed_cached(store.con, ["zz", "person"])
+    with pytest.raises(BuildersError, match="vectors are 2-d, the model gives 384-d"):
+        minilm.embed_cached(store, ["zz", "person"])
     store.con.execute(f"INSERT INTO embeddings VALUES ('{MINILM}', 'yy', [1.0]::FLOAT[])")
     with pytest.raises(BuildersError, match="several lengths"):
-        minilm.embed_cached(store.con, ["zz", "yy"])
+        minilm.embed_cached(store, ["zz", "yy"])
 
 
 def test_empty_input(minilm: Embedder, store: Store) -> None:
-    assert minilm.embed_cached(store.con, []).shape == (0, 384)
+    assert minilm.embed_cached(store, []).shape == (0, 384)
     assert minilm.last_stats.message() == "embedded 0 new labels, 0 from cache"
 
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from builders.errors import BuildersError
-from builders.labels import resolve_benchmarks, union_labels
+from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.shift.report import LabelTable
 from builders.shift.scoring import default_rule
-from builders.splits.pipeline import LabelTable, SplitConfig, build, materialise
+from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -40,7 +41,7 @@ def builds(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
 
 def test_materialise_rules(sample_store: Path) -> None:
     with Store(sample_store) as store:
-        rows = materialise(store, "pilener-sample", ["person", "date"]).to_pylist()
+        rows = store.subset_rows("pilener-sample", ["person", "date"]).to_pylist()
         n_person_date_sentences = store.con.execute(
             "SELECT count(DISTINCT idx) FROM mentions WHERE source='pilener-sample' "
             "AND label IN ('person', 'date')"
@@ -77,7 +78,7 @@ def test_materialise_keeps_only_selected_negatives(tmp_path: Path, data_dir: Pat
             [mention_labels[0]],
         ).fetchall()[0][0]
         keep = [mention_labels[0], neg]
-        rows = materialise(store, "pilener", keep).to_pylist()
+        rows = store.subset_rows("pilener", keep).to_pylist()
         expected_negs = con.execute(
             "SELECT count(*) FROM negatives n WHERE n.label IN (?, ?) AND (n.split, n.idx) IN "
             "(SELECT (split, idx) FROM mentions WHERE label IN (?, ?))",
@@ -93,7 +94,7 @@ def test_materialise_keeps_only_selected_negatives(tmp_path: Path, data_dir: Pat
         ]
         assert only_negative
         # a sentence whose only selected label is a negative is not kept
-        assert materialise(store, "pilener", only_negative[:1]).num_rows == 0
+        assert store.subset_rows("pilener", only_negative[:1]).num_rows == 0
     assert rows
     for row in rows:
         assert {s["label"] for s in row["spans"]} <= set(keep)
@@ -150,7 +151,7 @@ def test_familiarity_ordering_on_real_data(builds: dict) -> None:
     so fewer than K mentions enter its Familiarity; we report this rather than tune it away.
     """
     fam = {
-        s: {sub.level: sub.familiarity.macro for sub in builds[s].subsets}
+        s: {sub.level: sub.familiarity.union_macro for sub in builds[s].subsets}
         for s in ("entropy", "max")
     }
     assert fam["max"]["low"] > fam["max"]["medium"] > fam["max"]["high"]
@@ -160,11 +161,11 @@ def test_familiarity_ordering_on_real_data(builds: dict) -> None:
 
 def test_full_corpus_familiarity_is_macro_of_union(builds: dict) -> None:
     f = builds["entropy"].full.familiarity
-    assert f.macro == pytest.approx(np.mean(list(f.per_label.values())))
-    union = union_labels(resolve_benchmarks("all"))
+    assert f.union_macro == pytest.approx(np.mean(list(f.per_label.values())))
+    union = union_labels(label_sets(resolve_benchmarks("all")))
     assert list(f.per_label) == list(union)
-    assert 0 <= f.macro <= 1
-    assert f.summary["ci_low"] <= f.macro <= f.summary["ci_high"]
+    assert 0 <= f.union_macro <= 1
+    assert f.summary["ci_low"] <= f.union_macro <= f.summary["ci_high"]
 
 
 def test_build_is_deterministic(sample_store: Path, builds: dict, tmp_path: Path) -> None:

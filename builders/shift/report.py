@@ -1,0 +1,232 @@
+"""Label shift of a training label set against evaluation label sets: the one report shape.
+
+    table = LabelTable.load(store, "pilener")                    labels + support counts
+    m = similarity_matrix(store, model, table.labels, evals)     M[d, z], cached embeddings
+    report = familiarity_report(m.T, table.mentions, table.labels, benchmarks, ...)
+
+`FamiliarityReport` is what every part of the toolkit reports (subsets, the full corpus,
+Few-NERD parts, the `familiarity` command): F(z) per evaluation label with the benchmarks that
+hold it, the mean per benchmark, the union macro, VB scores and a bootstrap CI, exact overlap
+and the training labels that make each benchmark familiar. Its `to_dict()` is the JSON shape of
+build.json, summary.json and `--json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from builders.defaults import SEED, WEIGHTING, K
+from builders.errors import BuildersError
+from builders.labels import union_labels
+from builders.shift.familiarity import exact_overlap, familiarity, summarise
+
+if TYPE_CHECKING:
+    from builders.store import Store
+
+#: Training labels listed per benchmark as the ones that make it familiar.
+TOP_LABELS = 5
+
+
+@dataclass
+class LabelTable:
+    """The training labels of a source with their support counts, sorted by label text."""
+
+    labels: list[str]
+    mentions: np.ndarray
+    sentences: np.ndarray
+
+    @classmethod
+    def load(cls, store: Store, source: str) -> LabelTable:
+        rows = store.label_counts(source, by="label")
+        if not rows:
+            raise BuildersError(f"source {source!r} has no mentions to score")
+        labels, mentions, sentences = zip(*rows, strict=True)
+        return cls(
+            list(labels),
+            np.array(mentions, dtype=np.int64),
+            np.array(sentences, dtype=np.int64),
+        )
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, int]) -> LabelTable:
+        """A table from label -> mention count (sentences unknown: counted as mentions)."""
+        labels = sorted(counts)
+        mentions = np.array([counts[lab] for lab in labels], dtype=np.int64)
+        return cls(labels, mentions, mentions.copy())
+
+
+def similarity_matrix(
+    store: Store, model: str, train: Sequence[str], evals: Sequence[str], progress: bool = False
+) -> tuple[np.ndarray, int]:
+    """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
+    many labels had to be embedded (the rest came from the store's cache)."""
+    from builders.shift.embedder import Embedder, cosine_clipped
+
+    emb = Embedder(model)
+    vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
+    m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
+    return m, emb.last_new
+
+
+@dataclass(frozen=True)
+class TopLabel:
+    """A training label close to a benchmark: its best similarity and its mentions."""
+
+    label: str
+    similarity: float
+    mentions: int
+
+
+@dataclass(frozen=True)
+class BenchmarkFamiliarity:
+    """One benchmark's share of a report."""
+
+    familiarity: float
+    summary: dict[str, Any]
+    overlap: float
+    labels: tuple[str, ...]
+    top_training_labels: tuple[TopLabel, ...] = ()
+
+
+@dataclass(frozen=True)
+class FamiliarityReport:
+    """Familiarity of one training label set (with counts) against named evaluation label sets.
+
+    Attributes:
+        union_macro: mean F(z) over the union of the benchmarks' labels, each label once.
+        summary: VB scores and bootstrap CI of the union's per-label values.
+        overlap: share of the union's labels whose text occurs among the training labels.
+        per_benchmark: name -> its mean F(z), VB/CI summary, overlap, labels, top labels.
+        per_label: evaluation label -> F(z).
+    """
+
+    model: str
+    k: int
+    weighting: str
+    union_macro: float
+    summary: dict[str, Any]
+    overlap: float
+    per_benchmark: dict[str, BenchmarkFamiliarity]
+    per_label: dict[str, float] = field(default_factory=dict)
+
+    def benchmarks_of(self, label: str) -> list[str]:
+        return [b for b, rep in self.per_benchmark.items() if label in rep.labels]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "k": self.k,
+            "weighting": self.weighting,
+            "union_macro": self.union_macro,
+            "summary": self.summary,
+            "overlap": self.overlap,
+            "per_benchmark": {
+                name: {
+                    "familiarity": b.familiarity,
+                    "summary": b.summary,
+                    "overlap": b.overlap,
+                    "labels": list(b.labels),
+                    "top_training_labels": [
+                        {"label": t.label, "similarity": t.similarity, "mentions": t.mentions}
+                        for t in b.top_training_labels
+                    ],
+                }
+                for name, b in self.per_benchmark.items()
+            },
+            "per_label": [
+                {"label": z, "familiarity": f, "benchmarks": self.benchmarks_of(z)}
+                for z, f in self.per_label.items()
+            ],
+        }
+
+
+def familiarity_report(
+    sims_zd: np.ndarray,
+    counts: np.ndarray,
+    train_labels: Sequence[str],
+    benchmarks: Mapping[str, Sequence[str]],
+    *,
+    model: str,
+    k: int = K,
+    weighting: str = WEIGHTING,
+    seed: int = SEED,
+    top: int = TOP_LABELS,
+) -> FamiliarityReport:
+    """F(z) for every evaluation label, per-benchmark means, the union macro, VB, CI, overlap.
+
+    Args:
+        sims_zd: shape (Z, D): sim(z, d) for z in `union_labels(benchmarks)` (in that order)
+            and the training labels d.
+        counts: shape (D,): support counts; labels counted 0 are left out (a subset).
+        train_labels: the D training labels.
+        benchmarks: benchmark name -> its evaluation labels.
+    """
+    evals = union_labels(benchmarks)
+    if sims_zd.shape[0] != len(evals):
+        raise BuildersError(f"sims have {sims_zd.shape[0]} rows for {len(evals)} labels")
+    keep = counts > 0
+    kept = [lab for lab, k_ in zip(train_labels, keep, strict=True) if k_]
+    if not kept:
+        raise BuildersError("the label set is empty: nothing to compute Familiarity on")
+    sims, cnt = sims_zd[:, keep], counts[keep]
+    f = familiarity(sims, cnt, k=k, weighting=weighting, labels=kept)
+    index = {z: i for i, z in enumerate(evals)}
+    train_set = set(kept)
+    per_bench = {}
+    for name, labels in benchmarks.items():
+        rows = np.array([index[z] for z in labels])
+        per_bench[name] = BenchmarkFamiliarity(
+            familiarity=float(f[rows].mean()),
+            summary=summarise(f[rows], seed=seed).to_dict(),
+            overlap=exact_overlap(labels, train_set),
+            labels=tuple(labels),
+            top_training_labels=_top_labels(sims[rows], cnt, kept, top),
+        )
+    return FamiliarityReport(
+        model=model,
+        k=k,
+        weighting=weighting,
+        union_macro=float(f.mean()),
+        summary=summarise(f, seed=seed).to_dict(),
+        overlap=exact_overlap(evals, train_set),
+        per_benchmark=per_bench,
+        per_label={z: float(v) for z, v in zip(evals, f, strict=True)},
+    )
+
+
+def _top_labels(
+    sims: np.ndarray, counts: np.ndarray, labels: list[str], top: int
+) -> tuple[TopLabel, ...]:
+    """The training labels that weigh most: closeness to the benchmark times log support."""
+    best = sims.max(axis=0)
+    order = np.lexsort((np.arange(best.size), -(best * np.log1p(counts))))[:top]
+    return tuple(TopLabel(labels[i], float(best[i]), int(counts[i])) for i in order)
+
+
+def measure(
+    store: Store,
+    table: LabelTable,
+    benchmarks: Mapping[str, Sequence[str]],
+    *,
+    model: str,
+    k: int = K,
+    weighting: str = WEIGHTING,
+    seed: int = SEED,
+    progress: bool = False,
+) -> FamiliarityReport:
+    """Embed (through the store's cache) and report: the whole walk for one label table."""
+    m, _ = similarity_matrix(store, model, table.labels, union_labels(benchmarks), progress)
+    return familiarity_report(
+        np.ascontiguousarray(m.T),
+        table.mentions,
+        table.labels,
+        benchmarks,
+        model=model,
+        k=k,
+        weighting=weighting,
+        seed=seed,
+    )
