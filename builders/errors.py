@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 class BuildersError(Exception):
     """Base class of every error the toolkit raises on purpose."""
@@ -16,7 +14,7 @@ class SourceFormatError(BuildersError):
     so the user can open the file at the right place.
     """
 
-    def __init__(self, path: str | Path, line: int | None, message: str, value: object = None):
+    def __init__(self, path: object, line: int | None, message: str, value: object = None):
         self.path = str(path)
         self.line = line
         self.value = value

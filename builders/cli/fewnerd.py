@@ -19,22 +19,22 @@ from builders.cli.common import (
 )
 from builders.defaults import DEFAULT_MODEL, SEED, K, canonical_split, hub_split
 from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS
+from builders.sources.base import Example
+from builders.store import Store
 
 
-def _ensure_source(store, source: str, path: str | None, quiet: bool) -> None:  # type: ignore[no-untyped-def]
-    """Ingest the source when it is missing (or when files are given); a no-op if unchanged."""
+def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> None:
+    """Ingest the source when it is missing (or when files are given); a no-op if unchanged.
+
+    A name the registry does not know is stored as a Few-NERD source under that name."""
     from builders.sources import SOURCES
-    from builders.store.ingest import ingest, resolve_input
+    from builders.store.ingest import ingest
 
     if path is None and store.has_source(source):
         return
     spec = source if source in SOURCES else "fewnerd"
-    options = {}
-    if isinstance(resolve_input(SOURCES[spec], path), str):
-        # The Hub copy (DFKI-SLT/few-nerd): fine types are in `fine_ner_tags`, IO.
-        options = {"tags_column": "fine_ner_tags", "scheme": "io"}
     with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
-        result = ingest(store, spec, path, name=source, options=options, progress=bar)
+        result = ingest(store, spec, path, name=source, progress=bar)
     for s in result.splits:
         note(
             f"{source}/{s.split}: {s.status}, {s.sentences:,} sentences, {s.mentions:,} mentions",
@@ -238,38 +238,17 @@ def fewnerd_episodes_cmd(
 
     Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
     """
-    from builders.errors import BuildersError
-    from builders.fewnerd.episodes import (
-        check_episode,
-        episode_record,
-        sample_episodes,
-        write_jsonl,
-    )
+    from builders.fewnerd.episodes import check_all, episode_record, sample_episodes, write_jsonl
 
     part = canonical_split(part)
-    if split_dir is not None:
-        from builders.fewnerd.folder import read_part
-
-        examples = read_part(split_dir, part)
-        where = f"{split_dir}:{part}"
-    else:
-        from builders.fewnerd.splits import store_examples
-
-        with open_store(db, read_only=True) as store:
-            examples = store_examples(store, source, part)
-        where = f"{source}/{part}"
+    examples, where = _read_part(split_dir, source, part, db)
     start = time.perf_counter()
     with progress_bar(f"episodes {where}", quiet, total=n_episodes, unit=" ep") as bar:
         eps = sample_episodes(
             examples, None, n_way, k_shot, n_episodes, seed, q_shot, max_attempts, progress=bar
         )
     seconds = time.perf_counter() - start
-    for i, ep in enumerate(eps, start=1):
-        problems = check_episode(ep, examples, n_way, k_shot, q_shot)
-        if problems:
-            raise BuildersError(
-                f"episode {i} breaks the sampler's guarantees: {'; '.join(problems)}"
-            )
+    check_all(eps, examples, n_way, k_shot, q_shot)
     if out is None:
         name = f"{part}_{n_way}_{k_shot}.jsonl"
         out = split_dir / "episode-data" / name if split_dir is not None else Path(name)
@@ -296,3 +275,17 @@ def fewnerd_episodes_cmd(
         f"{len(eps):,} episodes ({n_way}-way {k_shot}~{2 * k_shot}-shot) from {where} -> {out}; "
         f"all checked; {summary['episodes_per_s']} episodes/s"
     )
+
+
+def _read_part(
+    split_dir: Path | None, source: str, part: str, db: Path
+) -> tuple[list[Example], str]:
+    """The part's sentences from a written split folder, or from a stored source's split."""
+    if split_dir is not None:
+        from builders.fewnerd.folder import read_part
+
+        return read_part(split_dir, part), f"{split_dir}:{part}"
+    from builders.fewnerd.splits import store_examples
+
+    with open_store(db, read_only=True) as store:
+        return store_examples(store, source, part), f"{source}/{part}"

@@ -15,6 +15,7 @@ from builders.cli.common import (
     handle_errors,
     note,
     open_store,
+    print_table,
     progress_bar,
 )
 from builders.defaults import (
@@ -29,6 +30,7 @@ from builders.defaults import (
     K,
 )
 from builders.labels import ZERO_SHOT, benchmarks
+from builders.shift.report import FamiliarityReport
 from builders.splits import SplitConfig, build
 from builders.splits.config import BuildResult
 
@@ -162,25 +164,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @common_options
 @handle_errors
 def build_splits(
-    source: str,
-    path: str | None,
-    strategy: str,
-    levels: str,
-    benchmarks: str,
-    model: str,
-    k: int,
-    temperature: float,
-    low_q: float | None,
-    high_q: float | None,
-    medium_q: tuple[float, float] | None,
-    profile: str | None,
-    per_benchmark: bool,
-    keep_misc: bool,
-    seed: int,
-    out: Path,
-    db: Path,
-    as_json: bool,
-    quiet: bool,
+    path: str | None, out: Path, db: Path, as_json: bool, quiet: bool, **params: Any
 ) -> None:
     """Build low / medium / high label-shift subsets of a training corpus.
 
@@ -190,40 +174,23 @@ def build_splits(
 
     Example: build-splits --source nuner --path NuNER/ --strategy entropy --out out/
     """
-    cfg = SplitConfig(
-        source=source,
-        strategy=strategy,
-        levels=tuple(x.strip() for x in levels.split(",") if x.strip()),
-        benchmarks=tuple(x.strip() for x in benchmarks.split(",") if x.strip()),
-        model=model,
-        k=k,
-        temperature=temperature,
-        low_q=low_q,
-        high_q=high_q,
-        medium_q=medium_q,
-        profile=profile,
-        per_benchmark=per_benchmark,
-        keep_misc=keep_misc,
-        seed=seed,
-    )
+    cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
     command = _command_line("build-splits")
     with open_store(db) as store:
-        _ensure_ingested(store, source, path, quiet)
+        _ensure_ingested(store, cfg.source, path, quiet)
         results = build(
             store, cfg, out, progress=not quiet, command=command, on_stage=lambda s: note(s, quiet)
         )
     if as_json:
         emit_json([r.to_dict() for r in results])
         return
-    from builders.cli.common import print_table
-
     for res in results:
         cols, rows = _summary_rows(res)
-        print_table(
-            f"{source}: label-shift subsets ({strategy}, {res.profile} profile, {model}, K={k})",
-            cols,
-            rows,
+        title = (
+            f"{cfg.source}: label-shift subsets ({cfg.strategy}, {res.profile} profile, "
+            f"{cfg.model}, K={cfg.k})"
         )
+        print_table(title, cols, rows)
         for sub in res.subsets:
             sel = sub.selection
             note(
@@ -302,33 +269,20 @@ def familiarity_cmd(
             }
         )
         return
-    from builders.cli.common import print_table
+    _print_familiarity(f"Familiarity of {source} ({model}, K={k}, {weighting})", rep, per_label)
 
+
+def _print_familiarity(title: str, rep: FamiliarityReport, per_label: bool) -> None:
+    """A report as a table: one row per benchmark, then the union; optionally F(z) per label."""
     rows: list[list[Any]] = []
     for name, b in rep.per_benchmark.items():
-        rows.append(
-            [
-                name,
-                b.familiarity,
-                b.summary["vb_0.5"],
-                b.summary["vb_1"],
-                b.overlap,
-                ", ".join(t.label for t in b.top_training_labels[:3]),
-            ]
-        )
+        top = ", ".join(t.label for t in b.top_training_labels[:3])
+        rows.append([name, b.familiarity, b.summary["vb_0.5"], b.summary["vb_1"], b.overlap, top])
     s = rep.summary
-    rows.append(
-        [
-            "union (macro)",
-            rep.union_macro,
-            s["vb_0.5"],
-            s["vb_1"],
-            rep.overlap,
-            f"95% CI {s['ci_low']:.3f}-{s['ci_high']:.3f}",
-        ]
-    )
+    ci = f"95% CI {s['ci_low']:.3f}-{s['ci_high']:.3f}"
+    rows.append(["union (macro)", rep.union_macro, s["vb_0.5"], s["vb_1"], rep.overlap, ci])
     print_table(
-        f"Familiarity of {source} ({model}, K={k}, {weighting})",
+        title,
         ["benchmark", "Familiarity", "VB 0.5", "VB 1", "overlap", "most familiar labels"],
         rows,
     )

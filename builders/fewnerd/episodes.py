@@ -255,6 +255,26 @@ def check_episode(
     return problems
 
 
+def check_all(
+    episodes: Sequence[Episode],
+    examples: Sequence[Example],
+    n_way: int,
+    k_shot: int,
+    q_shot: int | None = None,
+) -> None:
+    """`check_episode` on every episode.
+
+    Raises:
+        BuildersError: naming the first episode that breaks the sampler's guarantees.
+    """
+    for i, ep in enumerate(episodes, start=1):
+        problems = check_episode(ep, examples, n_way, k_shot, q_shot)
+        if problems:
+            raise BuildersError(
+                f"episode {i} breaks the sampler's guarantees: {'; '.join(problems)}"
+            )
+
+
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
     """Write records one JSON object a line (UTF-8, like the official files), atomically."""
     from builders.hub.folder import atomic_open

@@ -131,13 +131,13 @@ def regenerate(
 
 def _available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
     """Where to ingest from (None: use the stored copy), or raise with why it is unavailable."""
-    from builders.sources import get_source
+    from builders.sources import get_source, is_hub_id
 
     spec = get_source(sc.source)
     if sc.path is not None:
         if Path(sc.path).exists():
             return Path(sc.path), ""
-        if sc.source == "hf" and "$" not in sc.path and not sc.path.startswith(("/", ".")):
+        if is_hub_id(sc.path):
             return sc.path, ""  # a Hub dataset id (online users)
         where = f"{sc.path} does not exist"
     else:

@@ -9,15 +9,17 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal, cast
 
 from builders.defaults import canonical_split
 from builders.errors import BuildersError, UnknownNameError
 from builders.labels import normalise_label, verbalise
+from builders.sources.base import Unit
 
 Kind = Literal["corpus", "benchmark"]
 
@@ -42,6 +44,8 @@ class SourceSpec:
         splits: split -> file-name glob patterns, used when `--path` is a folder.
         verbalise: map raw tags through the verbalisation table (benchmarks).
         label_fn: optional `module:function` turning a raw label into (label, coarse).
+        hub_options: options of the `hf` reader when the source is read from its Hub origin
+            (its copy there may name its columns and tags differently).
         license: licence of the published data, inherited by derived datasets.
         loader_version: bump when the reader's output changes; part of the fingerprint.
     """
@@ -57,6 +61,7 @@ class SourceSpec:
     splits: Mapping[str, tuple[str, ...]] = field(default_factory=_frozen)
     verbalise: bool = False
     label_fn: str | None = None
+    hub_options: Mapping[str, object] = field(default_factory=_frozen)
     license: str = "unknown"
     loader_version: str = "1"
 
@@ -64,8 +69,53 @@ class SourceSpec:
         if self.kind not in ("corpus", "benchmark"):
             raise ValueError(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
 
-    def reader(self) -> Callable:
-        return importlib.import_module(f"builders.sources.{self.module}").read  # type: ignore[no-any-return]
+    def plan(
+        self,
+        path: str | Path | None = None,
+        split: str | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> ReadPlan:
+        """What to read: the reader, its units per split, and its options.
+
+        `path` is a local file or folder, or (for Hugging Face datasets) a Hub id; without
+        it, the source's local copy (`default_path`) or else its Hub origin is read.
+        A Hub id, a `save_to_disk` folder, or any path given to the `hf` source is read by
+        the `hf` reader; everything else by the source's own reader.
+        """
+        user = dict(options or {})
+        where: str | Path | None = path if path is not None else self.default_path()
+        from_origin = where is None
+        if from_origin:
+            if not self.origin:
+                raise BuildersError(
+                    f"source {self.name!r} has no default origin: give the files with --path "
+                    f"({self.description})"
+                )
+            where = self.origin
+        local = Path(str(where))
+        if (
+            self.module == "hf"
+            or (not local.exists() and is_hub_id(str(where)))
+            or (local.is_dir() and _hf().is_dataset_folder(local))
+        ):
+            return self._dataset_plan(str(where), split, user, from_origin)
+        if not local.exists():
+            raise BuildersError(f"{local}: no such file or folder")
+        units = cast(dict[str, list[Unit]], self.discover(local, split))
+        return ReadPlan(self.module, units, {**self.options, **user}, user, str(local))
+
+    def _dataset_plan(
+        self, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
+    ) -> ReadPlan:
+        opts = {**(self.hub_options if self.module != "hf" else {}), **user}
+        config = opts.pop("config", None) or (self.origin_config if from_origin else None)
+        units = _hf().discover(dataset, None if config is None else str(config), split)
+        origin = dataset + (f"[{config}]" if config else "")
+        return ReadPlan("hf", dict(units), opts, {"config": config, **user}, origin)
+
+    def reader(self, module: str | None = None) -> Callable:
+        mod = importlib.import_module(f"builders.sources.{module or self.module}")
+        return mod.read  # type: ignore[no-any-return]
 
     def map_label(self, raw: str) -> tuple[str, str | None]:
         """Raw label -> (normalised label, coarse type or None)."""
@@ -116,6 +166,31 @@ class SourceSpec:
                 + ", ".join(g for gs in patterns.values() for g in gs)
             )
         return found
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What an ingest reads: the reader module, its units per (canonical) split, the reader's
+    options (the source's fixed ones with the user's), the user's own options (recorded in
+    the store) and a description of where it all comes from."""
+
+    module: str
+    units: Mapping[str, list[Unit]]
+    options: Mapping[str, object]
+    user_options: Mapping[str, object]
+    origin: str
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def is_hub_id(text: str) -> bool:
+    """`org/name`: what a Hugging Face dataset id looks like (and a relative path may too)."""
+    return bool(_HUB_ID.fullmatch(text)) and ".." not in text
+
+
+def _hf() -> Any:
+    return importlib.import_module("builders.sources.hf")
 
 
 _GENERIC_SPLITS = {
@@ -227,6 +302,8 @@ _SPECS: list[SourceSpec] = [
             {"train": ("train*.txt",), "dev": ("dev*.txt", "valid*.txt"), "test": ("test*.txt",)}
         ),
         label_fn="fewnerd:map_label",
+        # DFKI-SLT/few-nerd: `fine_ner_tags` holds the 66 fine types (IO, `person-artist/author`)
+        hub_options=_frozen({"tags_column": "fine_ner_tags", "scheme": "io"}),
         license="cc-by-sa-4.0",
     ),
     SourceSpec(

@@ -2,9 +2,11 @@
 
 A reader is a module under `builders.sources` with a function
 
-    read(path: Path, report: ReadReport, **options) -> Iterator[Example]
+    read(unit: Path | DatasetSplit, report: ReadReport, **options) -> Iterator[Example]
 
-that reads ONE file (one split) lazily and yields examples in file order. Readers only parse:
+that reads ONE unit of input lazily and yields examples in order: a file for the file
+formats, one split of a Hugging Face dataset for `hf`. The registry (`SourceSpec.plan`) maps
+a `--path`, a local copy or a Hub origin to the reader and its units, split by split. Readers only parse:
 the store validates spans, normalises labels, assigns ids and writes everything in one
 transaction. A reader raises `SourceFormatError(path, line, message, value)` on the first
 malformed row and never repairs data silently: a repair happens only behind an explicit option
@@ -18,7 +20,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from builders.errors import SourceFormatError
 
@@ -61,8 +62,37 @@ class ReadReport:
             self.notes.append(text)
 
 
-class Reader(Protocol):
-    def __call__(self, path: Path, report: ReadReport, **options: object) -> Iterator[Example]: ...
+@dataclass(frozen=True)
+class DatasetSplit:
+    """One split of a Hugging Face dataset, the unit the `hf` reader reads.
+
+    Attributes:
+        dataset: a Hub id (online users) or a local folder (`save_to_disk`, or data files).
+        config: the Hub config name, or None.
+        split: the split as the dataset names it (`validation`, not `dev`).
+        files: a local folder's files: the input is fingerprinted by their bytes (a Hub
+            dataset by its id, config and split only).
+    """
+
+    dataset: str
+    config: str | None
+    split: str
+    files: tuple[Path, ...] = ()
+
+    def __str__(self) -> str:
+        return (
+            self.dataset.rstrip("/")
+            + (f"[{self.config}]" if self.config else "")
+            + "/"
+            + self.split
+        )
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
+Unit = Path | DatasetSplit
 
 
 def open_text(path: Path) -> Iterator[tuple[int, str]]:

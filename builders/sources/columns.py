@@ -120,58 +120,70 @@ def _decode(
     report: ReadReport,
 ) -> Example:
     """Turn one sentence's tags into (start, stop, label) spans, validating as we go."""
+    decode = _decode_io if scheme == "io" else _decode_bio
+    spans = decode(path, first_line, tags, scheme, repair, report)
+    return Example(tokens=tokens, spans=spans, line=first_line)
+
+
+def _decode_io(
+    path: Path, first_line: int, tags: list[str], scheme: str, repair: bool, report: ReadReport
+) -> list[tuple[int, int, str]]:
+    """IO: a run of one type is one entity (neighbours of one type merge)."""
     spans: list[tuple[int, int, str]] = []
     open_label: str | None = None
     open_start = 0
-    open_kind = ""  # prefix of the token that opened/continued the entity
     for i, tag in enumerate(tags):
-        line = first_line + i
-        if tag == "O":
-            if scheme == "bioes" and open_label is not None:
-                raise SourceFormatError(
-                    path, line, f"BIOES entity {open_label!r} not closed by E- before O", tag
-                )
+        label = None
+        if tag != "O":
+            prefix, label = _split_tag(tag, scheme)
+            if prefix is None or not label:
+                raise SourceFormatError(path, first_line + i, _bad_tag_message(scheme), tag)
+        if label == open_label:
+            continue
+        if open_label is not None:
+            spans.append((open_start, i, open_label))
+        open_label, open_start = label, i
+    if open_label is not None:
+        spans.append((open_start, len(tags), open_label))
+    return spans
+
+
+def _decode_bio(
+    path: Path, first_line: int, tags: list[str], scheme: str, repair: bool, report: ReadReport
+) -> list[tuple[int, int, str]]:
+    """BIO and BIOES: B- (or S-) opens an entity, I- (and E-) continue it; BIOES closes with
+    E-. An I-/E- that does not continue its type is an error, or with `repair` a new entity."""
+    spans: list[tuple[int, int, str]] = []
+    bioes = scheme == "bioes"
+    open_label: str | None = None
+    open_start, open_kind = 0, ""  # prefix of the token that opened/continued the entity
+
+    def fail(i: int, message: str) -> SourceFormatError:
+        return SourceFormatError(path, first_line + i, message, tags[i])
+
+    for i, tag in enumerate(tags):
+        prefix, label = ("O", "") if tag == "O" else _split_tag(tag, scheme)
+        if prefix is None or (prefix != "O" and not label):
+            raise fail(i, _bad_tag_message(scheme))
+        if prefix in ("O", "B", "S"):
             if open_label is not None:
+                if bioes:
+                    before = "O" if prefix == "O" else f"{prefix}-"
+                    raise fail(i, f"BIOES entity {open_label!r} not closed by E- before {before}")
                 spans.append((open_start, i, open_label))
                 open_label = None
-            continue
-        prefix, label = _split_tag(tag, scheme)
-        if prefix is None or not label:
-            raise SourceFormatError(path, line, _bad_tag_message(scheme), tag)
-        if scheme == "io":
-            if open_label == label:
-                continue
-            if open_label is not None:
-                spans.append((open_start, i, open_label))
-            open_label, open_start = label, i
-            continue
-        if prefix in ("B", "S"):
-            if open_label is not None:
-                if scheme == "bioes":
-                    raise SourceFormatError(
-                        path,
-                        line,
-                        f"BIOES entity {open_label!r} not closed by E- before {prefix}-",
-                        tag,
-                    )
-                spans.append((open_start, i, open_label))
             if prefix == "S":
                 spans.append((i, i + 1, label))
-                open_label = None
-            else:
+            elif prefix == "B":
                 open_label, open_start, open_kind = label, i, prefix
             continue
-        # prefix is I or E: must continue an open entity of the same type
-        if open_label != label:
+        if open_label != label:  # I- or E- that does not continue its type
             if not repair:
                 what = (
                     "after O" if open_label is None else f"after an entity of type {open_label!r}"
                 )
-                raise SourceFormatError(
-                    path,
-                    line,
-                    f"{prefix}- tag {what} (expected B-{label}; use repair to read it as B-)",
-                    tag,
+                raise fail(
+                    i, f"{prefix}- tag {what} (expected B-{label}; use repair to read it as B-)"
                 )
             report.add("repaired_tags")
             if open_label is not None:
@@ -183,15 +195,10 @@ def _decode(
         else:
             open_kind = prefix
     if open_label is not None:
-        if scheme == "bioes" and open_kind != "E":
-            raise SourceFormatError(
-                path,
-                first_line + len(tags) - 1,
-                f"BIOES entity {open_label!r} not closed by E-",
-                tags[-1],
-            )
+        if bioes and open_kind != "E":
+            raise fail(len(tags) - 1, f"BIOES entity {open_label!r} not closed by E-")
         spans.append((open_start, len(tags), open_label))
-    return Example(tokens=tokens, spans=spans, line=first_line)
+    return spans
 
 
 def _split_tag(tag: str, scheme: str) -> tuple[str | None, str]:

@@ -36,7 +36,7 @@ from typing import Any
 
 from builders.defaults import canonical_split
 from builders.errors import BuildersError, SourceFormatError
-from builders.sources.base import Example, ReadReport
+from builders.sources.base import DatasetSplit, Example, ReadReport
 from builders.sources.columns import SCHEMES, _decode, detect_scheme
 
 BATCH_ROWS = 1_000
@@ -68,35 +68,48 @@ def available_splits(dataset: str, config: str | None, split: str | None = None)
     return hits
 
 
-def iter_examples(
-    dataset: str,
-    config: str | None,
-    split: str,
+def discover(
+    dataset: str, config: str | None, split: str | None = None
+) -> dict[str, list[DatasetSplit]]:
+    """The dataset's splits as units for `read`, by canonical split name (`dev`)."""
+    path = Path(dataset)
+    files = tuple(sorted(p for p in path.rglob("*") if p.is_file())) if path.is_dir() else ()
+    return {
+        canonical_split(name): [DatasetSplit(dataset, config, name, files)]
+        for name in available_splits(dataset, config, split)
+    }
+
+
+def is_dataset_folder(path: Path) -> bool:
+    """A folder written by `save_to_disk` (a Dataset or a DatasetDict)."""
+    return (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()
+
+
+def read(
+    unit: DatasetSplit,
     report: ReadReport,
     *,
-    spec: Any = None,
     tokens_column: str = "tokens",
     tags_column: str = "ner_tags",
     scheme: str = "auto",
     repair: bool = False,
+    config: str | None = None,
     **unused: object,
-) -> Iterator[tuple[Path, Example]]:
-    """Yield (where, example) for every row of one split, in order.
+) -> Iterator[Example]:
+    """Yield every row of one split as an example, in order (`line` = the 0-based row).
 
     Args:
-        dataset: Hub id or local folder (see the module docstring).
-        config: Hub config name, or None.
-        split: a split name as `available_splits` returns it.
+        unit: the dataset split (see `discover`).
         report: receives the detected scheme (a note) and repaired tags.
-        spec: the registered source (unused; part of the calling convention).
         tokens_column, tags_column: the columns holding tokens and tags.
         scheme: `bio`, `bioes`, `io` or `auto`.
         repair: read an `I-x` that opens an entity as `B-x` (counted as `repaired_tags`).
+        config: the Hub config (already part of `unit`).
     """
     if scheme not in SCHEMES:
         raise BuildersError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
-    ds = _load_split(dataset, config, split)
-    where = Path(f"{_display(dataset, config)}/{split}")
+    ds = _load_split(unit.dataset, unit.config, unit.split)
+    where = Path(str(unit))
     columns = list(ds.column_names)
     for option, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
         if name not in columns:
@@ -133,7 +146,7 @@ def iter_examples(
                     where, row, f"token {exc.line}: {exc.message} (row {row})", exc.value
                 ) from None
             ex.line = row
-            yield where, ex
+            yield ex
             row += 1
 
 
@@ -188,7 +201,7 @@ def _load_local_cached(folder: str, signature: tuple[tuple[str, int, int], ...])
 
     path = Path(folder)
     try:
-        if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+        if is_dataset_folder(path):
             loaded = datasets.load_from_disk(folder)
         else:
             loaded = datasets.load_dataset(folder)

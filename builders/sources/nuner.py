@@ -251,31 +251,15 @@ def _open(path: Path) -> io.TextIOBase:
 def _parse(
     path: Path, fh: io.TextIOBase, counts: Counter[str]
 ) -> Iterator[tuple[int, list[str], str, list]]:
+    """(line, tokens, joined tokens, spans) of every row of a NuNER CSV file."""
     # Passages can exceed csv's default 128 KiB field limit; the limit is process-wide.
     if csv.field_size_limit() < 1 << 30:
         csv.field_size_limit(min(sys.maxsize, 1 << 30))
     reader = csv.reader(fh, strict=True)
+    tally = Counter[str]()
     try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        raise SourceFormatError(path, reader.line_num, f"bad CSV: {exc}") from None
-    if header is None:
-        raise SourceFormatError(path, None, "empty file: expected a header row 'input,output'")
-    if header and header[0].startswith("\ufeff"):
-        header[0] = header[0][1:]
-    names = [h.strip() for h in header]
-    missing = [c for c in COLUMNS if c not in names]
-    if missing:
-        raise SourceFormatError(
-            path,
-            1,
-            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-            f"(found: {', '.join(names) or 'none'}; expected a header row 'input,output')",
-        )
-    i_in, i_out, width = names.index("input"), names.index("output"), len(names)
-    seen_lines = reader.line_num
-    not_found = duplicates = empty = 0
-    try:
+        i_in, i_out, width = _header(path, reader)
+        seen_lines = reader.line_num
         for row in reader:
             line, seen_lines = seen_lines + 1, reader.line_num
             if len(row) != width:
@@ -293,64 +277,84 @@ def _parse(
             # Tokens never contain whitespace, so " " both joins and delimits them, and
             # lower-casing the joined text keeps one lower-cased token per token.
             joined = " ".join(tokens)
-            spans: list[tuple[int, int, str]] = []
-            if items:
-                low = " " + joined.lower() + " "
-                done: set[tuple[str, str]] = set()
-                for item in items:
-                    mention, sep, label = item.rpartition(SEP)
-                    if not sep:
-                        raise SourceFormatError(
-                            path,
-                            line,
-                            f"output item without {SEP!r} (expected '<mention> <> <type>')",
-                            item,
-                        )
-                    if not label or label.isspace():
-                        raise SourceFormatError(path, line, "output item with an empty type", item)
-                    # The key is the mention's tokens, lower-cased, joined and framed by " ".
-                    # Words separated by single spaces are their own tokens: skip the regex.
-                    if mention.isalnum():
-                        key, n = " " + mention.lower() + " ", 1
-                    elif (
-                        mention.replace(" ", "").isalnum()
-                        and "  " not in mention
-                        and mention[0] != " "
-                        and mention[-1] != " "
-                    ):
-                        key, n = " " + mention.lower() + " ", mention.count(" ") + 1
-                    else:
-                        mtoks = _findall(mention)
-                        if not mtoks:
-                            empty += 1
-                            continue
-                        key, n = " " + " ".join(mtoks).lower() + " ", len(mtoks)
-                    if (key, label) in done:  # the same mention and type again: same spans
-                        duplicates += 1
-                        continue
-                    done.add((key, label))
-                    pos = low.find(key)
-                    if pos < 0:
-                        not_found += 1
-                        continue
-                    step, index, counted = len(key) - 1, 0, 0
-                    while pos >= 0:
-                        index += low.count(" ", counted, pos)  # tokens before the match
-                        counted = pos
-                        spans.append((index, index + n, label))
-                        pos = low.find(key, pos + step)
-                spans.sort()
+            spans = _row_spans(path, line, joined, items, tally) if items else []
             yield line, tokens, joined, spans
     except csv.Error as exc:
         raise SourceFormatError(path, reader.line_num, f"bad CSV: {exc}") from None
     finally:
-        for key, n in (
-            ("mentions_not_found", not_found),
-            ("duplicate_items", duplicates),
-            ("empty_mentions", empty),
-        ):
-            if n:
-                counts[key] += n
+        counts.update(tally)
+
+
+def _header(path: Path, reader: Any) -> tuple[int, int, int]:
+    """Positions of `input` and `output` in the header row, and the row width."""
+    header = next(reader, None)
+    if header is None:
+        raise SourceFormatError(path, None, "empty file: expected a header row 'input,output'")
+    if header and header[0].startswith("\ufeff"):
+        header[0] = header[0][1:]
+    names = [h.strip() for h in header]
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        raise SourceFormatError(
+            path,
+            1,
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(found: {', '.join(names) or 'none'}; expected a header row 'input,output')",
+        )
+    return names.index("input"), names.index("output"), len(names)
+
+
+def _row_spans(
+    path: Path, line: int, joined: str, items: list[str], tally: Counter[str]
+) -> list[tuple[int, int, str]]:
+    """Every occurrence of every item's mention in the row's tokens, as sorted spans."""
+    low = " " + joined.lower() + " "
+    done: set[tuple[str, str]] = set()
+    spans: list[tuple[int, int, str]] = []
+    for item in items:
+        mention, sep, label = item.rpartition(SEP)
+        if not sep:
+            raise SourceFormatError(
+                path, line, f"output item without {SEP!r} (expected '<mention> <> <type>')", item
+            )
+        if not label or label.isspace():
+            raise SourceFormatError(path, line, "output item with an empty type", item)
+        key, n = _mention_key(mention)
+        if not n:
+            tally["empty_mentions"] += 1
+            continue
+        if (key, label) in done:  # the same mention and type again: same spans
+            tally["duplicate_items"] += 1
+            continue
+        done.add((key, label))
+        pos = low.find(key)
+        if pos < 0:
+            tally["mentions_not_found"] += 1
+            continue
+        step, index, counted = len(key) - 1, 0, 0
+        while pos >= 0:
+            index += low.count(" ", counted, pos)  # tokens before the match
+            counted = pos
+            spans.append((index, index + n, label))
+            pos = low.find(key, pos + step)
+    spans.sort()
+    return spans
+
+
+def _mention_key(mention: str) -> tuple[str, int]:
+    """The mention's tokens, lower-cased, joined and framed by " ", and their number."""
+    if mention.isalnum():
+        return " " + mention.lower() + " ", 1
+    # Words separated by single spaces are their own tokens: skip the regex.
+    if (
+        mention.replace(" ", "").isalnum()
+        and "  " not in mention
+        and mention[0] != " "
+        and mention[-1] != " "
+    ):
+        return " " + mention.lower() + " ", mention.count(" ") + 1
+    mtoks = _findall(mention)
+    return " " + " ".join(mtoks).lower() + " ", len(mtoks)
 
 
 def _utf8_error(path: Path) -> SourceFormatError:

@@ -56,9 +56,9 @@ class SplitConfig:
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
             value = getattr(self, name)
-            if isinstance(value, str):
-                value = tuple(x.strip() for x in value.split(",") if x.strip())
-            if value is not None and not isinstance(value, tuple):
+            if isinstance(value, str):  # a comma-separated list, as the command line has it
+                value = [x.strip() for x in value.split(",") if x.strip()]
+            if value is not None:
                 object.__setattr__(self, name, tuple(value))
         if self.benchmarks in (("all",), ()):
             object.__setattr__(self, "benchmarks", ())

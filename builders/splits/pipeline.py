@@ -88,6 +88,37 @@ def build(
     return results
 
 
+def _subset(
+    store: Store,
+    cfg: SplitConfig,
+    table: LabelTable,
+    mask: np.ndarray,
+    name: str,
+    selection: dict[str, object],
+    fam: Callable[[np.ndarray], FamiliarityReport],
+) -> SubsetResult:
+    """One level: its rows (store SQL) and the Familiarity of its labels' counts."""
+    counts = np.where(mask, table.mentions, 0)
+    if counts.sum() == 0:
+        raise BuildersError(
+            f"{selection['level']} label-shift cut selects no label "
+            f"(thresholds {selection['thresholds']}); widen its quantile"
+        )
+    selected = [lab for lab, keep in zip(table.labels, mask, strict=True) if keep]
+    rows = store.subset_rows(cfg.source, selected)
+    return SubsetResult(
+        name=name,
+        level=str(selection["level"]),
+        strategy=cfg.strategy,
+        selection=selection,
+        sentences=rows.num_rows,
+        mentions=int(counts.sum()),
+        labels=len(selected),
+        familiarity=fam(counts),
+        rows=rows,
+    )
+
+
 def _build_group(
     store: Store,
     cfg: SplitConfig,
@@ -130,30 +161,10 @@ def _build_group(
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets = []
     for level in cfg.levels:
-        cut = cuts[level]
-        counts = np.where(cut.mask, table.mentions, 0)
-        if counts.sum() == 0:
-            raise BuildersError(
-                f"{level} label-shift cut selects no label (thresholds {cut.thresholds}); "
-                "widen its quantile"
-            )
         name = f"{cfg.source}{suffix}-{level}-shift"
         stage(f"materialising {name}")
-        selected = [lab for lab, keep in zip(table.labels, cut.mask, strict=True) if keep]
-        rows = store.subset_rows(cfg.source, selected)
-        subsets.append(
-            SubsetResult(
-                name=name,
-                level=level,
-                strategy=cfg.strategy,
-                selection={**cut.to_dict(), "profile": rule.profile},
-                sentences=rows.num_rows,
-                mentions=int(counts.sum()),
-                labels=len(selected),
-                familiarity=fam(counts),
-                rows=rows,
-            )
-        )
+        selection = {**cuts[level].to_dict(), "profile": rule.profile}
+        subsets.append(_subset(store, cfg, table, cuts[level].mask, name, selection, fam))
     return BuildResult(
         config=cfg,
         profile=rule.profile,

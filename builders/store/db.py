@@ -193,6 +193,19 @@ class Store:
             sql += f" LIMIT {int(top)}"
         return [(r[0], int(r[1]), int(r[2])) for r in self.con.execute(sql, params).fetchall()]
 
+    def count_types(self, source: str, split: str | None = None) -> int:
+        """Distinct labels of a source (or of one of its splits)."""
+        where, params = (
+            ("source = ? AND split = ?", [source, split]) if split else ("source = ?", [source])
+        )
+        return int(
+            one(
+                self.con.execute(
+                    f"SELECT count(DISTINCT label) FROM mentions WHERE {where}", params
+                )
+            )[0]
+        )
+
     def count_sentences(self, source: str) -> int:
         return int(
             one(self.con.execute("SELECT count(*) FROM sentences WHERE source = ?", [source]))[0]

@@ -1,9 +1,9 @@
 """Writing a source into the span store: fingerprints, one transaction, Arrow batches.
 
-`write_source` reads every split of a source through its reader (or a given example stream),
+`write_source` reads every split of a read plan (`SourceSpec.plan`) through its reader,
 validates spans and labels the same way for every reader, and writes sentences, mentions and
 negatives in batches of Arrow tables inside ONE transaction: all splits land or nothing
-changes. A split whose fingerprint (input bytes + loader version + options) is unchanged is
+changes. A split whose fingerprint (input bytes + reader version + options) is unchanged is
 not read again.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from builders.defaults import split_rank
 from builders.errors import SourceFormatError
-from builders.sources import SourceSpec
-from builders.sources.base import Example, ReadReport
+from builders.sources import ReadPlan, SourceSpec
+from builders.sources.base import Example, ReadReport, Unit
 from builders.store.db import Store, one
 
 BATCH = 50_000
@@ -85,16 +85,19 @@ class IngestResult:
         }
 
 
-def fingerprint(spec: SourceSpec, files: list[Path], options: dict[str, Any]) -> str:
-    """Hash of the input bytes, the loader version and the options that shape the output."""
+def fingerprint(spec: SourceSpec, plan: ReadPlan, units: list[Unit]) -> str:
+    """Hash of the input (file bytes; a local dataset's file bytes; a Hub dataset's id, config
+    and split), the reader and its version, and the options that shape the output."""
     h = hashlib.sha256()
-    h.update(f"{spec.module}\0{spec.loader_version}\0".encode())
-    h.update(json.dumps(_jsonable({**spec.options, **options}), sort_keys=True).encode())
-    for path in files:
-        h.update(b"\0" + path.name.encode() + b"\0")
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
+    h.update(f"{plan.module}\0{spec.loader_version}\0".encode())
+    h.update(json.dumps(_jsonable(dict(plan.options)), sort_keys=True).encode())
+    for unit in units:
+        h.update(b"\0" + unit.name.encode() + b"\0")
+        for path in [unit] if isinstance(unit, Path) else unit.files:
+            h.update(b"\0" + path.name.encode() + b"\0")
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
     return h.hexdigest()
 
 
@@ -111,152 +114,70 @@ def _jsonable(obj: Any) -> Any:
 def write_source(
     store: Store,
     spec: SourceSpec,
-    files: dict[str, list[Path]],
+    plan: ReadPlan,
     *,
     name: str | None = None,
-    options: dict[str, Any] | None = None,
     replace: bool = False,
-    origin: str | None = None,
     progress: Callable[[int], None] | None = None,
-    examples: Callable[[str, list[Path], ReadReport], Iterable[tuple[Path, Example]]] | None = None,
 ) -> IngestResult:
-    """Ingest the given split files of a source in one transaction.
+    """Ingest the splits of a read plan (`SourceSpec.plan`) in one transaction.
 
     Args:
-        spec: the registered source.
-        files: split -> files, as `SourceSpec.discover` returns.
+        spec: the registered source (kind, label mapping).
+        plan: the reader, its units per split and its options.
         name: the name to store it under (default: the source name).
-        options: reader options beyond the spec's own (e.g. `repair=True`).
         replace: re-read even when the fingerprint is unchanged.
-        origin: where the data came from (path or Hub id), recorded in `sources`.
         progress: called with the number of examples read since the last call.
-        examples: alternative example producer (used by the `hf` source).
     """
     source = name or spec.name
-    options = dict(options or {})
-    reader_opts = {**spec.options, **options}
-    plans: list[tuple[str, list[Path], str]] = []
+    stored = set(store.fingerprints(source))
+    todo: list[tuple[str, list[Unit], str]] = []
     unchanged: list[str] = []
-    for split, paths in sorted(files.items()):
-        fp = (
-            fingerprint(spec, paths, options)
-            if paths
-            else "hub:" + json.dumps(_jsonable(reader_opts), sort_keys=True)
-        )
-        old = one(
-            store.con.execute(
-                "SELECT fingerprint FROM sources WHERE source = ? AND split = ?",
-                [source, split],
-            )
-        )
-        if old is not None and old[0] == fp and not replace:
+    for split, units in sorted(plan.units.items()):
+        fp = fingerprint(spec, plan, units)
+        if not replace and (source, split, fp) in stored:
             unchanged.append(split)
         else:
-            plans.append((split, paths, fp))
-
+            todo.append((split, units, fp))
     results: dict[str, SplitResult] = {}
-    if plans:
+    if todo:
         with store.transaction():
-            for split, paths, fp in plans:
-                report = ReadReport()
-                if examples is not None:
-                    stream = examples(split, paths, report)
-                else:
-                    stream = _read_files(spec, paths, report, reader_opts)
-                results[split] = _write_split(
-                    store, spec, source, split, paths, fp, stream, report, origin, options, progress
-                )
+            for split, units, fp in todo:
+                results[split] = _write_split(store, spec, plan, source, split, units, fp, progress)
     for split in unchanged:
-        results[split] = _split_counts(store, source, split, files[split], "unchanged")
-    ordered = [results[s] for s in sorted(results, key=split_rank)]
-    types = one(
-        store.con.execute("SELECT count(DISTINCT label) FROM mentions WHERE source = ?", [source])
-    )[0]
+        results[split] = _split_counts(store, source, split, plan.units[split], "unchanged")
     return IngestResult(
         source=source,
         kind=spec.kind,
-        status="ingested" if plans else "unchanged",
-        splits=ordered,
-        types=int(types),
+        status="ingested" if todo else "unchanged",
+        splits=[results[s] for s in sorted(results, key=split_rank)],
+        types=store.count_types(source),
     )
-
-
-def _read_files(
-    spec: SourceSpec, paths: list[Path], report: ReadReport, opts: dict[str, Any]
-) -> Iterator[tuple[Path, Example]]:
-    read = spec.reader()
-    for path in paths:
-        for ex in read(path, report, **opts):
-            yield path, ex
 
 
 def _write_split(
     store: Store,
     spec: SourceSpec,
+    plan: ReadPlan,
     source: str,
     split: str,
-    paths: list[Path],
+    units: list[Unit],
     fp: str,
-    stream: Iterable[tuple[Path, Example]],
-    report: ReadReport,
-    origin: str | None,
-    options: dict[str, Any],
     progress: Callable[[int], None] | None,
 ) -> SplitResult:
+    """Replace one split: read, validate and buffer every example, then record the split."""
     con = store.con
     for table in ("sentences", "mentions", "negatives", "sources"):
         con.execute(f"DELETE FROM {table} WHERE source = ? AND split = ?", [source, split])
-    label_cache: dict[str, tuple[str, str | None]] = {}
+    report = ReadReport()
+    read = spec.reader(plan.module)
+    stream = ((u, ex) for u in units for ex in read(u, report, **plan.options))
     buf = _Buffers(source, split)
-    n_sent = n_ment = n_neg = 0
-    last_path: Path | None = None
-    for path, ex in stream:
-        last_path = path
-        if not ex.tokens:
-            raise SourceFormatError(path, ex.line, "sentence has no tokens")
-        n = len(ex.tokens)
-        idx = n_sent
-        buf.sentence(idx, ex.tokens, ex.raw_id)
-        for start, stop, raw in ex.spans:
-            if not (0 <= start < stop <= n):
-                raise SourceFormatError(
-                    path,
-                    ex.line,
-                    f"span outside its sentence of {n} tokens (start, stop exclusive)",
-                    (start, stop, raw),
-                )
-            mapped = label_cache.get(raw)
-            if mapped is None:
-                mapped = spec.map_label(raw)
-                if not mapped[0]:
-                    raise SourceFormatError(path, ex.line, "empty label", raw)
-                label_cache[raw] = mapped
-            buf.mention(idx, start, stop, mapped[0], raw, mapped[1])
-            n_ment += 1
-        for raw in ex.negatives:
-            mapped = label_cache.get(raw) or spec.map_label(raw)
-            if not mapped[0]:
-                raise SourceFormatError(path, ex.line, "empty label", raw)
-            label_cache[raw] = mapped
-            buf.negative(idx, mapped[0], raw)
-            n_neg += 1
-        n_sent += 1
-        if len(buf) >= BATCH:
-            buf.flush(con)
-            if progress:
-                progress(BATCH)
-    if n_sent == 0:
-        where = last_path or (paths[0] if paths else Path(source))
-        raise SourceFormatError(where, None, "empty input: no sentences found")
-    if progress:
-        progress(len(buf))
-    buf.flush(con)
-    types = one(
-        con.execute(
-            "SELECT count(DISTINCT label) FROM mentions WHERE source = ? AND split = ?",
-            [source, split],
+    counts = _Validator(spec, buf).run(stream, con, progress)
+    if counts[0] == 0:
+        raise SourceFormatError(
+            units[0] if units else source, None, "empty input: no sentences found"
         )
-    )[0]
     rep = {"counts": dict(sorted(report.counts.items())), "notes": report.notes}
     con.execute(
         "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -264,24 +185,78 @@ def _write_split(
             source,
             split,
             spec.kind,
-            origin or ",".join(str(p) for p in paths) or spec.origin,
+            plan.origin,
             fp,
             spec.loader_version,
-            json.dumps(_jsonable(options), sort_keys=True),
+            json.dumps(_jsonable(dict(plan.user_options)), sort_keys=True),
             _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
-            n_sent,
-            n_ment,
-            n_neg,
+            *counts,
             json.dumps(rep, sort_keys=True),
         ],
     )
     return SplitResult(
-        split, [str(p) for p in paths], "ingested", n_sent, n_ment, n_neg, int(types), rep
+        split, [str(u) for u in units], "ingested", *counts, store.count_types(source, split), rep
     )
 
 
+class _Validator:
+    """Checks every example the same way for every reader (tokens, span bounds, labels),
+    maps raw labels through the source's spec, and buffers the rows."""
+
+    def __init__(self, spec: SourceSpec, buf: _Buffers):
+        self.spec, self.buf = spec, buf
+        self.labels: dict[str, tuple[str, str | None]] = {}
+
+    def label(self, unit: Unit, line: int, raw: str) -> tuple[str, str | None]:
+        mapped = self.labels.get(raw)
+        if mapped is None:
+            mapped = self.spec.map_label(raw)
+            if not mapped[0]:
+                raise SourceFormatError(unit, line, "empty label", raw)
+            self.labels[raw] = mapped
+        return mapped
+
+    def run(
+        self,
+        stream: Iterable[tuple[Unit, Example]],
+        con: duckdb.DuckDBPyConnection,
+        progress: Callable[[int], None] | None,
+    ) -> tuple[int, int, int]:
+        """Buffer every example; return (sentences, mentions, negatives)."""
+        buf = self.buf
+        n_sent = n_ment = n_neg = 0
+        for unit, ex in stream:
+            if not ex.tokens:
+                raise SourceFormatError(unit, ex.line, "sentence has no tokens")
+            n = len(ex.tokens)
+            buf.sentence(n_sent, ex.tokens, ex.raw_id)
+            for start, stop, raw in ex.spans:
+                if not (0 <= start < stop <= n):
+                    raise SourceFormatError(
+                        unit,
+                        ex.line,
+                        f"span outside its sentence of {n} tokens (start, stop exclusive)",
+                        (start, stop, raw),
+                    )
+                label, coarse = self.label(unit, ex.line, raw)
+                buf.mention(n_sent, start, stop, label, raw, coarse)
+                n_ment += 1
+            for raw in ex.negatives:
+                buf.negative(n_sent, self.label(unit, ex.line, raw)[0], raw)
+                n_neg += 1
+            n_sent += 1
+            if len(buf) >= BATCH:
+                buf.flush(con)
+                if progress:
+                    progress(BATCH)
+        if progress:
+            progress(len(buf))
+        buf.flush(con)
+        return n_sent, n_ment, n_neg
+
+
 def _split_counts(
-    store: Store, source: str, split: str, paths: list[Path], status: str
+    store: Store, source: str, split: str, units: list[Unit], status: str
 ) -> SplitResult:
     row = one(
         store.con.execute(
@@ -290,20 +265,14 @@ def _split_counts(
             [source, split],
         )
     )
-    types = one(
-        store.con.execute(
-            "SELECT count(DISTINCT label) FROM mentions WHERE source = ? AND split = ?",
-            [source, split],
-        )
-    )[0]
     return SplitResult(
         split,
-        [str(p) for p in paths],
+        [str(u) for u in units],
         status,
         int(row[0]),
         int(row[1]),
         int(row[2]),
-        int(types),
+        store.count_types(source, split),
         json.loads(row[3]),
     )
 

@@ -331,24 +331,24 @@ def test_cli_splits_and_episodes(tmp_path: Path, fn_dir: Path) -> None:
     assert result.exit_code == 1 and "source 'nope' is not in" in result.output
 
 
-def test_cli_ingests_the_hub_copy_with_fine_tags(tmp_path: Path, monkeypatch) -> None:
-    import builders.store.ingest
+def test_hub_copy_is_read_with_its_fine_tags(tmp_path: Path, monkeypatch) -> None:
+    """Without local files, fewnerd-splits reads DFKI-SLT/few-nerd through the `hf` reader,
+    with the registry's options for that copy: the fine types, IO."""
+    from builders.sources import get_source, hf
 
-    seen = {}
-
-    def fake_ingest(store, source, path, **kw):  # type: ignore[no-untyped-def]
-        seen.update(source=source, path=path, options=kw["options"])
-        raise BuildersError("offline")
-
-    monkeypatch.setattr(builders.store.ingest, "ingest", fake_ingest)
-    args = ["fewnerd-splits", "--mode", "inter", "--db", str(tmp_path / "s.duckdb"), "-q"]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 1 and result.output == "Error: offline\n"
-    assert seen == {
-        "source": "fewnerd",
-        "path": None,
-        "options": {"tags_column": "fine_ner_tags", "scheme": "io"},
+    with monkeypatch.context() as m:
+        m.setattr(hf, "available_splits", lambda d, c, s=None: ["train", "validation"])
+        plan = get_source("fewnerd").plan()
+    assert (plan.module, plan.origin) == ("hf", "DFKI-SLT/few-nerd[supervised]")
+    assert dict(plan.options) == {"tags_column": "fine_ner_tags", "scheme": "io"}
+    assert {s: [str(u) for u in us] for s, us in plan.units.items()} == {
+        "train": ["DFKI-SLT/few-nerd[supervised]/train"],
+        "dev": ["DFKI-SLT/few-nerd[supervised]/validation"],
     }
+    args = ["fewnerd-splits", "--mode", "inter", "--db", str(tmp_path / "s.duckdb"), "-q"]
+    result = CliRunner().invoke(cli, args)  # offline: the Hub cannot be reached
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: DFKI-SLT/few-nerd[supervised]: cannot load the dataset")
 
 
 @pytest.mark.slow
