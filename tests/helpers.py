@@ -22,3 +22,45 @@ def snapshot(store: Store) -> list:
             "SELECT source, split, fingerprint, n_sentences FROM sources ORDER BY ALL"
         ).fetchall()
     ]
+
+
+#: Twenty training types of mixed domains, and twenty closer to the benchmarks' own.
+LABELS_A = [
+    "person", "city", "protein", "algorithm", "song", "disease", "company", "country",
+    "programming language", "chemical", "award", "movie", "river", "sport", "university",
+    "book", "food", "vehicle", "planet", "software",
+]  # fmt: skip
+LABELS_B = [
+    "actor", "director", "genre", "cuisine", "restaurant", "dish", "price", "location",
+    "rating", "hours", "album", "band", "election", "party", "politician", "scientist",
+    "theory", "enzyme", "journal", "conference",
+]  # fmt: skip
+
+
+def bio_corpus(path: Path, labels: list[str], n: int) -> Path:
+    """A small BIO column file (token<TAB>tag), one entity per sentence, labels in turn."""
+    lines = []
+    for i in range(n):
+        lab = labels[i % len(labels)]
+        lines += ["the\tO", f"Name{i}\tB-{lab}", f"Part{i}\tI-{lab}", ".\tO", ""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def assert_failed_ingest_keeps_store(
+    db: Path, source: str, good: Path, bad: Path, message: str
+) -> None:
+    """Ingest `good`, then fail on `bad` (an error matching `message`): the store is unchanged."""
+    import re
+
+    import pytest
+
+    from builders.errors import SourceFormatError
+    from builders.store.ingest import ingest
+
+    with Store(db) as store:
+        ingest(store, source, good, name="x")
+        before = snapshot(store)
+        with pytest.raises(SourceFormatError, match=re.escape(message)):
+            ingest(store, source, bad, name="x", replace=True)
+        assert snapshot(store) == before

@@ -16,12 +16,11 @@ from typing import Any
 
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
+    card_header,
     cell,
     environment,
     familiarity_meta,
-    license_id,
     redact,
-    size_category,
     yaml_dump,
 )
 
@@ -76,18 +75,13 @@ def subset_metadata(
     configs = list(builds)
     first = builds[configs[0]]
     features = SUBSET_FEATURES._to_yaml_list()  # the same list `datasets` writes
-    rows = max(int(b["subset"]["sentences"]) for b in builds.values())
-    meta: dict[str, Any] = {
-        "license": license_id(license_),
-        "language": ["en"],
-        "task_categories": ["token-classification"],
-        "task_ids": ["named-entity-recognition"],
-        "size_categories": [size_category(rows)],
-    }
-    if source_origin:
-        meta["source_datasets"] = [source_origin]
-    meta["tags"] = list(TAGS)
-    meta["pretty_name"] = f"{first['config']['source']} {first['subset']['level']} label shift"
+    meta = card_header(
+        license_=license_,
+        rows=max(int(b["subset"]["sentences"]) for b in builds.values()),
+        source_datasets=[source_origin] if source_origin else None,
+        tags=TAGS,
+        pretty_name=f"{first['config']['source']} {first['subset']['level']} label shift",
+    )
     meta["configs"] = [
         {
             "config_name": c,

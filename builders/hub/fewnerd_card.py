@@ -12,10 +12,10 @@ from typing import Any
 
 from builders import __version__
 from builders.hub.templating import (
+    card_header,
     environment,
     familiarity_meta,
     redact,
-    size_category,
     yaml_dump,
 )
 
@@ -65,15 +65,14 @@ def render_fewnerd_card(
 def _metadata(summary: Mapping[str, Any], features: list[Any]) -> dict[str, Any]:
     """The card's YAML: Hub fields, the one config with its splits, typed features, Familiarity."""
     parts = summary["parts"]
-    meta: dict[str, Any] = {
-        "license": "cc-by-sa-4.0",
-        "language": ["en"],
-        "task_categories": ["token-classification"],
-        "task_ids": ["named-entity-recognition"],
-        "size_categories": [size_category(sum(int(p["sentences"]) for p in parts.values()))],
-        "source_datasets": ["DFKI-SLT/few-nerd"],
-        "tags": ["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
-        "pretty_name": f"Few-NERD {summary['mode'].upper()} (rebuilt)",
+    meta = card_header(
+        license_="cc-by-sa-4.0",
+        rows=sum(int(p["sentences"]) for p in parts.values()),
+        source_datasets=["DFKI-SLT/few-nerd"],
+        tags=["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
+        pretty_name=f"Few-NERD {summary['mode'].upper()} (rebuilt)",
+    )
+    meta |= {
         "configs": [
             {
                 "config_name": "default",

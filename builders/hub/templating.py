@@ -96,6 +96,29 @@ def r4(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
 
 
+def card_header(
+    *,
+    license_: str | None,
+    rows: int,
+    source_datasets: list[str] | None,
+    tags: list[str],
+    pretty_name: str,
+) -> dict[str, Any]:
+    """The Hub fields every card's YAML starts with (licence, task, size, sources, tags)."""
+    meta: dict[str, Any] = {
+        "license": license_id(license_),
+        "language": ["en"],
+        "task_categories": ["token-classification"],
+        "task_ids": ["named-entity-recognition"],
+        "size_categories": [size_category(rows)],
+    }
+    if source_datasets:
+        meta["source_datasets"] = list(source_datasets)
+    meta["tags"] = list(tags)
+    meta["pretty_name"] = pretty_name
+    return meta
+
+
 def familiarity_meta(
     rep: Mapping[str, Any], full: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:

@@ -28,42 +28,10 @@ from builders.errors import BuildersError
 from builders.hub.publish import PublishError, plan_publish, publish, retry_delay
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
+from helpers import LABELS_A, bio_corpus
 from hubserver import HubServer
 
 TOKEN = "hf_testTOKENdoNotLeak0123456789"
-
-
-def _corpus(path: Path, labels: list[str], n: int) -> Path:
-    lines = []
-    for i in range(n):
-        lab = labels[i % len(labels)]
-        lines += ["the\tO", f"Name{i}\tB-{lab}", f"Part{i}\tI-{lab}", ".\tO", ""]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-LABELS = [
-    "person",
-    "city",
-    "protein",
-    "algorithm",
-    "song",
-    "disease",
-    "company",
-    "country",
-    "programming language",
-    "chemical",
-    "award",
-    "movie",
-    "river",
-    "sport",
-    "university",
-    "book",
-    "food",
-    "vehicle",
-    "planet",
-    "software",
-]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +42,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from builders.store.ingest import ingest
 
     root = tmp_path_factory.mktemp("published")
-    corpus = _corpus(root / "corpus.txt", LABELS, 80)
+    corpus = bio_corpus(root / "corpus.txt", LABELS_A, 80)
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
     try:

@@ -7,68 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import LABELS_A, LABELS_B, bio_corpus
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.scenarios.book import load_scenarios, parse_scenarios
 from builders.scenarios.regenerate import regenerate
 from builders.store import Store
-
-LABELS_A = [
-    "person",
-    "city",
-    "protein",
-    "algorithm",
-    "song",
-    "disease",
-    "company",
-    "country",
-    "programming language",
-    "chemical",
-    "award",
-    "movie",
-    "river",
-    "sport",
-    "university",
-    "book",
-    "food",
-    "vehicle",
-    "planet",
-    "software",
-]
-LABELS_B = [
-    "actor",
-    "director",
-    "genre",
-    "cuisine",
-    "restaurant",
-    "dish",
-    "price",
-    "location",
-    "rating",
-    "hours",
-    "album",
-    "band",
-    "election",
-    "party",
-    "politician",
-    "scientist",
-    "theory",
-    "enzyme",
-    "journal",
-    "conference",
-]
-
-
-def _corpus(path: Path, labels: list[str], n: int) -> Path:
-    """A small BIO column file (token<TAB>tag), one entity per sentence, labels in turn."""
-    lines = []
-    for i in range(n):
-        lab = labels[i % len(labels)]
-        lines += ["the\tO", f"Name{i}\tB-{lab}", f"Part{i}\tI-{lab}", ".\tO", ""]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
 
 SCENARIOS = """
 [defaults]
@@ -108,8 +53,8 @@ source = "pilener"
 
 @pytest.fixture
 def book(tmp_path: Path) -> Path:
-    _corpus(tmp_path / "a.txt", LABELS_A, 60)
-    _corpus(tmp_path / "b.txt", LABELS_B, 60)
+    bio_corpus(tmp_path / "a.txt", LABELS_A, 60)
+    bio_corpus(tmp_path / "b.txt", LABELS_B, 60)
     path = tmp_path / "scenarios.toml"
     path.write_text(SCENARIOS, encoding="utf-8")
     return path
@@ -161,7 +106,7 @@ def test_regenerate_reuses_then_rebuilds_only_what_changed(
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == files_before
 
     # Change corpus A (drop its last 20 sentences): only A's scenarios rebuild.
-    _corpus(tmp_path / "a.txt", LABELS_A, 40)
+    bio_corpus(tmp_path / "a.txt", LABELS_A, 40)
     b_files = {p: p.stat().st_mtime_ns for p in out.glob("corpus-b-*/**/*") if p.is_file()}
     with Store(tmp_path / "store.duckdb") as store:
         third = {r.name: r for r in regenerate(store, scenarios.scenarios, out)}

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import snapshot
+from helpers import assert_failed_ingest_keeps_store
 
 from builders.errors import SourceFormatError
 from builders.store import Store
@@ -262,14 +262,9 @@ def test_failed_ingest_leaves_the_store_unchanged(db: Path, tmp_path: Path, data
     assert '"pos": [87, 90]' in lines[3]  # record 3: "HMM"
     lines[3] = lines[3].replace('"pos": [87, 90]', '"pos": [87, 900]')
     bad.write_text("".join(lines), encoding="utf-8")
-    with Store(db) as store:
-        ingest(store, "gliner", data_dir / BENCH, name="ai")
-        before = snapshot(store)
-        with pytest.raises(
-            SourceFormatError, match=re.escape(f"{bad}:4: record 3: entity pos outside")
-        ):
-            ingest(store, "gliner", bad, name="ai", replace=True)
-        assert snapshot(store) == before
+    assert_failed_ingest_keeps_store(
+        db, "gliner", data_dir / BENCH, bad, f"{bad}:4: record 3: entity pos outside"
+    )
 
 
 # records (= sentences) and mentions after reading, per benchmark test file; mentions fall short

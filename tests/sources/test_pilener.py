@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import snapshot
+from helpers import assert_failed_ingest_keeps_store
 
 from builders.errors import SourceFormatError
 from builders.store import Store
@@ -296,14 +296,9 @@ def test_failed_ingest_leaves_the_store_unchanged(db: Path, tmp_path: Path, data
     lines[30] = lines[30].replace('"[]"', '"[oops]"', 1)  # record 30 = CrossNER_AI_94
     assert lines != (data_dir / EVAL).read_text(encoding="utf-8").splitlines(keepends=True)
     bad.write_text("".join(lines), encoding="utf-8")
-    with Store(db) as store:
-        ingest(store, "pilener", data_dir / EVAL, name="ai")
-        before = snapshot(store)
-        with pytest.raises(
-            SourceFormatError, match=re.escape(f"{bad}:31: record 30: answer is not")
-        ):
-            ingest(store, "pilener", bad, name="ai", replace=True)
-        assert snapshot(store) == before
+    assert_failed_ingest_keeps_store(
+        db, "pilener", data_dir / EVAL, bad, f"{bad}:31: record 30: answer is not"
+    )
 
 
 # (records, consecutive runs of one passage, distinct passages): CrossNER repeats a few

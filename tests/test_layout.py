@@ -1,0 +1,117 @@
+"""The package's shape: one package per stage of the data walk, imports only downward.
+
+    errors, defaults < labels < sources < store < shift < hub < splits | fewnerd
+    < scenarios < cli
+
+Every `import` in `builders/` counts, at module level or inside a function: a stage may import
+its own package and the stages below it, never one above or beside it, and no two modules
+import each other, directly or round a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import builders
+
+ROOT = Path(builders.__file__).parent
+#: Stage -> rank; a stage imports only stages of a lower rank (and its own package).
+RANKS = {
+    "errors": 0,
+    "defaults": 0,
+    "data": 0,
+    "labels": 1,
+    "sources": 2,
+    "store": 3,
+    "shift": 4,
+    "hub": 5,
+    "splits": 6,
+    "fewnerd": 6,
+    "scenarios": 7,
+    "cli": 8,
+    "__main__": 9,
+}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every builders module this file imports (absolute imports; the code uses no others)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("builders")}
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("builders")
+        ):
+            assert node.level == 0, f"{path}: relative import"
+            for alias in node.names:  # `from builders.hub import folder` imports a module
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if _is_module(sub) else node.module)
+    return found
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split(".")[1:])
+    return (ROOT / rel).with_suffix(".py").is_file() or (ROOT / rel / "__init__.py").is_file()
+
+
+GRAPH = {_module(p): _imports(p) for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_stage_has_a_rank() -> None:
+    stages = {_stage(m) for m in GRAPH} - {""}
+    assert stages <= set(RANKS), f"give these a rank: {sorted(stages - set(RANKS))}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _stage(m)))
+def test_imports_go_only_down(module: str) -> None:
+    here = _stage(module)
+    bad = sorted(
+        target
+        for target in GRAPH[module]
+        if _stage(target) and _stage(target) != here and RANKS[_stage(target)] >= RANKS[here]
+    )
+    assert not bad, f"{module} ({here}, rank {RANKS[here]}) imports upward or sideways: {bad}"
+
+
+def test_no_import_cycles() -> None:
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(GRAPH.get(node, ())):
+            if nxt == node or nxt not in GRAPH:
+                continue
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(GRAPH):
+        if node not in state:
+            visit(node)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_checks_can_fail() -> None:
+    """The graph is real: the CLI sits on the splitter, and the splitter on the store."""
+    assert "builders.splits" in GRAPH["builders.cli.splits"]
+    assert "builders.store" in GRAPH["builders.splits.pipeline"]
+    assert RANKS["store"] < RANKS["splits"] < RANKS["cli"]
