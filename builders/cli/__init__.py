@@ -1,0 +1,1 @@
+"""The command line: `builders` and `build-splits` (entry points in `main`)."""

@@ -1,0 +1,1 @@
+"""Few-NERD INTRA / INTER splits, their repo folders, and N-way K-shot episodes."""

@@ -1,0 +1,1 @@
+"""The Hugging Face output format: repo folders, cards, changelogs, plots, export, publishing."""

@@ -1,0 +1,1 @@
+"""What the project publishes (`scenarios.toml`), rebuilt when its inputs change."""

@@ -1,0 +1,1 @@
+"""Measuring label shift: embeddings, Familiarity, label scores and the one report shape."""
