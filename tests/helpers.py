@@ -24,6 +24,21 @@ def snapshot(store: Store) -> list:
     ]
 
 
+def stored_rows(store: Store, source: str) -> tuple[list, list, list]:
+    """(idx, tokens, raw_id) of the sentences, (idx, start, stop, raw_label) of the mentions and
+    (idx, raw_label) of the negatives of a stored source, in order."""
+    sentences = store.con.execute(
+        "SELECT idx, tokens, raw_id FROM sentences WHERE source = ? ORDER BY idx", [source]
+    ).fetchall()
+    mentions = store.con.execute(
+        "SELECT idx, start, stop, raw_label FROM mentions WHERE source = ? ORDER BY ALL", [source]
+    ).fetchall()
+    negatives = store.con.execute(
+        "SELECT idx, raw_label FROM negatives WHERE source = ? ORDER BY ALL", [source]
+    ).fetchall()
+    return sentences, mentions, negatives
+
+
 #: Twenty training types of mixed domains, and twenty closer to the benchmarks' own.
 LABELS_A = [
     "person", "city", "protein", "algorithm", "song", "disease", "company", "country",

@@ -82,19 +82,7 @@ def test_round_trip_through_the_gliner_reader(folder: Path, tmp_path: Path) -> N
 
 
 def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
-    feats = datasets.Features(
-        {
-            "id": datasets.Value("string"),
-            "tokens": datasets.List(datasets.Value("string")),
-            "spans": datasets.List(
-                {
-                    "start": datasets.Value("int32"),
-                    "end": datasets.Value("int32"),
-                    "label": datasets.Value("string"),
-                }
-            ),
-        }
-    )
+    feats = datasets.Features({k: v for k, v in SUBSET_FEATURES.items() if k != "negatives"})
     (tmp_path / "fewnerd-inter" / "data").mkdir(parents=True)
     table = pa.table(
         {

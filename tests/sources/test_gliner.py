@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import assert_failed_ingest_keeps_store
+from helpers import assert_failed_ingest_keeps_store, stored_rows
 
 from builders.errors import SourceFormatError
 from builders.store import Store
@@ -15,19 +15,6 @@ from builders.store.ingest import ingest
 
 BENCH = "gliner/CrossNER_AI-test-excerpt.json"
 TRAIN = "gliner/train-shaped.json"
-
-
-def rows(store: Store, source: str) -> tuple[list, list, list]:
-    sentences = store.con.execute(
-        "SELECT idx, tokens FROM sentences WHERE source = ? ORDER BY idx", [source]
-    ).fetchall()
-    mentions = store.con.execute(
-        "SELECT idx, start, stop, raw_label FROM mentions WHERE source = ? ORDER BY ALL", [source]
-    ).fetchall()
-    negatives = store.con.execute(
-        "SELECT idx, raw_label FROM negatives WHERE source = ? ORDER BY ALL", [source]
-    ).fetchall()
-    return sentences, mentions, negatives
 
 
 def write(tmp_path: Path, records: object, name: str = "test.json") -> Path:
@@ -44,7 +31,7 @@ def test_benchmark_json(db: Path, data_dir: Path) -> None:
             "counts": {},
             "notes": ["CrossNER_AI-test-excerpt.json: GLiNER benchmark json"],
         }
-        sentences, mentions, _ = rows(store, "gliner")
+        sentences, mentions, _ = stored_rows(store, "gliner")
     assert sentences[0][1][5:8] == ["naive", "Bayes", "classifier"]
     assert [m[1:] for m in mentions if m[0] == 0] == [
         (5, 8, "algorithm"),
@@ -66,7 +53,7 @@ def test_training_json_matches_the_benchmark_it_was_built_from(db: Path, data_di
         ingest(store, "gliner", data_dir / BENCH, name="bench")
         res = ingest(store, "gliner", data_dir / TRAIN, name="train")
         assert (res.sentences, res.mentions, res.negatives) == (10, 44, 9)
-        bench, train = rows(store, "bench"), rows(store, "train")
+        bench, train = stored_rows(store, "bench"), stored_rows(store, "train")
     assert train[:2] == bench[:2]
     assert train[2][:3] == [(0, "conference"), (0, "else"), (0, "product")]
 
@@ -87,7 +74,7 @@ def test_training_negative_key_and_duplicates(db: Path, tmp_path: Path) -> None:
     )
     with Store(db) as store:
         res = ingest(store, "gliner", f)
-        _, mentions, negatives = rows(store, "gliner")
+        _, mentions, negatives = stored_rows(store, "gliner")
     assert mentions == [(0, 0, 1, "person"), (0, 2, 3, "person")]
     assert negatives == [(0, "city"), (1, "person")]
     assert res.splits[0].report["counts"] == {"duplicate_spans": 1}
@@ -111,7 +98,7 @@ def test_benchmark_snaps_char_spans_and_counts_name_mismatches(db: Path, tmp_pat
     )
     with Store(db) as store:
         res = ingest(store, "gliner", f)
-        sentences, mentions, _ = rows(store, "gliner")
+        sentences, mentions, _ = stored_rows(store, "gliner")
     assert sentences[0][1] == ["The", "Paris-based", "UNESCO", "met", "in", "Rome", "."]
     assert mentions == [(0, 1, 2, "city"), (0, 2, 3, "organization"), (0, 5, 6, "city")]
     assert res.splits[0].report["counts"] == {

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import assert_failed_ingest_keeps_store
+from helpers import assert_failed_ingest_keeps_store, stored_rows
 
 from builders.errors import SourceFormatError
 from builders.store import Store
@@ -16,19 +16,6 @@ from builders.store.ingest import ingest
 
 EVAL = "pilener/CrossNER_AI-excerpt.json"
 TRAIN = "pilener/train-shaped.json"
-
-
-def rows(store: Store, source: str) -> tuple[list, list, list]:
-    sentences = store.con.execute(
-        "SELECT idx, tokens, raw_id FROM sentences WHERE source = ? ORDER BY idx", [source]
-    ).fetchall()
-    mentions = store.con.execute(
-        "SELECT idx, start, stop, raw_label FROM mentions WHERE source = ? ORDER BY ALL", [source]
-    ).fetchall()
-    negatives = store.con.execute(
-        "SELECT idx, raw_label FROM negatives WHERE source = ? ORDER BY ALL", [source]
-    ).fetchall()
-    return sentences, mentions, negatives
 
 
 def conv(passage: str, *qa: tuple[str, str], rid: str = "0") -> dict:
@@ -53,7 +40,7 @@ def test_evaluation_file_groups_one_question_records(db: Path, data_dir: Path) -
         res = ingest(store, "pilener", data_dir / EVAL)
         assert (res.sentences, res.mentions, res.negatives) == (3, 12, 35)
         assert res.splits[0].report["counts"] == {"mentions_matched_more_than_once": 1}
-        sentences, mentions, negatives = rows(store, "pilener")
+        sentences, mentions, negatives = stored_rows(store, "pilener")
     # 39 records, 13 questions per passage -> 3 passages, each keeping its first record's id
     assert [(s[0], s[2], len(s[1])) for s in sentences] == [
         (0, "CrossNER_AI_0", 20),
@@ -99,7 +86,7 @@ def test_train_layout_reads_like_the_evaluation_layout(db: Path, data_dir: Path)
         ingest(store, "pilener", data_dir / EVAL, name="eval")
         res = ingest(store, "pilener", data_dir / TRAIN, name="train")
         assert (res.sentences, res.mentions, res.negatives) == (3, 12, 35)
-        ev, tr = rows(store, "eval"), rows(store, "train")
+        ev, tr = stored_rows(store, "eval"), stored_rows(store, "train")
     assert [s[1] for s in tr[0]] == [s[1] for s in ev[0]]
     assert [s[2] for s in tr[0]] == ["0", "1", "2"]
     assert tr[1:] == ev[1:]
@@ -121,7 +108,7 @@ def test_mentions_case_insensitive_every_occurrence_deduplicated(db: Path, tmp_p
     )
     with Store(db) as store:
         res = ingest(store, "pilener", f)
-        _, mentions, negatives = rows(store, "pilener")
+        _, mentions, negatives = stored_rows(store, "pilener")
     # tokens: The Paris Agreement was signed in paris , not in Lyon-Villeurbanne .
     assert [m[1:] for m in mentions] == [
         (0, 3, "treaty"),
@@ -155,7 +142,7 @@ def test_same_type_asked_twice_starts_a_new_sentence(db: Path, tmp_path: Path) -
     )
     with Store(db) as store:
         ingest(store, "pilener", f)
-        sentences, mentions, negatives = rows(store, "pilener")
+        sentences, mentions, negatives = stored_rows(store, "pilener")
     assert [s[2] for s in sentences] == ["a", "c", "d"]
     assert mentions == [(0, 0, 1, "person"), (1, 2, 3, "person"), (2, 0, 1, "person")]
     assert negatives == [(0, "city")]
@@ -166,7 +153,7 @@ def test_bio_files_are_read_as_columns_with_repair(db: Path, tmp_path: Path) -> 
     f.write_text("Ada\tB-person\nLovelace\tI-field of study\n.\tO\n\n", encoding="utf-8")
     with Store(db) as store:
         res = ingest(store, "pilener", f)
-        _, mentions, _ = rows(store, "pilener")
+        _, mentions, _ = stored_rows(store, "pilener")
     assert mentions == [(0, 0, 1, "person"), (0, 1, 2, "field of study")]
     assert res.splits[0].report["counts"] == {"repaired_tags": 1}
 
