@@ -24,6 +24,17 @@ STRATEGIES = ("entropy", "max")
 DEFAULT_STRATEGY = STRATEGIES[0]
 #: Label-shift levels, easy to hard.
 LEVELS = ("low", "medium", "high")
+#: Scores closer than this are tied (what float32 similarities resolve, METHOD.md section 4):
+#: max scores within an absolute 1e-6, entropies within a relative 1e-3. A cut keeps a tie
+#: group whole.
+TIE_TOLERANCE = {"max": ("absolute", 1e-6), "entropy": ("relative", 1e-3)}
+#: The smallest level a build accepts: fewer labels make a level's Familiarity the similarity
+#: of one or two labels, fewer mentions leave too little to train on (see docs/DESIGN.md).
+MIN_LEVEL_LABELS = 3
+MIN_LEVEL_MENTIONS = 100
+#: Size-matched levels: `none` (the quantile cuts as they fall), or the same number of
+#: `mentions` or `labels` in every level.
+MATCH_MODES = ("none", "mentions", "labels")
 
 #: Canonical split names, in order; files and Hub splits named otherwise map onto them.
 SPLITS = ("train", "dev", "test")

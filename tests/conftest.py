@@ -17,7 +17,7 @@ os.environ.pop("HF_TOKEN", None)
 os.environ.pop("HUGGING_FACE_HUB_TOKEN", None)
 
 import pytest  # noqa: E402
-from helpers import DATA, SHARED  # noqa: E402
+from helpers import DATA, SAMPLE_MEDIUM, SHARED  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -51,23 +51,30 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The bundled sample built once per session with MiniLM: every level, entropy and max.
 
-    Returns the output folder holding `pilener-sample-{low,medium,high}-shift/`. Read only:
-    tests that change a folder copy it first.
+    Returns {"db": the store, "out": the folder holding `pilener-sample-{low,medium,high}-shift/`,
+    "entropy": BuildResult, "max": BuildResult}. Read only: tests that change a folder or the
+    store copy it first.
     """
     from builders.splits import SplitConfig, build
     from builders.store import Store
     from builders.store.ingest import ingest
 
     root = tmp_path_factory.mktemp("sample-build")
-    with Store(root / "s.duckdb") as store:
+    out: dict = {"db": root / "s.duckdb", "out": root / "out"}
+    with Store(out["db"]) as store:
         ingest(store, "pilener-sample")
         for strategy in ("entropy", "max"):
-            build(
-                store,
-                SplitConfig("pilener-sample", strategy, model="all-MiniLM-L6-v2"),
-                root / "out",
+            cfg = SplitConfig(
+                "pilener-sample", strategy, model="all-MiniLM-L6-v2", medium_q=SAMPLE_MEDIUM
             )
-    return root / "out"
+            (out[strategy],) = build(store, cfg, out["out"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_build(sample_results: dict) -> Path:
+    """The output folder of `sample_results`."""
+    return sample_results["out"]

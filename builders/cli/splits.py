@@ -22,6 +22,9 @@ from builders.defaults import (
     DEFAULT_MODEL,
     DEFAULT_STRATEGY,
     LEVELS,
+    MATCH_MODES,
+    MIN_LEVEL_LABELS,
+    MIN_LEVEL_MENTIONS,
     SEED,
     STRATEGIES,
     TEMPERATURE,
@@ -155,6 +158,28 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option(
+    "--min-labels",
+    type=click.IntRange(min=1),
+    default=MIN_LEVEL_LABELS,
+    show_default=True,
+    help="Refuse a build whose smallest level has fewer labels.",
+)
+@click.option(
+    "--min-mentions",
+    type=click.IntRange(min=1),
+    default=MIN_LEVEL_MENTIONS,
+    show_default=True,
+    help="Refuse a build whose smallest level has fewer mentions.",
+)
+@click.option(
+    "--match",
+    type=click.Choice(MATCH_MODES),
+    default="none",
+    show_default=True,
+    help="Cut every level to the same number of mentions (or labels), in score order, so "
+    "that the levels differ in label shift and not in size.",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out"),
@@ -198,6 +223,31 @@ def build_splits(
                 f"{', '.join(f'{t:.4g}' for t in sel['thresholds'])} -> {sub.path}",
                 quiet,
             )
+        _print_verdicts(res)
+
+
+def _print_verdicts(res: BuildResult) -> None:
+    """The build's verdicts under its table: what passed, what did not, what to keep in mind."""
+    v = res.verdicts
+    union = v.falls["union"]
+    order = ", ".join(f"{lv} {x:.3f}" for lv, x in union["values"].items())
+    falls = sum(f["falls"] for f in v.falls.values())
+    click.echo(
+        f"verdict: Familiarity falls from level to level over the union: "
+        f"{'yes' if union['falls'] else 'NO'} ({order}); on {falls - union['falls']} of "
+        f"{len(v.falls) - 1} benchmarks"
+    )
+    shares = "; ".join(
+        f"{lv} {s['labels']:.1%} of the labels, {s['mentions']:.1%} of the mentions"
+        for lv, s in v.shares.items()
+    )
+    click.echo(f"verdict: shares of the full corpus: {shares}")
+    shared = sum(v.overlap.values())
+    click.echo(f"verdict: labels shared between levels: {shared}")
+    for line in v.failed:
+        click.echo(f"limitation: {line}")
+    for line in v.notes:
+        click.echo(f"note: {line}")
 
 
 @click.command("familiarity")

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from builders.defaults import LEVELS
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
     card_header,
@@ -33,7 +34,7 @@ LEVEL_TEXT = {
     "high": "the training labels furthest from the benchmark labels (hard transfer)",
 }
 _MAX_LISTED = 20  # labels named per changelog line
-_LEVEL_ORDER = {"low": 0, "medium": 1, "high": 2}
+_LABELS_SHOWN = 40  # a level's labels named in its card
 _SIDE = {"ge": "≥", "le": "≤"}
 
 
@@ -152,9 +153,23 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
                 "count": c["count"],
                 "this": lv == sub["level"],
             }
-            for lv, c in sorted(cuts.items(), key=lambda kv: _LEVEL_ORDER.get(kv[0], 9))
+            for lv, c in sorted(
+                cuts.items(), key=lambda kv: LEVELS.index(kv[0]) if kv[0] in LEVELS else 9
+            )
         ],
         "profile": sub["selection"].get("profile", "custom"),
+        "match": sub["selection"].get("matched"),
+        "matched_to": sub["selection"].get("matched_to"),
+        "labels": b.get("labels") or [],
+        "labels_shown": (b.get("labels") or [])[:_LABELS_SHOWN],
+        "verdicts": b.get("verdicts"),
+        "verdict_levels": [
+            lv for lv in LEVELS if lv in ((b.get("verdicts") or {}).get("shares") or {})
+        ],
+        "level_rows": {
+            lv: {"labels": c["labels"], "mentions": c["mentions"]}
+            for lv, c in (b.get("levels") or {}).items()
+        },
         "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": rebuild_command(b),
@@ -263,6 +278,11 @@ def render_card(
             versions=sorted({v["version"] for v in views}),
             full=first.get("full"),
             changelog=_changelog_view(changelog),
+            limitations=[
+                (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
+                for v in views
+                if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
+            ],
             citations=cites,
         )
     )

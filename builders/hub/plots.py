@@ -23,8 +23,10 @@ def histogram_png(
     *,
     level: str | None = None,
     title: str | None = None,
+    sides: Mapping[str, str] | None = None,
 ) -> bytes:
-    """PNG bytes of the score histogram with every level's threshold(s) as vertical lines.
+    """PNG bytes of the score histogram with every level's threshold(s) as vertical lines, and
+    the region `level` keeps shaded (`sides`: level -> "ge", "le" or "between").
 
     The same input gives the same bytes: an Agg canvas of fixed size and dpi, matplotlib's
     default style whatever the user's rc file says, and no `Software` metadata.
@@ -37,10 +39,15 @@ def histogram_png(
     colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
     symbol = "entropy e" if strategy == "entropy" else "max similarity m"
     with matplotlib.style.context("default"):
-        fig = Figure(figsize=(7.0, 3.6), dpi=100)
+        fig = Figure(figsize=(7.0, 3.9), dpi=100)
         FigureCanvasAgg(fig)
         ax = fig.add_subplot(1, 1, 1)
         ax.hist(s, bins=50, color="#7f8c9b", edgecolor="white", linewidth=0.4, log=True)
+        lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
+        if level is not None and sides and level in sides and level in thresholds:
+            own = [float(x) for x in thresholds[level]]
+            span = {"ge": (own[0], hi), "le": (lo, own[0])}.get(sides[level], (own[0], own[-1]))
+            ax.axvspan(*span, color=colours.get(level, "black"), alpha=0.12, linewidth=0)
         for lv, ts in thresholds.items():
             this = level is None or lv == level
             cut = " to ".join(f"{float(t):.3g}" for t in ts)
@@ -57,10 +64,21 @@ def histogram_png(
         ax.set_title(title or f"{strategy} scores of {s.size:,} training labels", fontsize=10)
         if thresholds:
             ax.legend(fontsize=8, loc="upper right", frameon=False)
-        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.14, top=0.92)  # fixed: fast
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.86)  # fixed: fast
         buf = io.BytesIO()
         fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
+
+
+def score_plot_title(
+    source: str, strategy: str, n_labels: int, benchmarks: Sequence[str], model: str, level: str
+) -> str:
+    """The histogram's title: what was scored, against what, with which model."""
+    against = ", ".join(benchmarks) if len(benchmarks) <= 3 else f"{len(benchmarks)} benchmarks"
+    return (
+        f"{source}: {strategy} scores of {n_labels:,} labels vs {against}\n"
+        f"({model}; shaded: the {level} label-shift level)"
+    )
 
 
 def render_histogram(
@@ -70,8 +88,11 @@ def render_histogram(
     path: Path,
     *,
     level: str | None = None,
+    title: str | None = None,
+    sides: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write `histogram_png(...)` to `path` (the subset's own level drawn solid)."""
-    data = histogram_png(scores, thresholds, strategy, level=level)
+    """Write `histogram_png(...)` to `path` (the subset's own level drawn solid, its region
+    shaded)."""
+    data = histogram_png(scores, thresholds, strategy, level=level, title=title, sides=sides)
     Path(path).write_bytes(data)
     return Path(path)

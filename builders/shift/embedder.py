@@ -39,6 +39,8 @@ CACHE_ENV = "LABELSHIFT_CACHE"
 _MODEL_FILES = ("modules.json", "config.json")
 _HASHED = {"config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json"}
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".onnx")
+#: Every encoding batch has this many labels of one token length (see `Embedder.encode`).
+CANONICAL_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -298,13 +300,36 @@ class Embedder:
         return self.last_stats.new if self.last_stats else 0
 
     def encode(self, labels: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Embed `labels` in order: float32 rows of unit length, shape (len(labels), dim)."""
+        """Embed `labels` in order: float32 rows of unit length, shape (len(labels), dim).
+
+        Encoding is canonical: labels are grouped by token length and encoded in batches of
+        exactly `CANONICAL_BATCH` (the last one filled up with repeats), so no batch has
+        padding and every batch has the same shape. A label's vector then depends on the label
+        alone, not on which other labels were embedded with it (batch size and padding change
+        float32 results by ~1e-7), and a store whose cache was filled in other runs gives the
+        same bytes.
+        """
         labels = list(labels)
         if not labels:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        kw = {"batch_size": self.batch_size, "show_progress_bar": progress}
-        out = self.st.encode(labels, convert_to_numpy=True, normalize_embeddings=True, **kw)
-        return np.ascontiguousarray(out, dtype=np.float32)
+        st, size = self.st, CANONICAL_BATCH
+        ids = st.tokenizer(labels, truncation=True, max_length=st.max_seq_length)["input_ids"]
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        order = np.lexsort((np.arange(len(labels)), lengths))
+        out = np.empty((len(labels), self.dimension), dtype=np.float32)
+        with _bar(len(labels), progress) as bar:
+            for length in np.unique(lengths):
+                group = order[lengths[order] == length]
+                for lo in range(0, len(group), size):
+                    chunk = group[lo : lo + size]
+                    batch = [labels[i] for i in chunk]
+                    batch += [batch[0]] * (size - len(batch))
+                    vecs = st.encode(
+                        batch, batch_size=size, convert_to_numpy=True, normalize_embeddings=True
+                    )
+                    out[chunk] = vecs[: len(chunk)]
+                    bar.update(len(chunk))
+        return out
 
     def embed_cached(
         self, store: Store, labels: Sequence[str], progress: bool = False
@@ -340,6 +365,24 @@ class Embedder:
         if len(uniq) == len(arr):  # no duplicates: already in input order, skip a copy
             return table
         return table[pc.index_in(arr, value_set=uniq).to_numpy(zero_copy_only=False)]
+
+
+def _bar(total: int, show: bool) -> Any:
+    """A labels/s progress bar with an ETA on stderr (a silent one when not shown)."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        desc="embedding",
+        unit=" labels",
+        unit_scale=True,
+        disable=not show,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+    )
 
 
 def cosine_clipped(a: np.ndarray, b: np.ndarray, dtype: Any = np.float64) -> np.ndarray:

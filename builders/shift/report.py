@@ -63,13 +63,28 @@ def similarity_matrix(
     store: Store, model: str, train: Sequence[str], evals: Sequence[str], progress: bool = False
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
-    many labels had to be embedded (the rest came from the store's cache)."""
+    many labels had to be embedded (the rest came from the store's cache).
+
+    A training label whose (normalised) text is an evaluation label's has similarity exactly
+    1: the float32 cosine of a vector with itself can read 0.99999994 (METHOD.md section 4).
+    """
     from builders.shift.embedder import Embedder, cosine_clipped
 
     emb = Embedder(model)
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
     m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
+    set_exact_matches(m, train, evals)
     return m, emb.last_new
+
+
+def set_exact_matches(m: np.ndarray, train: Sequence[str], evals: Sequence[str]) -> int:
+    """Set M[d, z] = 1 wherever training label d is evaluation label z; returns how many."""
+    where = {z: j for j, z in enumerate(evals)}
+    hits = [(i, where[d]) for i, d in enumerate(train) if d in where]
+    if hits:
+        rows, cols = zip(*hits, strict=True)
+        m[list(rows), list(cols)] = 1.0
+    return len(hits)
 
 
 @dataclass(frozen=True)

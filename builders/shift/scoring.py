@@ -13,8 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-STRATEGIES = ("max", "entropy")
-LEVELS = ("low", "medium", "high")
+from builders.defaults import STRATEGIES, TIE_TOLERANCE
 
 #: Default quantiles (low level, high level) per source profile and strategy, paper Appendix B.
 QUANTILES: dict[str, dict[str, tuple[float, float]]] = {
@@ -46,7 +45,9 @@ def entropy_scores(
 
     Computed with a log-softmax in float64 (no epsilon), `chunk_rows` rows at a time so that a
     (200k, 80) matrix never needs more than a few chunk-sized temporaries. Low = the similarity
-    mass sits on one or a few evaluation labels.
+    mass sits on one or a few evaluation labels. The normaliser is log1p of the mass outside
+    the top label, so near-one-hot rows (e ~ 1e-19 at T = 0.01) keep their relative precision
+    (a plain log of the sum rounds that mass away below about 1e-16).
     """
     m = _check_matrix(M)
     if not temperature > 0:
@@ -56,8 +57,12 @@ def entropy_scores(
     out = np.empty(m.shape[0], dtype=np.float64)
     for lo in range(0, m.shape[0], chunk_rows):
         x = m[lo : lo + chunk_rows].astype(np.float64) / temperature
-        x -= x.max(axis=1, keepdims=True)
-        logp = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+        top = x.argmax(axis=1)
+        rows = np.arange(x.shape[0])
+        x -= x[rows, top][:, None]
+        ex = np.exp(x)
+        ex[rows, top] = 0.0  # the mass outside the top label; the top label's own is 1
+        logp = x - np.log1p(ex.sum(axis=1, keepdims=True))
         out[lo : lo + chunk_rows] = -(np.exp(logp) * logp).sum(axis=1)
     return out
 
@@ -171,6 +176,8 @@ class SelectionResult:
         quantiles: the quantile(s) asked for.
         thresholds: the score value(s) np.quantile(..., method="linear") gave for them.
         mask: boolean array over the training labels, True = selected.
+        tied: labels the quantile rule alone would have cut off but that tie (within the
+            strategy's tolerance) with a label it keeps, and are kept with it.
     """
 
     level: str
@@ -178,6 +185,7 @@ class SelectionResult:
     quantiles: tuple[float, ...]
     thresholds: tuple[float, ...]
     mask: np.ndarray
+    tied: int = 0
 
     @property
     def indices(self) -> np.ndarray:
@@ -195,7 +203,30 @@ class SelectionResult:
             "quantiles": list(self.quantiles),
             "thresholds": list(self.thresholds),
             "count": self.count,
+            "tied": self.tied,
         }
+
+
+def tolerance(strategy: str, value: float) -> float:
+    """How far from `value` a score still ties with it (`defaults.TIE_TOLERANCE`)."""
+    kind, tol = TIE_TOLERANCE[strategy]
+    return tol if kind == "absolute" else tol * abs(value)
+
+
+def _tie_extend(s: np.ndarray, mask: np.ndarray, strategy: str, side: str) -> np.ndarray:
+    """Widen a cut so that it keeps every label tied with its weakest kept label(s).
+
+    The weakest kept label of a `ge` cut is its lowest score, of an `le` cut its highest, of a
+    band both ends. A label within the strategy's tolerance of such a score is kept too.
+    """
+    if not mask.any():
+        return mask
+    kept = s[mask]
+    ends = {"ge": [kept.min()], "le": [kept.max()], "between": [kept.min(), kept.max()]}[side]
+    out = mask.copy()
+    for b in ends:
+        out |= np.abs(s - b) <= tolerance(strategy, float(b))
+    return out
 
 
 def select(
@@ -204,8 +235,10 @@ def select(
     """Cut the training labels into low / medium / high label-shift sets by score quantiles.
 
     max: low = m >= q(low), high = m <= q(high); entropy: low = e <= q(low), high = e >= q(high);
-    medium: q(medium[0]) <= s <= q(medium[1]) for both. Without a rule, the paper's defaults
-    for `profile_for(len(scores))` are used.
+    medium: q(medium[0]) <= s <= q(medium[1]) for both. A cut keeps a tie group whole: labels
+    within the strategy's tolerance (`defaults.TIE_TOLERANCE`) of the weakest label it keeps
+    are kept too; without such ties this is exactly the quantile rule. Without a rule, the
+    paper's defaults for `profile_for(len(scores))` are used.
 
     Raises:
         ValueError: on an unknown strategy, a rule for another strategy, or empty, non-1-D or
@@ -231,5 +264,7 @@ def select(
             mask = s <= t[0]
         else:
             mask = (s >= t[0]) & (s <= t[1])
-        out[level] = SelectionResult(level, lr.side, lr.quantiles, t, mask)
+        wide = _tie_extend(s, mask, strategy, lr.side)
+        tied = int(wide.sum() - mask.sum())
+        out[level] = SelectionResult(level, lr.side, lr.quantiles, t, wide, tied)
     return out

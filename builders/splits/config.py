@@ -17,6 +17,9 @@ from builders.defaults import (
     DEFAULT_MODEL,
     DEFAULT_STRATEGY,
     LEVELS,
+    MATCH_MODES,
+    MIN_LEVEL_LABELS,
+    MIN_LEVEL_MENTIONS,
     SEED,
     STRATEGIES,
     TEMPERATURE,
@@ -52,6 +55,9 @@ class SplitConfig:
     per_benchmark: bool = False
     keep_misc: bool = False
     seed: int = SEED
+    min_labels: int = MIN_LEVEL_LABELS
+    min_mentions: int = MIN_LEVEL_MENTIONS
+    match: str = "none"
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
@@ -74,6 +80,13 @@ class SplitConfig:
         if self.weighting not in WEIGHTINGS:
             raise BuildersError(
                 f"unknown weighting {self.weighting!r}. Valid: {', '.join(WEIGHTINGS)}"
+            )
+        if self.match not in MATCH_MODES:
+            raise BuildersError(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
+        if self.min_labels < 1 or self.min_mentions < 1:
+            raise BuildersError(
+                f"--min-labels and --min-mentions must be >= 1, got {self.min_labels} and "
+                f"{self.min_mentions}"
             )
         if self.k < 1:
             raise BuildersError(f"--k must be >= 1, got {self.k}")
@@ -103,6 +116,7 @@ class SubsetResult:
     familiarity: FamiliarityReport
     path: str | None = None
     rows: pa.Table | None = field(default=None, repr=False)
+    label_counts: dict[str, int] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,12 +143,14 @@ class BuildResult:
     table: LabelTable = field(repr=False)
     scores: np.ndarray = field(repr=False)
     cuts: dict[str, SelectionResult] = field(repr=False)
+    levels: list[Any] = field(default_factory=list, repr=False)  # splits.levels.Level
+    verdicts: Any = None  # splits.levels.Verdicts
     embedded_new: int = 0
 
     def selected(self, level: str) -> list[str]:
-        """The training labels a level keeps."""
-        mask = self.cuts[level].mask
-        return [lab for lab, keep in zip(self.table.labels, mask, strict=True) if keep]
+        """The training labels a level keeps (whole, and a size-matched level's partial one)."""
+        lv = next(x for x in self.levels if x.level == level)
+        return list(lv.kept(self.table))
 
     @property
     def eval_labels(self) -> tuple[str, ...]:
@@ -149,4 +165,5 @@ class BuildResult:
             "embedded_new": self.embedded_new,
             "full": self.full.to_dict(),
             "subsets": [{**s.to_dict(), "path": s.path} for s in self.subsets],
+            "verdicts": self.verdicts.to_dict() if self.verdicts is not None else None,
         }

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 
-from builders.errors import BuildersError
 from builders.labels import label_sets, resolve_benchmarks, union_labels
 from builders.shift.embedder import canonical_name
 from builders.shift.report import (
@@ -36,6 +36,7 @@ from builders.shift.scoring import (
     select,
 )
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
+from builders.splits.levels import Level, check_levels, from_cuts, match_levels, verdicts
 from builders.store import Store
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
@@ -92,30 +93,32 @@ def _subset(
     store: Store,
     cfg: SplitConfig,
     table: LabelTable,
-    mask: np.ndarray,
+    level: Level,
     name: str,
-    selection: dict[str, object],
     fam: Callable[[np.ndarray], FamiliarityReport],
 ) -> SubsetResult:
-    """One level: its rows (store SQL) and the Familiarity of its labels' counts."""
-    counts = np.where(mask, table.mentions, 0)
-    if counts.sum() == 0:
-        raise BuildersError(
-            f"{selection['level']} label-shift cut selects no label "
-            f"(thresholds {selection['thresholds']}); widen its quantile"
-        )
-    selected = [lab for lab, keep in zip(table.labels, mask, strict=True) if keep]
-    rows = store.subset_rows(cfg.source, selected)
+    """One level: its rows (store SQL) and the Familiarity of the mentions it keeps."""
+    counts = np.where(level.mask, table.mentions, 0)
+    partial = None
+    if level.partial is not None:
+        index, cap = level.partial
+        partial = (table.labels[index], cap)
+    rows = store.subset_rows(cfg.source, level.labels(table), partial)
+    if partial is not None:  # the partial label's mentions in the sentences it got
+        spans = pc.list_flatten(rows.column("spans"))
+        kept = pc.sum(pc.equal(pc.struct_field(spans, "label"), partial[0])).as_py() or 0
+        counts[level.partial[0]] = kept  # type: ignore[index]
     return SubsetResult(
         name=name,
-        level=str(selection["level"]),
+        level=level.level,
         strategy=cfg.strategy,
-        selection=selection,
+        selection=level.selection,
         sentences=rows.num_rows,
         mentions=int(counts.sum()),
-        labels=len(selected),
+        labels=level.n_labels(),
         familiarity=fam(counts),
         rows=rows,
+        label_counts={table.labels[i]: int(counts[i]) for i in np.flatnonzero(counts)},
     )
 
 
@@ -127,11 +130,14 @@ def _build_group(
     m: np.ndarray,
     stage: Callable[[str], None],
 ) -> BuildResult:
-    """Scores, cuts, the full corpus and every level of one benchmark group."""
+    """Scores, cuts, checked levels, the full corpus and every level of one benchmark group."""
     rule = selection_rule(cfg, len(table.labels))
     stage(f"scoring ({cfg.strategy}) against {m.shape[1]} labels")
     scores = label_scores(m, cfg.strategy, cfg.temperature)
     cuts = select(scores, cfg.strategy, rule)
+    levels = from_cuts(cuts, cfg.levels, rule.profile)
+    levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
+    check_levels(levels, table, cfg)
     sims_zd = np.ascontiguousarray(m.T)
     model = canonical_name(cfg.model)
 
@@ -160,11 +166,11 @@ def _build_group(
     )
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets = []
-    for level in cfg.levels:
-        name = f"{cfg.source}{suffix}-{level}-shift"
+    for level in levels:
+        name = f"{cfg.source}{suffix}-{level.level}-shift"
         stage(f"materialising {name}")
-        selection = {**cuts[level].to_dict(), "profile": rule.profile}
-        subsets.append(_subset(store, cfg, table, cuts[level].mask, name, selection, fam))
+        subsets.append(_subset(store, cfg, table, level, name, fam))
+    kept = {lv.level: set(lv.kept(table)) for lv in levels}
     return BuildResult(
         config=cfg,
         profile=rule.profile,
@@ -174,4 +180,6 @@ def _build_group(
         table=table,
         scores=scores,
         cuts=cuts,
+        levels=levels,
+        verdicts=verdicts(full, subsets, kept),
     )

@@ -32,7 +32,7 @@ from builders.hub.folder import (
     write_json,
     write_parquet,
 )
-from builders.hub.plots import render_histogram
+from builders.hub.plots import render_histogram, score_plot_title
 from builders.sources import SOURCES
 from builders.splits.config import BuildResult, SubsetResult
 
@@ -54,11 +54,23 @@ def build_record(
         "subset": sub.to_dict(),
         "full": res.full.to_dict(),
         "cuts": {lv: c.to_dict() for lv, c in res.cuts.items()},
+        "labels": _labels_record(sub),
+        "levels": {
+            s.level: {"labels": s.labels, "mentions": s.mentions, "sentences": s.sentences}
+            for s in res.subsets
+        },
+        "verdicts": res.verdicts.to_dict() if res.verdicts is not None else None,
         "num_bytes": sub.rows.nbytes if sub.rows is not None else None,
     }
     if scenario is not None:
         record["scenario"] = dict(scenario)
     return record
+
+
+def _labels_record(sub: SubsetResult) -> list[dict[str, Any]]:
+    """The labels this subset keeps with their mentions in it, most frequent first."""
+    rows = sorted(sub.label_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"label": lab, "mentions": n} for lab, n in rows]
 
 
 def write_results(
@@ -121,22 +133,28 @@ def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict
     assert sub.rows is not None, "a subset to write carries its rows"
     where.mkdir()
     write_parquet(sub.rows, where / PARQUET_NAME.format(split="train"), SUBSET_FEATURES)
-    cut = res.cuts[sub.level]
+    level = next(lv for lv in res.levels if lv.level == sub.level)
     score_table = pa.table(
         {
             "label": pa.array(res.table.labels, pa.string()),
             "mentions": pa.array(res.table.mentions, pa.int64()),
             "score": pa.array(res.scores, pa.float64()),
-            "selected": pa.array(cut.mask, pa.bool_()),
+            "selected": pa.array(level.selected_mask(), pa.bool_()),
         }
     )
     pq.write_table(score_table, where / "scores.parquet", compression="zstd")
+    cfg = res.config
+    title = score_plot_title(
+        cfg.source, cfg.strategy, len(res.scores), list(res.benchmarks), cfg.model, sub.level
+    )
     render_histogram(
         res.scores,
         {lv: list(c.thresholds) for lv, c in res.cuts.items()},
-        res.config.strategy,
+        cfg.strategy,
         where / "scores.png",
         level=sub.level,
+        title=title,
+        sides={lv: c.side for lv, c in res.cuts.items()},
     )
     write_json(where / BUILD_JSON, record)
 

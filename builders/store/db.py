@@ -230,22 +230,37 @@ class Store:
         ]
 
     # ------------------------------------------------------------------ rows
-    def subset_rows(self, source: str, labels: list[str]) -> pa.Table:
+    def subset_rows(
+        self, source: str, labels: list[str], partial: tuple[str, int] | None = None
+    ) -> pa.Table:
         """The rows of a label subset, in corpus order (METHOD.md section 4).
 
         A sentence is kept if it has a mention of one of `labels`; only those mentions are
         kept, and only the negatives (types asked about with no answer) among `labels`.
+        `partial = (label, cap)` adds one more label, but only in its first sentences (in
+        corpus order) until `cap` of its mentions are in (the last one may pass it).
         Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives.
         """
+        plabel, cap = partial if partial is not None else (None, 0)
+        order = _SPLIT_ORDER_SQL.format(col="split")
         with self._registered("_selected", pa.table({"label": pa.array(labels, pa.string())})):
             return self.con.sql(
                 f"""
-                WITH m AS (
+                WITH p AS (
+                    SELECT split, idx, count(*) AS n FROM mentions
+                    WHERE source = $1 AND label = $2 GROUP BY split, idx
+                ), pc AS (
+                    SELECT split, idx,
+                           sum(n) OVER (ORDER BY {order}, split, idx) - n AS before
+                    FROM p
+                ), m AS (
                     SELECT split, idx,
                            list({{'start': start, 'end': stop, 'label': label}}
                                 ORDER BY start, stop, label) AS spans
                     FROM mentions
-                    WHERE source = $1 AND label IN (SELECT label FROM _selected)
+                    WHERE source = $1 AND (label IN (SELECT label FROM _selected)
+                          OR (label = $2 AND (split, idx) IN
+                              (SELECT (split, idx) FROM pc WHERE before < $3)))
                     GROUP BY split, idx
                 ), n AS (
                     SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
@@ -261,7 +276,7 @@ class Store:
                 WHERE s.source = $1
                 ORDER BY {_SPLIT_ORDER_SQL.format(col="s.split")}, s.split, s.idx
                 """,
-                params=[source],
+                params=[source, plabel, cap],
             ).to_arrow_table()
 
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:

@@ -28,7 +28,7 @@ from builders.hub.cards import render_card
 from builders.hub.changelog import compare, subset_metrics, with_entry
 from builders.hub.fewnerd_card import render_fewnerd_card
 from builders.hub.folder import SUBSET_FEATURES, configs_of
-from builders.hub.plots import histogram_png
+from builders.hub.plots import histogram_png, score_plot_title
 from builders.hub.templating import license_id, size_category
 
 GOLDEN = DATA / "golden"
@@ -191,7 +191,10 @@ def test_card_shows_the_builds_numbers() -> None:
 
 
 def test_n_below_k_note_and_no_changelog() -> None:
-    text = _render("pilener-sample-medium-shift.md")
+    builds = _builds("pilener-sample-medium-shift", ("entropy",))
+    assert "fewer than K" not in render_card("x", builds, license="mit", source_origin=None)
+    builds["entropy"]["subset"]["mentions"] = 285
+    text = render_card("x", builds, license="mit", source_origin=None)
     assert "fewer than K = 1000" in text
     assert "## Changelog" not in text
 
@@ -289,7 +292,13 @@ def test_written_histogram_is_reproducible_from_scores_and_cuts(built: Path) -> 
     cuts = {lv: c["thresholds"] for lv, c in info["cuts"].items()}
     assert set(cuts) == {"low", "medium", "high"}
     cuts = {lv: cuts[lv] for lv in ("low", "medium", "high")}
-    png = histogram_png(scores, cuts, "entropy", level="high")
+    c = info["config"]
+    title = score_plot_title(
+        c["source"], "entropy", len(scores), list(info["subset"]["familiarity"]["per_benchmark"]),
+        c["model"], "high",
+    )  # fmt: skip
+    sides = {lv: c["side"] for lv, c in info["cuts"].items()}
+    png = histogram_png(scores, cuts, "entropy", level="high", title=title, sides=sides)
     assert (folder / "scores.png").read_bytes() == png
 
 

@@ -49,8 +49,13 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
         with Store(root / "store.duckdb") as store:
             ingest(store, "columns", corpus, name="pilener")
             for strategy in ("entropy", "max"):
-                cfg = SplitConfig(
-                    source="pilener", strategy=strategy, levels=("low",), model="all-MiniLM-L6-v2"
+                cfg = SplitConfig(  # a 20-label corpus: tiny levels are what this test needs
+                    source="pilener",
+                    strategy=strategy,
+                    levels=("low",),
+                    model="all-MiniLM-L6-v2",
+                    min_labels=1,
+                    min_mentions=1,
                 )
                 build(store, cfg, root / "out")
     finally:

@@ -104,28 +104,72 @@ def test_select_counts_on_known_scores():
         "quantiles": [0.99],
         "thresholds": [990.0],
         "count": 11,
+        "tied": 0,
     }
 
 
-@settings(max_examples=100, deadline=None)
+def _paper_masks(scores: np.ndarray, strategy: str) -> dict[str, np.ndarray]:
+    """The paper's quantile rule, literally (METHOD.md section 3)."""
+    low_q, high_q = QUANTILES["pilener"][strategy]
+    q = lambda x: np.quantile(scores, x, method="linear")  # noqa: E731
+    band = (scores >= q(0.495)) & (scores <= q(0.505))
+    if strategy == "max":
+        return {"low": scores >= q(low_q), "medium": band, "high": scores <= q(high_q)}
+    return {"low": scores <= q(low_q), "medium": band, "high": scores >= q(high_q)}
+
+
+def _tol(strategy: str, b: float) -> float:
+    return 1e-6 if strategy == "max" else 1e-3 * abs(b)
+
+
+@settings(max_examples=150, deadline=None)
 @given(
     arrays(np.float64, st.integers(1, 300), elements=st.floats(0, 3)),
     st.sampled_from(["max", "entropy"]),
 )
-def test_select_matches_quantile_definition(scores, strategy):
+def test_select_is_the_quantile_rule_with_tie_groups_kept_whole(scores, strategy):
     res = select(scores, strategy)  # default profile: 300 labels -> PileNER
-    low_q, high_q = QUANTILES["pilener"][strategy]
-    q = lambda x: np.quantile(scores, x, method="linear")  # noqa: E731
-    if strategy == "max":
-        assert res["low"].count == int((scores >= q(low_q)).sum())
-        assert res["high"].count == int((scores <= q(high_q)).sum())
-    else:
-        assert res["low"].count == int((scores <= q(low_q)).sum())
-        assert res["high"].count == int((scores >= q(high_q)).sum())
-    band = (scores >= q(0.495)) & (scores <= q(0.505))
-    np.testing.assert_array_equal(res["medium"].mask, band)
+    sides = {"max": {"low": "ge", "high": "le"}, "entropy": {"low": "le", "high": "ge"}}[strategy]
+    for level, paper in _paper_masks(scores, strategy).items():
+        want = paper.copy()
+        if paper.any():  # every label tied with a weakest kept label is kept too
+            kept = scores[paper]
+            side = sides.get(level, "between")
+            ends = {"ge": [kept.min()], "le": [kept.max()]}.get(side, [kept.min(), kept.max()])
+            for b in ends:
+                want |= np.abs(scores - b) <= _tol(strategy, b)
+        np.testing.assert_array_equal(res[level].mask, want)
+        assert res[level].tied == int(want.sum() - paper.sum())
     # a one-sided cut always keeps the extreme score; the medium band may hold none
     assert res["low"].count >= 1 and res["high"].count >= 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 3000), min_size=1, max_size=300, unique=True),
+    st.sampled_from(["max", "entropy"]),
+)
+def test_without_ties_select_is_exactly_the_quantile_rule(ints, strategy):
+    # distinct scores >= 0.2% apart: no two within 1e-6 absolute, nor within 1e-3 relative
+    scores = 1.002 ** np.array(ints, dtype=np.float64)
+    res = select(scores, strategy)
+    for level, paper in _paper_masks(scores, strategy).items():
+        np.testing.assert_array_equal(res[level].mask, paper)
+        assert res[level].tied == 0
+
+
+def test_tie_groups_are_kept_whole():
+    # an exact label read as 0.99999994 in float32 ties with the 1.0 the low cut keeps
+    scores = np.concatenate([[1.0, 1.0, 0.99999994, 0.9999], np.linspace(0.0, 0.5, 96)])
+    low = select(scores, "max", default_rule("pilener", "max"))["low"]
+    assert low.thresholds[0] == 1.0
+    assert low.mask[:3].all() and not low.mask[3] and low.tied == 1
+    # entropy ties are relative: 1.0005e-12 ties with the 1e-12 that q(0.01) of 100 keeps,
+    # 1.01e-12 does not
+    ent = np.concatenate([[1e-12, 1.0005e-12, 1.01e-12], np.linspace(1.0, 2.0, 97)])
+    low = select(ent, "entropy", default_rule("pilener", "entropy"))["low"]
+    assert low.thresholds[0] < 1.0005e-12
+    assert low.mask[:2].all() and not low.mask[2:].any() and low.tied == 1
 
 
 def test_default_profile_follows_label_count():
@@ -157,11 +201,11 @@ def test_override_validation(overrides, message):
 
 
 def test_select_errors():
-    with pytest.raises(ValueError, match=re.escape("unknown strategy 'mean'. Valid: max, entropy")):
+    with pytest.raises(ValueError, match=re.escape("unknown strategy 'mean'. Valid: entropy, max")):
         select(np.ones(3), "mean")
     with pytest.raises(ValueError, match="rule is for strategy 'entropy', not 'max'"):
         select(np.ones(3), "max", default_rule("pilener", "entropy"))
     with pytest.raises(ValueError, match=re.escape("scores must be a non-empty 1-D array")):
         select(np.array([]), "max")
-    with pytest.raises(ValueError, match=re.escape("unknown strategy 'min'. Valid: max, entropy")):
+    with pytest.raises(ValueError, match=re.escape("unknown strategy 'min'. Valid: entropy, max")):
         SelectionRule("min", 0.1, 0.9)
