@@ -19,6 +19,14 @@ TEMPERATURE = 0.01
 #: Seed of the bootstrap CI, Few-NERD picks and samplers.
 SEED = 0
 
+#: How label sets, label spellings, the headline figure and the splits are computed:
+#: `ours` (METHOD.md's definitions) or `paper` (the Familiarity authors' code; METHOD.md
+#: sections 2, 3 and 6).
+PROTOCOLS = ("ours", "paper")
+DEFAULT_PROTOCOL = PROTOCOLS[0]
+#: The paper protocol's entropy: -sum p ln(p + 1e-10), in float32, as the authors computed it.
+PAPER_ENTROPY_EPSILON = 1e-10
+
 #: Label scores, entropy first: the default strategy and a repo folder's default config.
 STRATEGIES = ("entropy", "max")
 DEFAULT_STRATEGY = STRATEGIES[0]

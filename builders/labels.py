@@ -129,3 +129,54 @@ def label_sets(
 def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
     """The evaluation label set L_Z: the union of the sets' labels, first-seen order."""
     return tuple(dict.fromkeys(z for labels in sets.values() for z in labels))
+
+
+# ---------------------------------------------------------------- the paper's protocol
+@cache
+def paper_table() -> dict:
+    """`data/paper.toml`: GLiNER's label lists and the authors' reference values."""
+    with resources.files("builders.data").joinpath("paper.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def paper_label_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """GLiNER's evaluation label lists (`labels.json`) of the named benchmarks, verbatim: the
+    authors' spelling and order, `else` kept."""
+    table = paper_table()["gliner_labels"]
+    missing = [n for n in names if n not in table]
+    if missing:
+        raise UnknownNameError("benchmark with a GLiNER label list", missing[0], list(table))
+    return {n: tuple(table[n]) for n in names}
+
+
+def benchmark_sets(
+    spec: str | Sequence[str] | None, keep_misc: bool = False, protocol: str = "ours"
+) -> dict[str, tuple[str, ...]]:
+    """Benchmark name -> evaluation labels, as the protocol has them: our verbalisations
+    (`misc` left out unless `keep_misc`), or GLiNER's lists under `paper`."""
+    benches = resolve_benchmarks(spec if isinstance(spec, str) or spec is None else list(spec))
+    if protocol == "paper":
+        return paper_label_sets([b.name for b in benches])
+    return label_sets(benches, keep_misc)
+
+
+def paper_training_label(label: str, coarse: str | None = None) -> str:
+    """A training label as the authors' code spells it: lower-cased; a Few-NERD fine type
+    (`coarse` given) as the text after its last `-`, and `X-other` as `X (other)`."""
+    if coarse:
+        fine = label.split("-")[-1]
+        return f"{coarse} (other)" if fine == "other" else fine
+    return label
+
+
+def reference_familiarity(corpus: str) -> dict[str, float] | None:
+    """The authors' Familiarity of a training corpus (`pilener`, `nuner`, `fewnerd`, ...):
+    per benchmark and `paper_figure`; None when they did not measure it."""
+    row = paper_table()["reference"]["familiarity"].get(corpus)
+    return None if row is None else {k: float(v) for k, v in row.items() if k != "corpus"}
+
+
+def reference_splits(corpus: str, strategy: str) -> dict[str, float] | None:
+    """The Familiarity of the authors' published low / medium / high splits, or None."""
+    row = paper_table()["reference"]["splits"].get(corpus, {}).get(strategy)
+    return None if row is None else {k: float(v) for k, v in row.items()}

@@ -20,11 +20,13 @@ from builders.cli.common import (
 )
 from builders.defaults import (
     DEFAULT_MODEL,
+    DEFAULT_PROTOCOL,
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
+    PROTOCOLS,
     SEED,
     STRATEGIES,
     TEMPERATURE,
@@ -32,7 +34,7 @@ from builders.defaults import (
     WEIGHTINGS,
     K,
 )
-from builders.labels import ZERO_SHOT, benchmarks
+from builders.labels import ZERO_SHOT, benchmarks, reference_splits
 from builders.shift.report import FamiliarityReport
 from builders.splits import SplitConfig, build
 from builders.splits.config import BuildResult
@@ -90,6 +92,19 @@ def _benchmarks_option(f: Any) -> Any:
     )(f)
 
 
+def _protocol_option(f: Any) -> Any:
+    return click.option(
+        "--protocol",
+        type=click.Choice(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        show_default=True,
+        help="`ours` (METHOD.md: our verbalised label sets, the union macro, scores against "
+        "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
+        "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
+        "Both headline figures are reported either way.",
+    )(f)
+
+
 def _model_option(f: Any) -> Any:
     return click.option(
         "--model",
@@ -107,31 +122,28 @@ def _short(benchmark: str) -> str:
 
 def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     names = list(res.benchmarks)
-    cols = [
-        "set",
-        "sentences",
-        "mentions",
-        "labels",
-        *map(_short, names),
-        "macro",
-        "VB.5",
-        "95% CI",
-    ]
+    cols = ["set", "sentences", "mentions", "labels", *map(_short, names)]
+    cols += ["union", "paper", "VB.5", "95% CI"]
+    authors = reference_splits(res.config.source, res.config.strategy)
+    if authors:
+        cols.append("authors")
     rows = []
     for sub in [res.full, *res.subsets]:
         f = sub.familiarity
-        rows.append(
-            [
-                "full" if sub.level == "full" else sub.level,
-                sub.sentences,
-                sub.mentions,
-                sub.labels,
-                *[f.per_benchmark[b].familiarity for b in names],
-                f.union_macro,
-                f.summary["vb_0.5"],
-                f"{f.summary['ci_low']:.3f}-{f.summary['ci_high']:.3f}",
-            ]
-        )
+        row = [
+            "full" if sub.level == "full" else sub.level,
+            sub.sentences,
+            sub.mentions,
+            sub.labels,
+            *[f.per_benchmark[b].familiarity for b in names],
+            f.union_macro,
+            f.paper_figure,
+            f.summary["vb_0.5"],
+            f"{f.summary['ci_low']:.3f}-{f.summary['ci_high']:.3f}",
+        ]
+        if authors:
+            row.append(authors.get(sub.level))
+        rows.append(row)
     return cols, rows
 
 
@@ -144,6 +156,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @_benchmarks_option
 @_model_option
+@_protocol_option
 @click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
 @click.option(
     "--temperature", type=float, default=TEMPERATURE, show_default=True, help="Entropy softmax T."
@@ -255,6 +268,7 @@ def _print_verdicts(res: BuildResult) -> None:
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
 @_benchmarks_option
 @_model_option
+@_protocol_option
 @click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
 @click.option(
     "--weighting",
@@ -265,6 +279,12 @@ def _print_verdicts(res: BuildResult) -> None:
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
+@click.option(
+    "--reference",
+    metavar="CORPUS",
+    help="Show the Familiarity paper's figures for CORPUS (pilener, nuner, fewnerd, ...) beside "
+    "ours [default: the source's name, when the authors measured a corpus by that name].",
+)
 @common_options
 @handle_errors
 def familiarity_cmd(
@@ -272,11 +292,13 @@ def familiarity_cmd(
     path: str | None,
     benchmarks: str,
     model: str,
+    protocol: str,
     k: int,
     weighting: str,
     keep_misc: bool,
     seed: int,
     per_label: bool,
+    reference: str | None,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -284,18 +306,25 @@ def familiarity_cmd(
     """How familiar is a training corpus with the benchmarks? (before you report zero-shot F1)
 
     Familiarity per benchmark and over the union of their labels, with VB robustness, a
-    bootstrap CI, exact label overlap and the most familiar training labels.
+    bootstrap CI, exact label overlap and the most familiar training labels. With
+    `--protocol paper` the numbers are computed as the Familiarity paper's authors did; the
+    authors' own figures are shown beside ours where they measured the corpus.
 
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
-    from builders.labels import label_sets, resolve_benchmarks
+    from builders.labels import benchmark_sets, reference_familiarity
     from builders.shift.embedder import canonical_name
     from builders.shift.report import LabelTable, measure
 
+    authors = reference_familiarity(reference or source)
+    if reference and authors is None:
+        raise click.BadParameter(
+            f"the authors measured no corpus {reference!r}", param_hint="--reference"
+        )
     with open_store(db) as store:
         _ensure_ingested(store, source, path, quiet)
-        sets = label_sets(resolve_benchmarks(benchmarks), keep_misc)
-        table = LabelTable.load(store, source)
+        sets = benchmark_sets(benchmarks, keep_misc, protocol)
+        table = LabelTable.load(store, source, protocol)
         rep = measure(
             store,
             table,
@@ -305,6 +334,7 @@ def familiarity_cmd(
             weighting=weighting,
             seed=seed,
             progress=not quiet,
+            protocol=protocol,
         )
     if as_json:
         emit_json(
@@ -316,26 +346,60 @@ def familiarity_cmd(
                 "labels": len(table.labels),
                 "mentions": int(table.mentions.sum()),
                 **rep.to_dict(),
+                "reference": _reference_json(authors, reference or source),
             }
         )
         return
-    _print_familiarity(f"Familiarity of {source} ({model}, K={k}, {weighting})", rep, per_label)
+    title = f"Familiarity of {source} ({model}, K={k}, {weighting}, {protocol} protocol)"
+    _print_familiarity(title, rep, per_label, authors)
+    if authors:
+        note(
+            f"authors: the Familiarity paper's figures for its corpus {reference or source!r} "
+            "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours only "
+            "when this source holds that same corpus and the same options are used",
+            quiet,
+        )
 
 
-def _print_familiarity(title: str, rep: FamiliarityReport, per_label: bool) -> None:
-    """A report as a table: one row per benchmark, then the union; optionally F(z) per label."""
+def _reference_json(authors: dict[str, float] | None, corpus: str) -> dict[str, Any] | None:
+    """The authors' figures for the corpus with their source, for `--json`."""
+    if authors is None:
+        return None
+    from builders.labels import paper_table
+
+    return {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
+
+
+def _print_familiarity(
+    title: str, rep: FamiliarityReport, per_label: bool, authors: dict[str, float] | None = None
+) -> None:
+    """A report as a table: one row per benchmark, then both headline figures (and the
+    authors' figures beside ours when given); optionally F(z) per label."""
+    ref = (lambda key: authors.get(key)) if authors else (lambda key: None)
     rows: list[list[Any]] = []
     for name, b in rep.per_benchmark.items():
         top = ", ".join(t.label for t in b.top_training_labels[:3])
-        rows.append([name, b.familiarity, b.summary["vb_0.5"], b.summary["vb_1"], b.overlap, top])
+        rows.append(
+            [name, b.familiarity, ref(name), b.summary["vb_0.5"], b.summary["vb_1"], b.overlap, top]
+        )
     s = rep.summary
     ci = f"95% CI {s['ci_low']:.3f}-{s['ci_high']:.3f}"
-    rows.append(["union (macro)", rep.union_macro, s["vb_0.5"], s["vb_1"], rep.overlap, ci])
-    print_table(
-        title,
-        ["benchmark", "Familiarity", "VB 0.5", "VB 1", "overlap", "most familiar labels"],
-        rows,
-    )
+    rows.append(["union macro", rep.union_macro, None, s["vb_0.5"], s["vb_1"], rep.overlap, ci])
+    n = sum(len(b.labels) for b in rep.per_benchmark.values())
+    rows.append([f"paper figure ({n} labels)", rep.paper_figure, ref("paper_figure"), *[None] * 4])
+    cols = [
+        "benchmark",
+        "Familiarity",
+        "authors",
+        "VB 0.5",
+        "VB 1",
+        "overlap",
+        "most familiar labels",
+    ]
+    if not authors:
+        cols.pop(2)
+        rows = [r[:2] + r[3:] for r in rows]
+    print_table(title, cols, rows)
     if per_label:
         print_table(
             "per evaluation label",

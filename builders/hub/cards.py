@@ -158,6 +158,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
             )
         ],
         "profile": sub["selection"].get("profile", "custom"),
+        "protocol": cfg.get("protocol", "ours"),
         "match": sub["selection"].get("matched"),
         "matched_to": sub["selection"].get("matched_to"),
         "labels": b.get("labels") or [],

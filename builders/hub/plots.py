@@ -71,12 +71,12 @@ def histogram_png(
 
 
 def score_plot_title(
-    source: str, strategy: str, n_labels: int, benchmarks: Sequence[str], model: str, level: str
+    source: str, strategy: str, n_scores: int, benchmarks: Sequence[str], model: str, level: str
 ) -> str:
     """The histogram's title: what was scored, against what, with which model."""
     against = ", ".join(benchmarks) if len(benchmarks) <= 3 else f"{len(benchmarks)} benchmarks"
     return (
-        f"{source}: {strategy} scores of {n_labels:,} labels vs {against}\n"
+        f"{source}: {n_scores:,} {strategy} scores vs {against}\n"
         f"({model}; shaded: the {level} label-shift level)"
     )
 

@@ -129,7 +129,9 @@ def familiarity_meta(
         "model": rep["model"],
         "k": rep["k"],
         "weighting": rep["weighting"],
+        "protocol": rep.get("protocol", "ours"),
         "union_macro": r4(rep["union_macro"]),
+        "paper_figure": r4(rep["paper_figure"]),
         "vb_0.5": r4(s["vb_0.5"]),
         "vb_1": r4(s["vb_1"]),
         "ci_95": [r4(s["ci_low"]), r4(s["ci_high"])],
@@ -137,6 +139,7 @@ def familiarity_meta(
     }
     if full is not None:
         out["full_corpus_union_macro"] = r4(full["union_macro"])
+        out["full_corpus_paper_figure"] = r4(full["paper_figure"])
     out["benchmarks"] = {}
     for name, b in rep["per_benchmark"].items():
         row = {

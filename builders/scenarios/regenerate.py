@@ -22,7 +22,7 @@ from typing import Any
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.labels import benchmark_sets, union_labels
 from builders.scenarios.book import Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
@@ -39,9 +39,8 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "toolkit_version": __version__,
     }
     if sc.kind == "splits":
-        sets = label_sets(
-            resolve_benchmarks(list(sc.params["benchmarks"]) or None), sc.params["keep_misc"]
-        )
+        p = sc.params
+        sets = benchmark_sets(list(p["benchmarks"]) or None, p["keep_misc"], p["protocol"])
         parts["eval_labels"] = {name: list(labels) for name, labels in sets.items()}
         parts["n_eval"] = len(union_labels(sets))
     blob = json.dumps(parts, sort_keys=True, default=str).encode()

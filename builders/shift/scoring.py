@@ -9,11 +9,12 @@ quantiles (the paper's Appendix B) are the data table `QUANTILES` below.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from builders.defaults import STRATEGIES, TIE_TOLERANCE
+from builders.defaults import PAPER_ENTROPY_EPSILON, STRATEGIES, TIE_TOLERANCE
 
 #: Default quantiles (low level, high level) per source profile and strategy, paper Appendix B.
 QUANTILES: dict[str, dict[str, tuple[float, float]]] = {
@@ -267,4 +268,60 @@ def select(
         wide = _tie_extend(s, mask, strategy, lr.side)
         tied = int(wide.sum() - mask.sum())
         out[level] = SelectionResult(level, lr.side, lr.quantiles, t, wide, tied)
+    return out
+
+
+# ------------------------------------------------------------------ the paper's protocol
+def paper_scores(
+    M: np.ndarray, groups: Sequence[np.ndarray], strategy: str, temperature: float
+) -> np.ndarray:
+    """Scores per (training label, benchmark) as the authors' `compute_new_splits.py` has them
+    (whoisjones/GLiNER, branch `analysis`): shape (D, B), one column per benchmark.
+
+    max: the label's highest similarity to the benchmark's labels; entropy: -sum p ln(p + 1e-10)
+    of softmax(sims / T) over the benchmark's labels, in float32 (so its ceiling is ln of the
+    benchmark's label count).
+    """
+    m = _check_matrix(M)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(STRATEGIES)}")
+    out = np.empty((m.shape[0], len(groups)), dtype=np.float64)
+    eps, t = np.float32(PAPER_ENTROPY_EPSILON), np.float32(temperature)
+    for b, cols in enumerate(groups):
+        sims = m[:, cols].astype(np.float32)
+        if strategy == "max":
+            out[:, b] = sims.max(axis=1)
+            continue
+        x = sims / t
+        x -= x.max(axis=1, keepdims=True)
+        p = np.exp(x)
+        p /= p.sum(axis=1, keepdims=True)
+        out[:, b] = -(p * np.log(p + eps)).sum(axis=1, dtype=np.float32)
+    return out
+
+
+def select_pooled(
+    rows: np.ndarray, strategy: str, rule: SelectionRule
+) -> dict[str, SelectionResult]:
+    """The authors' selection: the quantile thresholds are taken over every (label, benchmark)
+    score pooled, and a label belongs to a level if it qualifies for any benchmark (so a label
+    can land in two levels). Cuts keep tie groups whole, as `select` does, row by row."""
+    r = np.asarray(rows, dtype=np.float64)
+    if r.ndim != 2 or r.size == 0 or np.isnan(r).any():
+        raise ValueError(f"rows must be a non-empty (D, B) array without NaN, got {r.shape}")
+    flat = r.ravel()
+    out: dict[str, SelectionResult] = {}
+    for level, lr in rule.levels().items():
+        t = tuple(float(v) for v in np.quantile(flat, lr.quantiles, method="linear"))
+        if lr.side == "ge":
+            hit = flat >= t[0]
+        elif lr.side == "le":
+            hit = flat <= t[0]
+        else:
+            hit = (flat >= t[0]) & (flat <= t[1])
+        wide = _tie_extend(flat, hit, strategy, lr.side)
+        paper = hit.reshape(r.shape).any(axis=1)
+        mask = np.asarray(wide.reshape(r.shape).any(axis=1))
+        tied = int(mask.sum() - paper.sum())
+        out[level] = SelectionResult(level, lr.side, lr.quantiles, t, mask, tied)
     return out

@@ -15,11 +15,13 @@ import pyarrow as pa
 from builders import __version__
 from builders.defaults import (
     DEFAULT_MODEL,
+    DEFAULT_PROTOCOL,
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
+    PROTOCOLS,
     SEED,
     STRATEGIES,
     TEMPERATURE,
@@ -58,6 +60,7 @@ class SplitConfig:
     min_labels: int = MIN_LEVEL_LABELS
     min_mentions: int = MIN_LEVEL_MENTIONS
     match: str = "none"
+    protocol: str = DEFAULT_PROTOCOL
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
@@ -80,6 +83,15 @@ class SplitConfig:
         if self.weighting not in WEIGHTINGS:
             raise BuildersError(
                 f"unknown weighting {self.weighting!r}. Valid: {', '.join(WEIGHTINGS)}"
+            )
+        if self.protocol not in PROTOCOLS:
+            raise BuildersError(
+                f"unknown protocol {self.protocol!r}. Valid: {', '.join(PROTOCOLS)}"
+            )
+        if self.protocol == "paper" and self.match != "none":
+            raise BuildersError(
+                "--match needs one score per label; the paper protocol scores every "
+                "(label, benchmark) pair: use --protocol ours with --match"
             )
         if self.match not in MATCH_MODES:
             raise BuildersError(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 
-from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.labels import benchmark_sets, union_labels
 from builders.shift.embedder import canonical_name
 from builders.shift.report import (
     FamiliarityReport,
@@ -28,12 +28,15 @@ from builders.shift.report import (
     similarity_matrix,
 )
 from builders.shift.scoring import (
+    SelectionResult,
     SelectionRule,
     default_rule,
     entropy_scores,
     max_scores,
+    paper_scores,
     profile_for,
     select,
+    select_pooled,
 )
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
 from builders.splits.levels import Level, check_levels, from_cuts, match_levels, verdicts
@@ -45,6 +48,21 @@ SOURCE_PROFILES = {"pilener": "pilener", "pilener-sample": "pilener", "nuner": "
 
 def label_scores(m: np.ndarray, strategy: str, temperature: float) -> np.ndarray:
     return max_scores(m) if strategy == "max" else entropy_scores(m, temperature)
+
+
+def _score_and_cut(
+    cfg: SplitConfig, rule: SelectionRule, group: dict[str, tuple[str, ...]], m: np.ndarray
+) -> tuple[np.ndarray, dict[str, SelectionResult]]:
+    """Our protocol: one score per label against the union, cut at its quantiles. The paper's:
+    one score per (label, benchmark), cut at the pooled quantiles, a label kept if it
+    qualifies for any benchmark (scores of shape (D, B))."""
+    if cfg.protocol != "paper":
+        scores = label_scores(m, cfg.strategy, cfg.temperature)
+        return scores, select(scores, cfg.strategy, rule)
+    evals = union_labels(group)
+    cols = [np.array([evals.index(z) for z in labels]) for labels in group.values()]
+    rows = paper_scores(m, cols, cfg.strategy, cfg.temperature)
+    return rows, select_pooled(rows, cfg.strategy, rule)
 
 
 def selection_rule(cfg: SplitConfig, n_labels: int) -> SelectionRule:
@@ -69,8 +87,8 @@ def build(
     paper's definition). Every level of every group is computed before anything is written.
     """
     stage = on_stage or (lambda s: None)
-    sets = label_sets(resolve_benchmarks(list(cfg.benchmarks) or None), cfg.keep_misc)
-    table = LabelTable.load(store, cfg.source)
+    sets = benchmark_sets(list(cfg.benchmarks) or None, cfg.keep_misc, cfg.protocol)
+    table = LabelTable.load(store, cfg.source, cfg.protocol)
     all_evals = union_labels(sets)
     stage(f"embedding {len(table.labels):,} training and {len(all_evals)} evaluation labels")
     m_all, new = similarity_matrix(store, cfg.model, table.labels, all_evals, progress)
@@ -103,7 +121,7 @@ def _subset(
     if level.partial is not None:
         index, cap = level.partial
         partial = (table.labels[index], cap)
-    rows = store.subset_rows(cfg.source, level.labels(table), partial)
+    rows = store.subset_rows(cfg.source, table.stored(level.labels(table)), partial)
     if partial is not None:  # the partial label's mentions in the sentences it got
         spans = pc.list_flatten(rows.column("spans"))
         kept = pc.sum(pc.equal(pc.struct_field(spans, "label"), partial[0])).as_py() or 0
@@ -132,9 +150,8 @@ def _build_group(
 ) -> BuildResult:
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group."""
     rule = selection_rule(cfg, len(table.labels))
-    stage(f"scoring ({cfg.strategy}) against {m.shape[1]} labels")
-    scores = label_scores(m, cfg.strategy, cfg.temperature)
-    cuts = select(scores, cfg.strategy, rule)
+    stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
+    scores, cuts = _score_and_cut(cfg, rule, group, m)
     levels = from_cuts(cuts, cfg.levels, rule.profile)
     levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
     check_levels(levels, table, cfg)
@@ -151,6 +168,7 @@ def _build_group(
             k=cfg.k,
             weighting=cfg.weighting,
             seed=cfg.seed,
+            protocol=cfg.protocol,
         )
 
     stage("Familiarity of the full corpus")

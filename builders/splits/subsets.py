@@ -138,17 +138,17 @@ def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict
         {
             "label": pa.array(res.table.labels, pa.string()),
             "mentions": pa.array(res.table.mentions, pa.int64()),
-            "score": pa.array(res.scores, pa.float64()),
+            **_score_columns(res),
             "selected": pa.array(level.selected_mask(), pa.bool_()),
         }
     )
     pq.write_table(score_table, where / "scores.parquet", compression="zstd")
     cfg = res.config
     title = score_plot_title(
-        cfg.source, cfg.strategy, len(res.scores), list(res.benchmarks), cfg.model, sub.level
+        cfg.source, cfg.strategy, res.scores.size, list(res.benchmarks), cfg.model, sub.level
     )
     render_histogram(
-        res.scores,
+        res.scores.ravel(),
         {lv: list(c.thresholds) for lv, c in res.cuts.items()},
         cfg.strategy,
         where / "scores.png",
@@ -157,6 +157,16 @@ def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict
         sides={lv: c.side for lv, c in res.cuts.items()},
     )
     write_json(where / BUILD_JSON, record)
+
+
+def _score_columns(res: BuildResult) -> dict[str, pa.Array]:
+    """`score` per label; under the paper protocol `score <benchmark>` per benchmark."""
+    if res.scores.ndim == 1:
+        return {"score": pa.array(res.scores, pa.float64())}
+    return {
+        f"score {name}": pa.array(res.scores[:, b], pa.float64())
+        for b, name in enumerate(res.benchmarks)
+    }
 
 
 def selected_labels(folder: Path, strategy: str) -> list[str] | None:

@@ -193,6 +193,14 @@ class Store:
             sql += f" LIMIT {int(top)}"
         return [(r[0], int(r[1]), int(r[2])) for r in self.con.execute(sql, params).fetchall()]
 
+    def label_coarse(self, source: str) -> dict[str, str | None]:
+        """label -> its coarse type (Few-NERD) or None, for every label of a source."""
+        rows = self.con.execute(
+            "SELECT label, any_value(coarse) FROM mentions WHERE source = ? GROUP BY label",
+            [source],
+        ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
     def count_types(self, source: str, split: str | None = None) -> int:
         """Distinct labels of a source (or of one of its splits)."""
         where, params = (
