@@ -258,17 +258,25 @@ def select(
         raise ValueError(f"rule is for strategy {rule.strategy!r}, not {strategy!r}")
     out: dict[str, SelectionResult] = {}
     for level, lr in rule.levels().items():
-        t = tuple(float(v) for v in np.quantile(s, lr.quantiles, method="linear"))
-        if lr.side == "ge":
-            mask = s >= t[0]
-        elif lr.side == "le":
-            mask = s <= t[0]
-        else:
-            mask = (s >= t[0]) & (s <= t[1])
-        wide = _tie_extend(s, mask, strategy, lr.side)
+        t, mask, wide = _cut(s, lr, strategy)
         tied = int(wide.sum() - mask.sum())
         out[level] = SelectionResult(level, lr.side, lr.quantiles, t, wide, tied)
     return out
+
+
+def _cut(
+    s: np.ndarray, lr: LevelRule, strategy: str
+) -> tuple[tuple[float, ...], np.ndarray, np.ndarray]:
+    """One level's quantile thresholds, the quantile rule's mask, and that mask widened to
+    whole tie groups."""
+    t = tuple(float(v) for v in np.quantile(s, lr.quantiles, method="linear"))
+    if lr.side == "ge":
+        mask = s >= t[0]
+    elif lr.side == "le":
+        mask = s <= t[0]
+    else:
+        mask = (s >= t[0]) & (s <= t[1])
+    return t, mask, _tie_extend(s, mask, strategy, lr.side)
 
 
 # ------------------------------------------------------------------ the paper's protocol
@@ -312,14 +320,7 @@ def select_pooled(
     flat = r.ravel()
     out: dict[str, SelectionResult] = {}
     for level, lr in rule.levels().items():
-        t = tuple(float(v) for v in np.quantile(flat, lr.quantiles, method="linear"))
-        if lr.side == "ge":
-            hit = flat >= t[0]
-        elif lr.side == "le":
-            hit = flat <= t[0]
-        else:
-            hit = (flat >= t[0]) & (flat <= t[1])
-        wide = _tie_extend(flat, hit, strategy, lr.side)
+        t, hit, wide = _cut(flat, lr, strategy)
         paper = hit.reshape(r.shape).any(axis=1)
         mask = np.asarray(wide.reshape(r.shape).any(axis=1))
         tied = int(mask.sum() - paper.sum())
