@@ -178,12 +178,13 @@ def link_tree(src: Path, dst: Path, skip: Iterable[str] = ()) -> None:
         if entry.name in skipped or entry.name.startswith("."):
             continue
         if entry.is_dir():
-            shutil.copytree(entry, dst / entry.name, copy_function=_link_or_copy)
+            shutil.copytree(entry, dst / entry.name, copy_function=link_or_copy)
         else:
-            _link_or_copy(str(entry), str(dst / entry.name))
+            link_or_copy(str(entry), str(dst / entry.name))
 
 
-def _link_or_copy(src: str, dst: str) -> str:
+def link_or_copy(src: str, dst: str) -> str:
+    """`dst` as a hard link to `src`, or a copy where the file system cannot link."""
     try:
         os.link(src, dst)
     except OSError:

@@ -11,6 +11,7 @@ for the same repo id are the same bytes.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from builders.errors import BuildersError
@@ -23,9 +24,23 @@ from builders.sources import SOURCES
 CARD = "README.md"
 
 
+_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def valid_org(org: str) -> str:
+    """`org` if it can name a Hub user or organisation (letters, digits, `-`, `_`, `.`).
+
+    Raises:
+        BuildersError: otherwise, with the value.
+    """
+    if not _ORG.fullmatch(org or ""):
+        raise BuildersError(f"--org must be a user or organisation name like `my-org`, got {org!r}")
+    return org
+
+
 def repo_name(folder: Path, org: str | None) -> str:
     """The name a card uses: `org/folder` for a Hub repo, else the folder's name."""
-    return f"{org}/{folder.name}" if org else folder.name
+    return f"{valid_org(org)}/{folder.name}" if org else folder.name
 
 
 def folder_card(folder: Path, name: str) -> str:
