@@ -12,9 +12,12 @@ commit leaves the repo as it was. `private` (True/False) is applied with `create
 new repo and with `update_repo_settings` to an existing one; None leaves it as it is.
 
 Retries: huggingface_hub retries its file listing, pre-upload and commit calls itself (429,
-408 and 5xx, five times, 1 to 8 s apart or what `Retry-After` asks); other 4xx fail at once.
-The calls it sends only once (`create_repo`, `update_repo_settings`, `list_repo_refs`,
-`create_tag`) go through `with_retries`, with the same policy. The token comes from the
+408 and 5xx, five times, 1 to 8 s apart or what `Retry-After` asks, plus 1 s); other 4xx fail
+at once. The calls it sends only once (`create_repo`, `update_repo_settings`,
+`list_repo_refs`, `create_tag`) go through `with_retries`, with the same policy. Without
+hf_xet (or with HF_HUB_DISABLE_XET) upload_folder falls back to one `create_commit`, whose
+commit call huggingface_hub does not retry: a 429 or 5xx there fails the push, nothing of it
+committed. The token comes from the
 argument, `HF_TOKEN` or the saved login and is never printed, logged or written: errors are
 scrubbed of it, and a file holding it is refused.
 """

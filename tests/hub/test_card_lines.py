@@ -173,27 +173,15 @@ def test_the_pushed_cards_lines_load_the_data(
     _mirror(tmp_path, REPO, {p: d for p, d in files.items() if p != ".gitattributes"})
     user = tmp_path / "user"
     user.mkdir()
+    (user / "load.py").write_text(_script(loads), encoding="utf-8")
+    args = shlex.split(export)
     with _olah(tmp_path, REPO) as url:
         env = _user_env(tmp_path, url)
-        (user / "load.py").write_text(_script(loads), encoding="utf-8")
-        loaded = subprocess.run(
-            [sys.executable, "load.py"],
-            env=env,
-            cwd=user,
-            capture_output=True,
-            text=True,
-            timeout=300,
+        loaded, exported = (
+            subprocess.run(cmd, env=env, cwd=user, capture_output=True, text=True, timeout=300)
+            for cmd in ([sys.executable, "load.py"], [sys.executable, "-m", "builders", *args[1:]])
         )
         assert loaded.returncode == 0, loaded.stderr[-4000:]
-        args = shlex.split(export)
-        exported = subprocess.run(
-            [sys.executable, "-m", "builders", *args[1:]],
-            env=env,
-            cwd=user,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
         assert exported.returncode == 0, exported.stderr[-4000:]
     got = json.loads(loaded.stdout)
     for config, ds in zip(("entropy", "max"), got, strict=True):

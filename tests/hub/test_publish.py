@@ -122,6 +122,31 @@ def test_token_from_env_and_429_then_success(
     assert res.commit_oid == hub.repos["org/pilener-low-shift"].head
 
 
+def test_without_hf_xet_it_is_one_create_commit(
+    published: Path,
+    hub: HubServer,
+    monkeypatch: pytest.MonkeyPatch,
+    waits: list[float],
+    tmp_path: Path,
+) -> None:
+    """HF_HUB_DISABLE_XET (or no hf_xet): upload_folder makes one `create_commit`, which
+    huggingface_hub sends once: a 503 on it fails the push, nothing committed."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    [res] = publish([plan_publish(published, "org")], token=TOKEN)
+    repo = hub.repos["org/pilener-low-shift"]
+    assert hub.count("commit") == 1 and hub.count("validate_yaml") >= 1  # the card's YAML
+    assert res.commit_oid == repo.head and len(repo.commits) == 2
+    folder = tmp_path / "pilener-medium-shift"
+    shutil.copytree(published, folder)
+    hub.fail("commit", 503, times=1)
+    with pytest.raises(PublishError, match="nothing of it was committed: HTTP 503"):
+        publish([plan_publish(folder, "org")], token=TOKEN)
+    assert [c.summary for c in hub.repos["org/pilener-medium-shift"].commits] == ["initial commit"]
+    assert waits == []
+
+
 def test_other_4xx_is_not_retried(published: Path, hub: HubServer, waits: list[float]) -> None:
     hub.fail("commit", 403, times=None)
     with pytest.raises(PublishError, match="HTTP 403"):
