@@ -16,8 +16,12 @@ os.environ["HF_DATASETS_CACHE"] = str(_CACHE / "datasets")
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("HUGGING_FACE_HUB_TOKEN", None)
 
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
 import pytest  # noqa: E402
-from helpers import DATA, SAMPLE_MEDIUM, SHARED  # noqa: E402
+from helpers import DATA, LABELS_A, SAMPLE_MEDIUM, SHARED, TOKEN, bio_corpus  # noqa: E402
+from hubserver import HubServer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -78,3 +82,59 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def sample_build(sample_results: dict) -> Path:
     """The output folder of `sample_results`."""
     return sample_results["out"]
+
+
+@pytest.fixture(scope="session")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real repo folder `pilener-low-shift` (entropy + max configs) built with MiniLM, for
+    the publishing tests. Read only: tests that change it copy it first."""
+    from builders.splits import SplitConfig, build
+    from builders.store import Store
+    from builders.store.ingest import ingest
+
+    root = tmp_path_factory.mktemp("published")
+    corpus = bio_corpus(root / "corpus.txt", LABELS_A, 80)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    try:
+        with Store(root / "store.duckdb") as store:
+            ingest(store, "columns", corpus, name="pilener")
+            for strategy in ("entropy", "max"):
+                cfg = SplitConfig(  # a 20-label corpus: tiny levels are what this test needs
+                    source="pilener",
+                    strategy=strategy,
+                    levels=("low",),
+                    model="all-MiniLM-L6-v2",
+                    min_labels=1,
+                    min_mentions=1,
+                )
+                build(store, cfg, root / "out")
+    finally:
+        mp.undo()
+    folder = root / "out" / "pilener-low-shift"
+    assert (folder / "README.md").exists()
+    return folder
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubServer]:
+    """The fake Hub (`hubserver.py`) on loopback, with HF_ENDPOINT pointing at it and the
+    token `TOKEN` required; huggingface_hub online for the test, with no saved login."""
+    from huggingface_hub import constants
+
+    server = HubServer(token=TOKEN).start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    # huggingface_hub reads these once, at import.
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every retry wait, ours and huggingface_hub's (both call `time.sleep`), not slept."""
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    return slept

@@ -83,3 +83,7 @@ def assert_failed_ingest_keeps_store(
         with pytest.raises(SourceFormatError, match=re.escape(message)):
             ingest(store, source, bad, name="x", replace=True)
         assert snapshot(store) == before
+
+
+#: The fake Hub's token: it must never appear in any output, log, file or error.
+TOKEN = "hf_testTOKENdoNotLeak0123456789"

@@ -1,14 +1,19 @@
 """A tiny stand-in for the Hugging Face Hub API, for push tests on loopback.
 
 It implements exactly the endpoints `huggingface_hub` 2.x calls when the publisher pushes a
-dataset repo (read from `hf_api.py` / `_commit_api.py`):
+dataset repo (read from `hf_api.py`, `_commit_api.py` and `_upload_pipeline.py`):
 
     POST /api/repos/create                          create_repo (409 when it exists)
-    POST /api/validate-yaml                         create_commit, when README.md is added
+    PUT  /api/datasets/{org}/{name}/settings        update_repo_settings (visibility, private)
+    POST /api/validate-yaml                         upload_folder, when README.md is added
     POST /api/datasets/{org}/{name}/preupload/{rev} upload modes (always "regular": base64 in
-                                                    the commit body, so no LFS/Xet transfer)
+                                                    the commit body, so no LFS/Xet transfer),
+                                                    with the oid of a file the repo already has
+                                                    (the client then skips it if unchanged)
     POST /api/datasets/{org}/{name}/commit/{rev}    NDJSON: a header line, then file lines
-    GET  /api/datasets/{org}/{name}/tree/{rev}      list_repo_files (recursive, one page)
+    GET  /api/datasets/{org}/{name}/tree/{rev}      list_repo_files (recursive, one page) at a
+                                                    branch or a commit
+    GET  /api/datasets/{org}/{name}/revision/{rev}  repo_info (after a push that changed nothing)
     GET  /api/datasets/{org}/{name}/refs            list_repo_refs
     POST /api/datasets/{org}/{name}/tag/{rev}       create_tag
     GET  /api/whoami-v2                             whoami
@@ -34,6 +39,8 @@ import yaml
 REPO_RE = r"/api/datasets/(?P<repo>[^/]+/[^/]+)"
 ROUTES = [
     ("POST", re.compile(r"/api/repos/create"), "create_repo"),
+    ("PUT", re.compile(REPO_RE + r"/settings"), "settings"),
+    ("GET", re.compile(REPO_RE + r"/revision/(?P<rev>[^/]+)"), "revision"),
     ("POST", re.compile(r"/api/validate-yaml"), "validate_yaml"),
     ("POST", re.compile(REPO_RE + r"/preupload/(?P<rev>[^/]+)"), "preupload"),
     ("POST", re.compile(REPO_RE + r"/commit/(?P<rev>[^/]+)"), "commit"),
@@ -67,6 +74,12 @@ class Repo:
     @property
     def head(self) -> str:
         return self.commits[-1].oid
+
+    def at(self, rev: str) -> Commit | None:
+        """The commit a branch name (`main`) or a commit oid points to."""
+        if rev == "main":
+            return self.commits[-1]
+        return next((c for c in self.commits if c.oid == rev), None)
 
 
 @dataclass
@@ -166,6 +179,11 @@ def _oid(*parts: str) -> str:
     return hashlib.sha1("\0".join(parts).encode()).hexdigest()
 
 
+def _blob_oid(data: bytes) -> str:
+    """git's blob id: what the Hub reports as a regular file's oid."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: HubServer
     protocol_version = "HTTP/1.1"
@@ -178,6 +196,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
 
     # ------------------------------------------------------------------ plumbing
     def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
@@ -271,18 +292,35 @@ class _Handler(BaseHTTPRequestHandler):
         warnings = [] if m else [{"message": "empty or missing yaml metadata in repo card"}]
         self._send(200, {"errors": [], "warnings": warnings})
 
-    def _h_preupload(self, args: dict, repo: Repo, body: bytes, query: dict) -> None:
-        files = json.loads(body)["files"]
+    def _h_settings(self, args: dict, repo: Repo, body: bytes, query: dict) -> None:
+        payload = json.loads(body)
+        if "visibility" in payload:
+            repo.private = payload["visibility"] == "private"
+        elif "private" in payload:
+            repo.private = bool(payload["private"])
+        self._send(200, {})
+
+    def _h_revision(self, args: dict, repo: Repo, body: bytes, query: dict) -> None:
+        commit = repo.at(args["rev"])
+        if commit is None:
+            self._error(404, f"Invalid rev id: {args['rev']}", "RevisionNotFound")
+            return
+        siblings = [{"rfilename": p} for p in sorted(commit.files)]
         self._send(
             200,
-            {
-                "files": [
-                    {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                    for f in files
-                ],
-                "commitOid": repo.head,
-            },
+            {"id": repo.repo_id, "sha": commit.oid, "private": repo.private, "siblings": siblings},
         )
+
+    def _h_preupload(self, args: dict, repo: Repo, body: bytes, query: dict) -> None:
+        files = json.loads(body)["files"]
+        have = repo.files
+        answers = []
+        for f in files:
+            answer = {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+            if f["path"] in have:  # the Hub returns the remote file's oid (git blob sha1)
+                answer["oid"] = _blob_oid(have[f["path"]])
+            answers.append(answer)
+        self._send(200, {"files": answers, "commitOid": repo.head})
 
     def _h_commit(self, args: dict, repo: Repo, body: bytes, query: dict) -> None:
         if "ndjson" not in (self.headers.get("Content-Type") or ""):
@@ -305,18 +343,17 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _h_tree(self, args: dict, repo: Repo, body: bytes, query: dict) -> None:
+        commit = repo.at(args["rev"])
+        if commit is None:
+            self._error(404, f"Invalid rev id: {args['rev']}", "RevisionNotFound")
+            return
         prefix = (args.get("path") or "").strip("/")
         entries = []
-        for path, data in sorted(repo.files.items()):
+        for path, data in sorted(commit.files.items()):
             if prefix and not path.startswith(prefix + "/"):
                 continue
             entries.append(
-                {
-                    "type": "file",
-                    "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
-                    "size": len(data),
-                    "path": path,
-                }
+                {"type": "file", "oid": _blob_oid(data), "size": len(data), "path": path}
             )
         self._send(200, entries)
 

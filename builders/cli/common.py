@@ -109,3 +109,20 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key.replace("-", "_")] = value
     return out
+
+
+def org_option(*decls: str, required: bool = False, help: str, metavar: str = "ORG") -> Callable:
+    """An option naming a Hub user or organisation (`--org` by default), checked when the
+    command line is parsed (before any model loads)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        from builders.hub.readme import valid_org
+
+        try:
+            return None if value is None else valid_org(value)
+        except BuildersError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--org "), ctx, param) from None
+
+    return click.option(
+        *(decls or ("--org",)), required=required, callback=check, metavar=metavar, help=help
+    )

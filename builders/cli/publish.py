@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from builders.cli.common import common_options, emit_json, handle_errors, note, open_store
+from builders.cli.common import (
+    common_options,
+    emit_json,
+    handle_errors,
+    note,
+    open_store,
+    org_option,
+)
 
 
 def _human(n: int) -> str:
@@ -31,26 +39,37 @@ def _log_to_stderr(quiet: bool) -> None:
     logger.setLevel(logging.INFO)
 
 
+def publish_options(f: Callable) -> Callable:
+    """`--private/--public`, `--tag`, `--dry-run`: the options of `publish`, shared with
+    `regenerate --publish`."""
+    f = click.option(
+        "--dry-run", is_flag=True, help="Show what would be pushed (on stdout); push nothing."
+    )(f)
+    f = click.option("--tag", help="Tag each pushed commit with this version (e.g. v1.0).")(f)
+    f = click.option(
+        "--private/--public",
+        "private",
+        default=None,
+        help="Make the repos private (or public), new and existing ones. "
+        "Default: new repos public, existing ones as they are.",
+    )(f)
+    return f
+
+
 @click.command("publish")
 @click.argument(
     "folders", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path)
 )
-@click.option("--org", required=True, help="Hub user or organisation: repos are ORG/FOLDER-NAME.")
-@click.option("--private", is_flag=True, help="Create the repos as private.")
-@click.option("--tag", help="Tag each pushed commit with this version (e.g. v1.0).")
-@click.option("--dry-run", is_flag=True, help="Show what would be pushed; push nothing.")
-@click.option(
-    "--retries", type=int, default=5, show_default=True, help="Retries on 429 and 5xx answers."
-)
+@org_option(required=True, help="Hub user or organisation: repos are ORG/FOLDER-NAME.")
+@publish_options
 @common_options
 @handle_errors
 def publish_cmd(
     folders: tuple[Path, ...],
     org: str,
-    private: bool,
+    private: bool | None,
     tag: str | None,
     dry_run: bool,
-    retries: int,
     db: Path,  # accepted like every command; publishing reads only the folders
     as_json: bool,
     quiet: bool,
@@ -58,9 +77,11 @@ def publish_cmd(
     """Push dataset repo folders to the Hugging Face Hub, one commit per repo.
 
     Each FOLDER (written by build-splits or fewnerd-splits) becomes the dataset repo
-    ORG/FOLDER-NAME, created if needed; the commit holds every file of the folder and removes
-    remote files the folder no longer has. With --tag the commit is tagged. The token comes
-    from HF_TOKEN or `hf auth login`; HF_ENDPOINT selects another Hub.
+    ORG/FOLDER-NAME, created if needed; the commit holds every file of the folder, its card
+    rendered for ORG/FOLDER-NAME, and removes remote files the folder no longer has. With
+    --tag the commit is tagged. huggingface_hub retries 429 and 5xx answers (Retry-After
+    honoured). The token comes from HF_TOKEN or `hf auth login`; HF_ENDPOINT selects
+    another Hub.
 
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
@@ -68,28 +89,10 @@ def publish_cmd(
 
     plans = [plan_publish(f, org) for f in folders]
     if dry_run:
-        for plan in plans:
-            note(
-                f"would push {plan.repo_id}: {len(plan.files)} files, {_human(plan.total_bytes)}"
-                + (f", tag {tag}" if tag else "")
-                + (" (private)" if private else ""),
-                quiet and as_json,
-            )
-            if not as_json:
-                for f in plan.files:
-                    click.echo(f"  {f.path_in_repo}  {_human(f.size)}")
-        if as_json:
-            emit_json(
-                {
-                    "dry_run": True,
-                    "tag": tag,
-                    "private": private,
-                    "repos": [p.to_dict() for p in plans],
-                }
-            )
+        print_plans(plans, tag, private, as_json)
         return
     _log_to_stderr(quiet)
-    results = publish(plans, private=private, tag=tag, retries=retries)
+    results = publish(plans, private=private, tag=tag)
     if as_json:
         emit_json({"dry_run": False, "tag": tag, "repos": [r.to_dict() for r in results]})
         return
@@ -100,6 +103,23 @@ def publish_cmd(
             + (f", tag {r.tag}" if r.tag else "")
             + (f"\n  {r.commit_url}" if r.commit_url else "")
         )
+
+
+def print_plans(plans: list[Any], tag: str | None, private: bool | None, as_json: bool) -> None:
+    """What a dry run would push, all on stdout (JSON with --json)."""
+    if as_json:
+        repos = [p.to_dict() for p in plans]
+        emit_json({"dry_run": True, "tag": tag, "private": private, "repos": repos})
+        return
+    visibility = {True: " (private)", False: " (public)", None: ""}[private]
+    for plan in plans:
+        click.echo(
+            f"would push {plan.repo_id}: {len(plan.files)} files, {_human(plan.total_bytes)}"
+            + (f", tag {tag}" if tag else "")
+            + visibility
+        )
+        for f in plan.to_dict()["files"]:
+            click.echo(f"  {f['path']}  {_human(f['size'])}")
 
 
 @click.command("regenerate")
@@ -119,8 +139,8 @@ def publish_cmd(
     help="Where the repo folders go (default: the file's [defaults] out, else `out`).",
 )
 @click.option("--force", is_flag=True, help="Rebuild even what has not changed.")
-@click.option("--publish", "publish_org", metavar="ORG", help="Then push what was (re)built.")
-@click.option("--tag", help="With --publish: tag the pushed commits.")
+@org_option("--publish", "publish_org", help="Then push what was (re)built to ORG (see publish).")
+@publish_options
 @common_options
 @handle_errors
 def regenerate_cmd(
@@ -129,7 +149,9 @@ def regenerate_cmd(
     out: Path | None,
     force: bool,
     publish_org: str | None,
+    private: bool | None,
     tag: str | None,
+    dry_run: bool,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -146,8 +168,10 @@ def regenerate_cmd(
     from builders.scenarios.book import load_scenarios
     from builders.scenarios.regenerate import regenerate
 
+    if (tag or dry_run or private is not None) and not publish_org:
+        raise click.UsageError("--tag, --dry-run, --private and --public go with --publish ORG")
     book = load_scenarios(scenarios_path)
-    if publish_org:
+    if publish_org and not dry_run:
         _log_to_stderr(quiet)
     with open_store(db) as store:
         reports = regenerate(
@@ -160,6 +184,7 @@ def regenerate_cmd(
             tag=tag,
             progress=not quiet,
             on_stage=lambda s: note(s, quiet),
+            publish_kwargs={"private": private, "dry_run": dry_run},
         )
     if as_json:
         emit_json([r.to_dict() for r in reports])

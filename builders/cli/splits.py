@@ -15,6 +15,7 @@ from builders.cli.common import (
     handle_errors,
     note,
     open_store,
+    org_option,
     print_table,
     progress_bar,
 )
@@ -199,10 +200,17 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     show_default=True,
     help="Where the dataset folders are written.",
 )
+@org_option(help="Hub user or organisation the folders are for: their cards name ORG/FOLDER.")
 @common_options
 @handle_errors
 def build_splits(
-    path: str | None, out: Path, db: Path, as_json: bool, quiet: bool, **params: Any
+    path: str | None,
+    out: Path,
+    org: str | None,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+    **params: Any,
 ) -> None:
     """Build low / medium / high label-shift subsets of a training corpus.
 
@@ -217,7 +225,13 @@ def build_splits(
     with open_store(db) as store:
         _ensure_ingested(store, cfg.source, path, quiet)
         results = build(
-            store, cfg, out, progress=not quiet, command=command, on_stage=lambda s: note(s, quiet)
+            store,
+            cfg,
+            out,
+            progress=not quiet,
+            command=command,
+            on_stage=lambda s: note(s, quiet),
+            org=org,
         )
     if as_json:
         emit_json([r.to_dict() for r in results])

@@ -68,41 +68,52 @@ def write_split(
     familiarity: FamiliarityReport | None = None,
     command: str | None = None,
     extra_json: dict[str, Any] | None = None,
+    org: str | None = None,
 ) -> Path:
     """Write `OUT/fewnerd-{mode}/` atomically: parquet per part, README.md, summary.json.
 
-    The same build gives the same bytes. The folder is written beside its target and swapped
-    in, so a reader never sees half of it.
+    summary.json also records each part's `num_bytes` as `datasets` computes it, the command
+    and the toolkit version, so the card can be rendered again from the folder (for `org`'s
+    repo: `publish`). The same build gives the same bytes. The folder is written beside its
+    target and swapped in, so a reader never sees half of it.
     """
     import pyarrow.parquet as pq
     from datasets import Dataset
 
-    from builders.hub.fewnerd_card import render_fewnerd_card
-    from builders.hub.folder import PARQUET_NAME, atomic_dir, write_json
+    from builders import __version__
+    from builders.hub.folder import (
+        PARQUET_NAME,
+        SUMMARY_JSON,
+        atomic_dir,
+        dataset_sizes,
+        write_json,
+    )
+    from builders.hub.readme import CARD, folder_card, repo_name
 
     target = Path(out_dir) / build.name
     feats = features(build.fine_names)
     summary = build.summary()
     if familiarity is not None:
         summary["familiarity"] = familiarity.to_dict()
+    summary |= {"command": command, "toolkit_version": __version__}
     with atomic_dir(target) as tmp:
         (tmp / "data").mkdir()
+        files = {
+            hub_split(p): tmp / "data" / PARQUET_NAME.format(split=hub_split(p)) for p in PARTS
+        }
         for p in PARTS:
             ds = Dataset.from_dict(part_columns(build.parts[p], build.fine_names), features=feats)
             # The table carries the features in its schema metadata; written as datasets would,
             # without its progress bar.
-            pq.write_table(
-                ds.data.table,
-                tmp / "data" / PARQUET_NAME.format(split=hub_split(p)),
-                row_group_size=10_000,
-            )
-        write_json(tmp / "summary.json", summary)
+            pq.write_table(ds.data.table, files[hub_split(p)], row_group_size=10_000)
+        sizes = dataset_sizes({split: [f] for split, f in files.items()}, feats)
+        for split in files:
+            summary["parts"][split]["num_bytes"] = sizes[split]
+        summary["download_size"] = sizes["download_size"]
+        write_json(tmp / SUMMARY_JSON, summary)
         for name, obj in (extra_json or {}).items():  # e.g. the changelog, kept across builds
             write_json(tmp / name, obj)
-        card = render_fewnerd_card(
-            build.name, summary, command=command, features=feats._to_yaml_list()
-        )
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+        (tmp / CARD).write_text(folder_card(tmp, repo_name(target, org)), encoding="utf-8")
     return target
 
 

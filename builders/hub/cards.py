@@ -18,11 +18,13 @@ from builders.defaults import LEVELS
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
     card_header,
+    card_yaml,
     cell,
+    dataset_info,
     environment,
     familiarity_meta,
+    license_id,
     redact,
-    yaml_dump,
 )
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity", "synthetic"]
@@ -66,46 +68,49 @@ def rebuild_command(build: Mapping[str, Any]) -> str:
     return redact(" ".join(shlex.quote(a) for a in args))
 
 
-def subset_metadata(
-    name: str,
+def subset_yaml(
     builds: Mapping[str, Mapping[str, Any]],
     license_: str = "other",
     source_origin: str | None = None,
-) -> dict[str, Any]:
-    """The card's YAML: Hub fields, configs (entropy default), typed features, Familiarity."""
+) -> str:
+    """The card's YAML: Hub fields, configs (entropy default), `dataset_info` per config (typed
+    features, `num_bytes` as `datasets` computes it, recorded in build.json), Familiarity."""
     configs = list(builds)
     first = builds[configs[0]]
-    features = SUBSET_FEATURES._to_yaml_list()  # the same list `datasets` writes
-    meta = card_header(
+    header = card_header(
         license_=license_,
         rows=max(int(b["subset"]["sentences"]) for b in builds.values()),
         source_datasets=[source_origin] if source_origin else None,
         tags=TAGS,
         pretty_name=f"{first['config']['source']} {first['subset']['level']} label shift",
     )
-    meta["configs"] = [
-        {
-            "config_name": c,
+    data_configs = {
+        c: {
             "data_files": [{"split": "train", "path": f"{c}/train-*"}],
             **({"default": True} if i == 0 else {}),
         }
         for i, c in enumerate(configs)
-    ]
-    meta["dataset_info"] = [
-        {
-            "config_name": c,
-            "features": features,
-            "splits": [
-                {
-                    "name": "train",
-                    "num_bytes": int(builds[c]["num_bytes"]),
-                    "num_examples": int(builds[c]["subset"]["sentences"]),
-                }
-            ],
-        }
-        for c in configs
-    ]
-    meta["label_shift"] = {
+    }
+    infos = {
+        c: dataset_info(
+            SUBSET_FEATURES,
+            {"train": (int(b["num_bytes"]), int(b["subset"]["sentences"]))},
+            b.get("download_size"),
+        )
+        for c, b in builds.items()
+    }
+    familiarity = {
+        c: familiarity_meta(b["subset"]["familiarity"], (b.get("full") or {}).get("familiarity"))
+        for c, b in builds.items()
+    }
+    extra = {"label_shift": _label_shift_meta(builds), "familiarity": familiarity}
+    return card_yaml(header, data_configs, infos, extra)
+
+
+def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Source, level and each config's cut, for the card's YAML."""
+    first = next(iter(builds.values()))
+    return {
         "source": first["config"]["source"],
         "level": first["subset"]["level"],
         "cuts": {
@@ -118,11 +123,6 @@ def subset_metadata(
             for c, b in builds.items()
         },
     }
-    meta["familiarity"] = {
-        c: familiarity_meta(b["subset"]["familiarity"], (b.get("full") or {}).get("familiarity"))
-        for c, b in builds.items()
-    }
-    return meta
 
 
 def _rule_text(cut: Mapping[str, Any], symbol: str) -> str:
@@ -257,7 +257,7 @@ def render_card(
     configs = list(builds)
     first = builds[configs[0]]
     source = first["config"]["source"]
-    meta = subset_metadata(name, builds, license, source_origin)
+    yaml_header = subset_yaml(builds, license, source_origin)
     cites = ["familiarity"] + [
         key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)
     ]
@@ -266,14 +266,14 @@ def render_card(
         environment()
         .get_template("subset.md.j2")
         .render(
-            yaml_header=yaml_dump(meta),
+            yaml_header=yaml_header,
             name=name,
             title=name.rsplit("/", 1)[-1],
             level=first["subset"]["level"],
             level_text=LEVEL_TEXT.get(first["subset"]["level"], first["subset"]["level"]),
             source=source,
             source_origin=source_origin,
-            license=meta["license"],
+            license=license_id(license),
             source_license=license,
             configs=views,
             versions=sorted({v["version"] for v in views}),

@@ -89,6 +89,14 @@ def changelog_entry(
     return {"version": version, "note": note, "changes": changes}
 
 
+def has_changes(changes: Mapping[str, list[Any]], extra: Mapping[str, Any] | None = None) -> bool:
+    """Whether a rebuild changed anything a changelog entry would show: a metric (`compare`'s
+    [before, after]) or a non-empty list in `extra` (labels added or removed)."""
+    return any(before != after for before, after in changes.values()) or any(
+        bool(v) for v in (extra or {}).values()
+    )
+
+
 def with_entry(
     log: list[dict[str, Any]],
     run: Mapping[str, str],

@@ -1,23 +1,49 @@
-"""Export a built subset to GLiNER's training json.
+"""Export to GLiNER's two json layouts.
+
+Training json, from a built folder (a subset or a Few-NERD folder, local or on the Hub):
 
     [{"tokenized_text": ["Ada", "wrote", "code"], "ner": [[0, 0, "person"]],
-      "negatives": ["city"]}, ...]          ner = [start, end_inclusive, label]
+      "ner_negatives": ["city"]}, ...]          ner = [start, end_inclusive, label]
+
+Evaluation layout, from a benchmark in the span store (GLiNER's zero-shot benchmark folders,
+`data/<name>/` in urchade/GLiNER, read by `gliner.evaluation.evaluate_ner.create_dataset`):
+
+    DIR/train.json, dev.json, test.json   [{"sentence": "w1 w2 ...", "entities": [{"name": "w2",
+                                            "type": "label", "pos": [char_start, char_end]}]}]
+    DIR/labels.json                        ["label", ...]
 
 The folder's spans have `end` exclusive (as in the span store); GLiNER's `end` is inclusive,
-so it is written as `end - 1`. Works on a subset repo folder (`{config}/train-*.parquet`,
-configs `entropy` and `max`) and on a Few-NERD folder (`data/{split}-*.parquet`, no negatives).
-The same folder gives the same bytes; the file is written beside its target and moved in.
+so it is written as `end - 1`. The same input gives the same bytes; files are written beside
+their target and moved in.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from builders.defaults import config_order, hub_split
+from builders.defaults import canonical_split, config_order, hub_split, split_rank
 from builders.errors import BuildersError
+
+# GLiNER's trainer reads, per record, `tokenized_text`, `ner` and two optional keys: `ner_negatives`
+# (types added to the record's candidate types; when the key is present, the record gets no
+# in-batch negatives) and `ner_labels` (the complete candidate list, in order, replacing
+# positives + negatives). Source: urchade/GLiNER, gliner/data_processing/processor.py,
+# BaseProcessor.batch_generate_class_mappings (`f"{key}_negatives"`, `f"{key}_labels"`, key
+# "ner") and BaseBiEncoderProcessor.batch_generate_class_mappings (`"ner_negatives"`), commit
+# c2bb58ddf569480ef7a9de03bef653723a42f5c2 (gliner 0.2.29 on PyPI reads the same keys).
+# We write `ner_negatives` where a row has negatives and leave the key out where it has none,
+# so GLiNER samples in-batch negatives for those rows as it does by default. We never write
+# `ner_labels`: it would fix the candidate order and turn off GLiNER's shuffling and its
+# `max_types` cap.
+NEGATIVES_KEY = "ner_negatives"
+#: GLiNER's evaluation file of each canonical split (`open_content` matches these names).
+EVAL_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
+LABELS_FILE = "labels.json"
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
 def parquet_files(folder: Path, config: str | None = None, split: str = "train") -> list[Path]:
@@ -80,7 +106,10 @@ def gliner_records(files: list[Path]) -> Iterator[dict[str, Any]]:
                             f"outside its {len(tokens)} tokens or empty"
                         )
                     ner.append([start, end - 1, s["label"]])
-                yield {"tokenized_text": list(tokens), "ner": ner, "negatives": list(neg or [])}
+                rec: dict[str, Any] = {"tokenized_text": list(tokens), "ner": ner}
+                if neg:
+                    rec[NEGATIVES_KEY] = list(neg)
+                yield rec
 
 
 def export_gliner(folder: Path, config: str | None, out: Path, *, split: str = "train") -> int:
@@ -104,3 +133,121 @@ def export_gliner(folder: Path, config: str | None, out: Path, *, split: str = "
             n += 1
         fh.write("\n]\n" if n else "]\n")
     return n
+
+
+def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, str | None]:
+    """A built folder on disk: `folder` itself when it exists, else the Hub dataset repo of
+    that id, downloaded (only its parquet files; `config`'s when given) into the Hub cache.
+
+    Returns the folder and the repo id it came from (None when local).
+
+    Raises:
+        BuildersError: when it is neither a folder nor a dataset repo the Hub can give.
+    """
+    path = Path(folder)
+    if path.is_dir() or not _REPO_ID.fullmatch(str(folder)):
+        return path, None
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    repo_id = str(folder)
+    patterns = [f"{config}/*.parquet", "data/*.parquet"] if config else ["*.parquet"]
+    try:
+        where = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
+        raise BuildersError(
+            f"{repo_id}: no such local folder, and the Hub dataset repo {repo_id!r} could not be "
+            f"downloaded: {type(exc).__name__}: {exc}"
+        ) from None
+    return Path(where), repo_id
+
+
+# ------------------------------------------------------------------------- evaluation layout
+def eval_record(tokens: list[str], spans: list[tuple[int, int, str]], where: str) -> dict[str, Any]:
+    """One GLiNER benchmark record: the tokens joined by single spaces, each span as the
+    character span of its tokens (end exclusive) with its text and label.
+
+    GLiNER's `evaluate_ner.process` splits the sentence on whitespace and maps character
+    offsets back to words, so a token that is empty or holds whitespace cannot round-trip.
+
+    Raises:
+        BuildersError: on such a token, naming `where` (source/split/idx) and the token.
+    """
+    for t in tokens:
+        if not t or any(c.isspace() for c in t):
+            raise BuildersError(
+                f"{where}: token {t!r} is empty or holds whitespace; GLiNER's evaluation layout "
+                "splits sentences on whitespace, so it cannot be written"
+            )
+    starts, pos = [], 0
+    for t in tokens:
+        starts.append(pos)
+        pos += len(t) + 1
+    sentence = " ".join(tokens)
+    entities = []
+    for a, b, label in spans:
+        cs, ce = starts[a], starts[b - 1] + len(tokens[b - 1])
+        entities.append({"name": sentence[cs:ce], "type": label, "pos": [cs, ce]})
+    return {"sentence": sentence, "entities": entities}
+
+
+def _write_list(fh: TextIO, items: Iterator[Any]) -> int:
+    """`json.dumps(list(items), ensure_ascii=False)`, streamed: GLiNER's files' exact bytes."""
+    fh.write("[")
+    n = 0
+    for item in items:
+        fh.write(", " if n else "")
+        fh.write(json.dumps(item, ensure_ascii=False))
+        n += 1
+    fh.write("]")
+    return n
+
+
+def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any]:
+    """Write a stored source as GLiNER's evaluation folder `out` (replaced whole, atomically).
+
+    `train.json`, `dev.json`, `test.json` for the splits the source has (others are listed in
+    `splits_left_out`), and `labels.json`: the source's labels, sorted. Sentences keep their
+    store order; negatives have no place in the layout and are counted in `negatives_left_out`.
+
+    Raises:
+        BuildersError: when `out` holds other files than GLiNER's four (it would be replaced),
+            or on a token GLiNER's whitespace split cannot keep.
+    """
+    from builders.hub.folder import atomic_dir, atomic_open
+
+    store.require_source(source)
+    out = Path(out)
+    if out.exists():
+        other = sorted(
+            p.name for p in out.iterdir() if p.name not in {*EVAL_FILES.values(), LABELS_FILE}
+        )
+        if other or not out.is_dir():
+            raise BuildersError(
+                f"{out}: exists and holds other files ({', '.join(other[:5]) or 'not a folder'});"
+                " give a new folder or one written by export-gliner --benchmark"
+            )
+    splits = sorted(store.splits_of(source), key=split_rank)
+    written = {canonical_split(s): s for s in splits if canonical_split(s) in EVAL_FILES}
+    rows: dict[str, int] = {}
+    with atomic_dir(out) as tmp:
+        for name, split in written.items():
+            sentences = store.sentences_with_spans(source, split)
+            recs = (
+                eval_record(tokens, spans, f"{source}/{split}/{idx}")
+                for _, idx, tokens, spans in sentences
+            )
+            with atomic_open(tmp / EVAL_FILES[name]) as fh:
+                rows[name] = _write_list(fh, recs)
+        labels = [lab for lab, _, _ in store.label_counts(source, by="label")]
+        with atomic_open(tmp / LABELS_FILE) as fh:
+            _write_list(fh, iter(labels))
+    stats = next(s for s in store.stats()["sources"] if s["source"] == source)
+    return {
+        "source": source,
+        "out": str(out),
+        "rows": rows,
+        "labels": len(labels),
+        "splits_left_out": [s for s in splits if canonical_split(s) not in EVAL_FILES],
+        "negatives_left_out": int(stats["negatives"]),
+    }

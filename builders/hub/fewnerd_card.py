@@ -2,6 +2,9 @@
 
     render_fewnerd_card(name, summary.json, command=..., features=...)  -> README.md text
 
+`summary.json` carries each part's `num_bytes` (what `datasets` computes, recorded when the
+folder is written) and the folder's `download_size`.
+
 Pure, like `builders.hub.cards`: the template is `cards/fewnerd.md.j2`.
 """
 
@@ -10,13 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from datasets import Features
+
 from builders import __version__
+from builders.defaults import split_rank
 from builders.hub.templating import (
     card_header,
+    card_yaml,
+    dataset_info,
     environment,
     familiarity_meta,
     redact,
-    yaml_dump,
 )
 
 
@@ -25,7 +32,7 @@ def render_fewnerd_card(
     summary: Mapping[str, Any],
     *,
     command: str | None,
-    features: list[Any],
+    features: Features,
     version: str = __version__,
 ) -> str:
     """The README.md of a Few-NERD split folder (`fewnerd-intra`, `fewnerd-inter`), pure.
@@ -35,22 +42,23 @@ def render_fewnerd_card(
         summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`, a
             Familiarity report of the validation and test types against the train types).
         command: the command that rebuilds the folder.
-        features: `features(fine_names)._to_yaml_list()` of `builders.fewnerd.folder`, the
-            same list its parquet files carry, so `load_dataset` gets the ClassLabel columns.
+        features: `features(fine_names)` of `builders.fewnerd.folder`, the features its parquet
+            files carry, so `load_dataset` gets the ClassLabel columns.
         version: toolkit version that built it.
     """
-    parts = summary["parts"]
+    # train, validation, test, whatever order summary.json (sorted keys) has them in
+    parts = dict(sorted(summary["parts"].items(), key=lambda kv: split_rank(kv[0])))
+    summary = {**summary, "parts": parts}
     by_part: dict[str, list[str]] = {p: [] for p in parts}
     for typ, part in summary.get("assignment_map", {}).items():
         by_part.setdefault(part, []).append(typ)
-    meta = _metadata(summary, features)
     text = (
         environment()
         .get_template("fewnerd.md.j2")
         .render(
-            yaml_header=yaml_dump(meta),
+            yaml_header=_metadata(summary, features),
             name=name,
-            title=meta["pretty_name"],
+            title=_pretty_name(summary),
             s=summary,
             parts=[{"split": p, **parts[p], "types_of": by_part.get(p, [])} for p in parts],
             rep=summary.get("familiarity"),
@@ -62,28 +70,25 @@ def render_fewnerd_card(
     return redact(text)
 
 
-def _metadata(summary: Mapping[str, Any], features: list[Any]) -> dict[str, Any]:
-    """The card's YAML: Hub fields, the one config with its splits, typed features, Familiarity."""
+def _pretty_name(summary: Mapping[str, Any]) -> str:
+    return f"Few-NERD {summary['mode'].upper()} (rebuilt)"
+
+
+def _metadata(summary: Mapping[str, Any], features: Features) -> str:
+    """The card's YAML: Hub fields, the one config with its splits, typed features and sizes,
+    Familiarity."""
     parts = summary["parts"]
-    meta = card_header(
+    header = card_header(
         license_="cc-by-sa-4.0",
         rows=sum(int(p["sentences"]) for p in parts.values()),
         source_datasets=["DFKI-SLT/few-nerd"],
         tags=["ner", "few-shot", "zero-shot", "few-nerd", "label-shift", "familiarity"],
-        pretty_name=f"Few-NERD {summary['mode'].upper()} (rebuilt)",
+        pretty_name=_pretty_name(summary),
     )
-    meta |= {
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [{"split": p, "path": f"data/{p}-*"} for p in parts],
-            }
-        ],
-        "dataset_info": {
-            "features": features,
-            "splits": [{"name": p, "num_examples": int(parts[p]["sentences"])} for p in parts],
-        },
-    }
+    configs = {"default": {"data_files": [{"split": p, "path": f"data/{p}-*"} for p in parts]}}
+    splits = {p: (int(parts[p]["num_bytes"]), int(parts[p]["sentences"])) for p in parts}
+    info = dataset_info(features, splits, summary.get("download_size"))
+    extra = {}
     if summary.get("familiarity"):
-        meta["familiarity"] = familiarity_meta(summary["familiarity"])
-    return meta
+        extra["familiarity"] = familiarity_meta(summary["familiarity"])
+    return card_yaml(header, configs, {"default": info}, extra)

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -46,6 +46,9 @@ SUBSET_FEATURES = datasets.Features(
 )
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
+#: A subset config's record, and a Few-NERD folder's.
+BUILD_JSON = "build.json"
+SUMMARY_JSON = "summary.json"
 
 
 def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> None:
@@ -60,6 +63,36 @@ def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> N
         write_statistics=True,
         use_dictionary=True,
     )
+
+
+def dataset_sizes(
+    data_files: Mapping[str, Sequence[Path]], features: datasets.Features
+) -> dict[str, int]:
+    """`datasets`' own `num_bytes` of each split of these parquet files, and their
+    `download_size`: what `load_dataset` computes when it loads them.
+
+    `num_bytes` is the size of the Arrow tables `datasets`' Parquet builder writes (batch by
+    batch), which no parquet or Arrow figure gives; the builder itself is run here, in a
+    throwaway cache. Returns `{split: num_bytes, ..., "download_size": bytes of the files}`.
+    """
+    was_off = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        with tempfile.TemporaryDirectory(prefix="labelshift-sizes-") as cache:
+            builder = datasets.load_dataset_builder(
+                "parquet",
+                data_files={s: [str(p) for p in files] for s, files in data_files.items()},
+                features=features,
+                cache_dir=cache,
+            )
+            builder.download_and_prepare()
+            splits = builder.info.splits or {}
+            sizes = {s: int(splits[s].num_bytes) for s in data_files}
+    finally:
+        if not was_off:
+            datasets.enable_progress_bars()
+    sizes["download_size"] = sum(p.stat().st_size for files in data_files.values() for p in files)
+    return sizes
 
 
 @contextlib.contextmanager
@@ -145,12 +178,13 @@ def link_tree(src: Path, dst: Path, skip: Iterable[str] = ()) -> None:
         if entry.name in skipped or entry.name.startswith("."):
             continue
         if entry.is_dir():
-            shutil.copytree(entry, dst / entry.name, copy_function=_link_or_copy)
+            shutil.copytree(entry, dst / entry.name, copy_function=link_or_copy)
         else:
-            _link_or_copy(str(entry), str(dst / entry.name))
+            link_or_copy(str(entry), str(dst / entry.name))
 
 
-def _link_or_copy(src: str, dst: str) -> str:
+def link_or_copy(src: str, dst: str) -> str:
+    """`dst` as a hard link to `src`, or a copy where the file system cannot link."""
     try:
         os.link(src, dst)
     except OSError:
@@ -235,5 +269,5 @@ def _default(obj: Any) -> Any:
 
 def configs_of(folder: Path) -> list[str]:
     """The strategy configs present in a repo folder, `entropy` first (the default)."""
-    found = [p.name for p in folder.iterdir() if p.is_dir() and (p / "build.json").exists()]
+    found = [p.name for p in folder.iterdir() if p.is_dir() and (p / BUILD_JSON).exists()]
     return config_order(found)

@@ -1,22 +1,37 @@
-"""Push dataset repo folders to the Hugging Face Hub: one commit per repo, then a version tag.
+"""Push dataset repo folders to the Hugging Face Hub through huggingface_hub's own machinery.
 
-    plan_publish(folder, org) -> PublishPlan      (pure: what would be pushed, with sizes)
-    publish(plans, token=..., tag=...)            (I/O: create repo, one commit, tag)
+    plan_publish(folder, org) -> PublishPlan      (what would be pushed: files, sizes, the card)
+    publish(plans, token=..., tag=..., private=...)
 
-Each repo gets exactly one commit holding every file of its folder (and the deletion of remote
-files the folder no longer has, so the repo mirrors the folder): a failure before the commit
-leaves the repo as it was. Calls are retried with exponential backoff on 429 and 5xx (honouring
-`Retry-After`); other 4xx fail at once. The token comes from the argument, `HF_TOKEN` or the
-saved login and is never printed, logged or written: errors are scrubbed of it.
+Each repo gets one commit, made by `HfApi.upload_folder(..., delete_patterns="*")`: every file
+of the folder, its card rendered again for the repo it goes to (`org/name` in its
+`load_dataset` and `export-gliner` lines), and the deletion of remote files the folder no
+longer has (huggingface_hub keeps `.gitattributes`). huggingface_hub splits a push into
+several commits only above 200 files, which `plan_publish` refuses, so a failure before the
+commit leaves the repo as it was. `private` (True/False) is applied with `create_repo` to a
+new repo and with `update_repo_settings` to an existing one; None leaves it as it is.
+
+Retries: huggingface_hub retries its file listing, pre-upload and commit calls itself (429,
+408 and 5xx, five times, 1 to 8 s apart or what `Retry-After` asks, plus 1 s); other 4xx fail
+at once. The calls it sends only once (`create_repo`, `update_repo_settings`,
+`list_repo_refs`, `create_tag`) go through `with_retries`, with the same policy. Without
+hf_xet (or with HF_HUB_DISABLE_XET) upload_folder falls back to one `create_commit`, whose
+commit call huggingface_hub does not retry: a 429 or 5xx there fails the push, nothing of it
+committed. The token comes from the
+argument, `HF_TOKEN` or the saved login and is never printed, logged or written: errors are
+scrubbed of it, and a file holding it is refused.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import os
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -24,15 +39,20 @@ from typing import Any, TypeVar
 
 from builders import __version__
 from builders.errors import BuildersError
+from builders.hub.folder import link_or_copy
+from builders.hub.readme import CARD, folder_card, repo_name
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 REPO_TYPE = "dataset"
-#: Longest wait between two tries, whatever the backoff or `Retry-After` asks for.
-MAX_WAIT = 60.0
-#: Files the Hub creates itself; never deleted to mirror the folder.
-HUB_MANAGED = frozenset({".gitattributes"})
+#: huggingface_hub's policy (utils/_http.py `http_backoff`), kept for the calls it sends once.
+RETRIES = 5
+BACKOFF = 1.0
+MAX_WAIT = 8.0
+#: upload_folder commits at most this many files at once (its first batch); more would be
+#: several commits, so a failure could leave a repo half pushed.
+MAX_FILES = 200
 #: Text files scanned for the token before pushing (a token in a card would be public).
 TEXT_SUFFIXES = (".md", ".json", ".txt", ".yaml", ".yml", ".toml", ".csv", ".jsonl")
 NOT_LOGGED_IN = (
@@ -62,21 +82,24 @@ class PublishFile:
 
 @dataclass(frozen=True)
 class PublishPlan:
-    """One folder to push as the dataset repo `{org}/{folder.name}`."""
+    """One folder to push as the dataset repo `{org}/{folder.name}`, with its card for it."""
 
     folder: Path
     repo_id: str
-    files: tuple[PublishFile, ...]
+    files: tuple[PublishFile, ...]  # README.md: the folder's own; `card` is what is pushed
+    card: str
 
     @property
     def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
+        card = len(self.card.encode())
+        return sum(card if f.path_in_repo == CARD else f.size for f in self.files)
 
     def to_dict(self) -> dict[str, Any]:
+        sizes = {f.path_in_repo: f.size for f in self.files} | {CARD: len(self.card.encode())}
         return {
             "repo_id": self.repo_id,
             "folder": str(self.folder),
-            "files": [{"path": f.path_in_repo, "size": f.size} for f in self.files],
+            "files": [{"path": p, "size": n} for p, n in sizes.items()],
             "total_bytes": self.total_bytes,
         }
 
@@ -89,7 +112,7 @@ class PublishResult:
     commit_oid: str | None = None
     commit_url: str | None = None
     tag: str | None = None
-    private: bool = False
+    private: bool | None = None
     dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,15 +120,15 @@ class PublishResult:
 
 
 def plan_publish(folder: str | Path, org: str) -> PublishPlan:
-    """What pushing `folder` would upload. Refuses folders that are not dataset repo folders.
+    """What pushing `folder` to `org` would upload, its card rendered for `org/folder`.
 
+    Refuses folders that are not repo folders written by build-splits or fewnerd-splits.
     Hidden files and folders (temporary folders of an interrupted write, caches) are left out.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise BuildersError(f"{folder}: no such folder (give a folder written by build-splits)")
-    if not org or "/" in org or org.strip() != org:
-        raise BuildersError(f"--org must be a user or organisation name like `my-org`, got {org!r}")
+    repo_id = repo_name(folder, org)
     files = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
@@ -113,14 +136,20 @@ def plan_publish(folder: str | Path, org: str) -> PublishPlan:
             continue
         files.append(PublishFile(rel.as_posix(), path, path.stat().st_size))
     names = {f.path_in_repo for f in files}
-    if "README.md" not in names:
+    if CARD not in names:
         raise BuildersError(
             f"{folder}: not a dataset repo folder: no README.md (build it with build-splits "
             "or fewnerd-splits first)"
         )
     if not any(n.endswith(".parquet") for n in names):
         raise BuildersError(f"{folder}: not a dataset repo folder: no parquet data files")
-    return PublishPlan(folder=folder.resolve(), repo_id=f"{org}/{folder.name}", files=tuple(files))
+    if len(files) > MAX_FILES:
+        raise BuildersError(
+            f"{folder}: {len(files)} files; huggingface_hub would push more than {MAX_FILES} "
+            "in several commits, and a repo is pushed in one"
+        )
+    card = folder_card(folder, repo_id)
+    return PublishPlan(folder.resolve(), repo_id, tuple(files), card)
 
 
 def resolve_token(token: str | None = None) -> str:
@@ -145,12 +174,11 @@ def _status(exc: BaseException) -> int | None:
     return getattr(response, "status_code", None)
 
 
-def retry_delay(exc: BaseException, attempt: int, backoff: float) -> float:
-    """Seconds before try `attempt + 1`: `Retry-After` if the server sent it, else exponential."""
+def retry_delay(exc: BaseException, attempt: int) -> float:
+    """Seconds before try `attempt + 1`: `Retry-After` if the server sent it (seconds or an
+    HTTP date), else 1, 2, 4, 8, 8 s; at most `MAX_WAIT`."""
     response = getattr(exc, "response", None)
-    header = None
-    if response is not None:
-        header = response.headers.get("Retry-After")
+    header = response.headers.get("Retry-After") if response is not None else None
     if header:
         try:
             return min(max(float(header), 0.0), MAX_WAIT)
@@ -161,18 +189,12 @@ def retry_delay(exc: BaseException, attempt: int, backoff: float) -> float:
                 return min(max((when - now).total_seconds(), 0.0), MAX_WAIT)
             except (TypeError, ValueError):
                 pass
-    return min(backoff * (2**attempt), MAX_WAIT)
+    return min(BACKOFF * (2**attempt), MAX_WAIT)
 
 
-def with_retries(
-    fn: Callable[[], T],
-    what: str,
-    *,
-    retries: int,
-    backoff: float,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """Call `fn`, retrying on 429 and 5xx up to `retries` times; any other error is raised."""
+def with_retries(fn: Callable[[], T], what: str) -> T:
+    """Call `fn` (a huggingface_hub call it does not retry itself), retrying on 408, 429 and
+    5xx up to `RETRIES` times; any other error is raised."""
     from huggingface_hub.errors import HfHubHTTPError
 
     attempt = 0
@@ -181,14 +203,14 @@ def with_retries(
             return fn()
         except HfHubHTTPError as exc:
             status = _status(exc)
-            transient = status == 429 or (status is not None and status >= 500)
-            if not transient or attempt >= retries:
+            transient = status in (408, 429) or (status is not None and status >= 500)
+            if not transient or attempt >= RETRIES:
                 raise
-            wait = retry_delay(exc, attempt, backoff)
+            wait = retry_delay(exc, attempt)
             log.warning(
-                "%s: HTTP %s, retry %d/%d in %.1fs", what, status, attempt + 1, retries, wait
+                "%s: HTTP %s, retry %d/%d in %.1fs", what, status, attempt + 1, RETRIES, wait
             )
-            sleep(wait)
+            time.sleep(wait)
             attempt += 1
 
 
@@ -199,6 +221,8 @@ def _scrub(text: str, token: str | None) -> str:
 def _check_no_token(plan: PublishPlan, token: str) -> None:
     """Refuse to push a text file that contains the token (it would be public)."""
     needle = token.encode()
+    if needle in plan.card.encode():
+        raise BuildersError(f"{plan.folder}: its card contains the Hugging Face token; refusing")
     for f in plan.files:
         if f.path_in_repo.endswith(TEXT_SUFFIXES) and needle in f.local.read_bytes():
             raise BuildersError(
@@ -207,23 +231,39 @@ def _check_no_token(plan: PublishPlan, token: str) -> None:
             )
 
 
+@contextmanager
+def staged(plan: PublishPlan) -> Iterator[Path]:
+    """The folder as it is pushed: its files (linked) and the card for the repo, in a temp
+    folder beside it (same file system), removed afterwards."""
+    with tempfile.TemporaryDirectory(
+        prefix=f".{plan.folder.name}.push.", dir=plan.folder.parent
+    ) as d:
+        stage = Path(d)
+        for f in plan.files:
+            dst = stage / f.path_in_repo
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if f.path_in_repo == CARD:
+                dst.write_text(plan.card, encoding="utf-8")
+            else:
+                link_or_copy(str(f.local), str(dst))
+        yield stage
+
+
 def publish(
     plans: list[PublishPlan],
     *,
     token: str | None = None,
-    private: bool = False,
+    private: bool | None = None,
     tag: str | None = None,
     dry_run: bool = False,
     api: Any = None,
-    retries: int = 5,
-    backoff: float = 1.0,
-    sleep: Callable[[float], None] = time.sleep,
     message: str | None = None,
 ) -> list[PublishResult]:
     """Push each plan as one commit to its dataset repo (created if needed), then tag it.
 
     Repos are pushed one after the other; if one fails, the ones before it stay published and
-    the error (a `PublishError`) names both lists.
+    the error (a `PublishError`) names both lists. A taken tag on any repo stops the push
+    before the first commit.
     """
     if dry_run:
         return [
@@ -237,36 +277,15 @@ def publish(
         api = HfApi(endpoint=endpoint(), token=secret, library_name="labelshift-builders")
     for plan in plans:
         _check_no_token(plan, secret)
-    if tag:  # before the first commit: a taken tag on any repo stops the whole push
-        for plan in plans:
-            try:
-                taken = _tag_exists(api, plan.repo_id, tag, secret, retries, backoff, sleep)
-            except Exception as exc:
-                raise _failed(plans, [], plan, _cause(exc), secret) from None
-            if taken:
-                raise PublishError(
-                    f"{plan.repo_id} already has a tag {tag!r}; choose a new version "
-                    "(nothing was pushed)",
-                    [],
-                    [p.repo_id for p in plans],
-                )
+    if tag:
+        _refuse_taken_tag(api, plans, tag, secret)
     results: list[PublishResult] = []
     for plan in plans:
         try:
-            results.append(
-                _publish_one(api, plan, secret, private, tag, retries, backoff, sleep, message)
-            )
+            results.append(_publish_one(api, plan, secret, private, tag, message))
         except _TagFailed as exc:
             results.append(exc.result)
-            rest = [p.repo_id for p in plans[len(results) :]]
-            msg = (
-                f"{plan.repo_id}: committed {exc.result.commit_oid}, but tagging it {tag!r} "
-                f"failed: {_scrub(exc.cause, secret)}; publish it again with the same --tag"
-                f"\npublished: {', '.join(r.repo_id for r in results)}"
-            )
-            if rest:
-                msg += f"\nnot published: {', '.join(rest)}"
-            raise PublishError(msg, [r.repo_id for r in results], rest) from None
+            raise _tag_failed(plans, results, tag, exc.cause, secret) from None
         except BuildersError as exc:
             raise _failed(plans, results, plan, str(exc), secret) from None
         except Exception as exc:
@@ -287,36 +306,32 @@ class _TagFailed(Exception):
         self.result, self.cause = result, cause
 
 
-def _tag_exists(
-    api: Any,
-    repo_id: str,
-    tag: str,
-    token: str,
-    retries: int,
-    backoff: float,
-    sleep: Callable[[float], None],
-) -> bool:
+def _refuse_taken_tag(api: Any, plans: list[PublishPlan], tag: str, token: str) -> None:
+    """Before the first commit: a taken tag on any repo stops the whole push."""
     from huggingface_hub.errors import RepositoryNotFoundError
 
-    try:
-        refs = with_retries(
-            lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE, token=token),
-            f"{repo_id}: refs",
-            retries=retries,
-            backoff=backoff,
-            sleep=sleep,
-        )
-    except RepositoryNotFoundError:
-        return False
-    return any(t.name == tag for t in refs.tags)
+    for plan in plans:
+        rid = plan.repo_id
+        try:
+            refs = with_retries(
+                functools.partial(api.list_repo_refs, rid, repo_type=REPO_TYPE, token=token),
+                f"{rid}: refs",
+            )
+        except RepositoryNotFoundError:
+            continue
+        except Exception as exc:
+            raise _failed(plans, [], plan, _cause(exc), token) from None
+        if any(t.name == tag for t in refs.tags):
+            raise PublishError(
+                f"{plan.repo_id} already has a tag {tag!r}; choose a new version "
+                "(nothing was pushed)",
+                [],
+                [p.repo_id for p in plans],
+            )
 
 
 def _failed(
-    plans: list[PublishPlan],
-    done: list[PublishResult],
-    plan: PublishPlan,
-    cause: str,
-    token: str,
+    plans: list[PublishPlan], done: list[PublishResult], plan: PublishPlan, cause: str, token: str
 ) -> PublishError:
     published = [r.repo_id for r in done]
     rest = [p.repo_id for p in plans[len(done) :]]
@@ -327,76 +342,64 @@ def _failed(
     return PublishError(msg, published, rest)
 
 
+def _tag_failed(
+    plans: list[PublishPlan], done: list[PublishResult], tag: str | None, cause: str, token: str
+) -> PublishError:
+    last = done[-1]
+    rest = [p.repo_id for p in plans[len(done) :]]
+    msg = (
+        f"{last.repo_id}: committed {last.commit_oid}, but tagging it {tag!r} failed: "
+        f"{_scrub(cause, token)}; publish it again with the same --tag"
+        f"\npublished: {', '.join(r.repo_id for r in done)}"
+    )
+    if rest:
+        msg += f"\nnot published: {', '.join(rest)}"
+    return PublishError(msg, [r.repo_id for r in done], rest)
+
+
 def _publish_one(
     api: Any,
     plan: PublishPlan,
     token: str,
-    private: bool,
+    private: bool | None,
     tag: str | None,
-    retries: int,
-    backoff: float,
-    sleep: Callable[[float], None],
     message: str | None,
 ) -> PublishResult:
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
-    def retry(fn: Callable[[], T], what: str) -> T:
-        return with_retries(
-            fn, f"{plan.repo_id}: {what}", retries=retries, backoff=backoff, sleep=sleep
-        )
-
-    rid = plan.repo_id
+    rid, call = plan.repo_id, functools.partial
     log.info("%s: creating the repo if needed", rid)
-    retry(
-        lambda: api.create_repo(
-            rid, repo_type=REPO_TYPE, exist_ok=True, private=private, token=token
-        ),
-        "create repo",
-    )
-    remote = retry(lambda: api.list_repo_files(rid, repo_type=REPO_TYPE, token=token), "list files")
-    local = {f.path_in_repo for f in plan.files}
-    stale = sorted(p for p in remote if p not in local and p not in HUB_MANAGED)
-
-    def commit() -> Any:
-        # Operations are mutated by create_commit: a retry needs fresh ones.
-        ops: list[Any] = [CommitOperationAdd(f.path_in_repo, str(f.local)) for f in plan.files]
-        ops += [CommitOperationDelete(p) for p in stale]
-        return api.create_commit(
-            rid,
-            ops,
+    kw = {"repo_type": REPO_TYPE, "token": token}
+    with_retries(call(api.create_repo, rid, exist_ok=True, private=private, **kw), f"{rid}: create")
+    if private is not None:  # an existing repo keeps its visibility through create_repo
+        with_retries(call(api.update_repo_settings, rid, private=private, **kw), f"{rid}: settings")
+    before = set(api.list_repo_files(rid, **kw))
+    log.info("%s: committing %d files (%d bytes)", rid, len(plan.files), plan.total_bytes)
+    with staged(plan) as stage:
+        info = api.upload_folder(
+            repo_id=rid,
+            folder_path=stage,
+            delete_patterns="*",
             commit_message=message
             or f"Publish {plan.folder.name} (labelshift-builders {__version__})",
             commit_description=f"{len(plan.files)} files" + (f", tag {tag}" if tag else ""),
-            repo_type=REPO_TYPE,
-            token=token,
+            **kw,
         )
-
-    log.info("%s: committing %d files (%d bytes)", rid, len(plan.files), plan.total_bytes)
-    info = retry(commit, "commit")
+    after = set(api.list_repo_files(rid, revision=info.oid, **kw))
     result = PublishResult(
         repo_id=rid,
         files=len(plan.files),
-        deleted=stale,
+        deleted=sorted(before - after),
         commit_oid=info.oid,
         commit_url=info.commit_url,
-        tag=None,
         private=private,
     )
-    if tag:
-        log.info("%s: tagging %s", rid, tag)
-        try:
-            retry(
-                lambda: api.create_tag(
-                    rid,
-                    tag=tag,
-                    revision=info.oid,
-                    repo_type=REPO_TYPE,
-                    token=token,
-                    exist_ok=True,
-                ),
-                "tag",
-            )
-        except Exception as exc:
-            raise _TagFailed(result, _cause(exc)) from None
-        result = replace(result, tag=tag)
-    return result
+    if not tag:
+        return result
+    log.info("%s: tagging %s", rid, tag)
+    try:
+        with_retries(
+            call(api.create_tag, rid, tag=tag, revision=info.oid, exist_ok=True, **kw),
+            f"{rid}: tag",
+        )
+    except Exception as exc:
+        raise _TagFailed(result, _cause(exc)) from None
+    return replace(result, tag=tag)

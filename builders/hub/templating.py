@@ -1,7 +1,9 @@
-"""What both dataset cards share: the Jinja2 environment over `cards/`, the YAML header, and
-the Hub metadata helpers (licence ids, size buckets, token redaction).
+"""What both dataset cards share: the Jinja2 environment over `cards/`, the YAML header built
+through the libraries' own types, and the Hub metadata helpers (licence ids, size buckets,
+token redaction).
 
-    environment().get_template("subset.md.j2").render(yaml_header=yaml_dump(meta), ...)
+    yaml = card_yaml(card_header(...), configs, {config: dataset_info(...)}, extra)
+    environment().get_template("subset.md.j2").render(yaml_header=yaml, ...)
 
 Pure: no clock, no files beyond the packaged templates, no environment variables.
 """
@@ -15,7 +17,10 @@ from importlib import resources
 from typing import Any
 
 import jinja2
-import yaml
+from datasets import DatasetInfo, Features, SplitDict, SplitInfo
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCardData
 
 #: Licence ids the Hub accepts in card metadata (the ones our sources can carry); others -> other.
 # fmt: off
@@ -60,15 +65,43 @@ def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-class _Dumper(yaml.SafeDumper):
-    """Safe YAML without anchors: every config spells out its features."""
+def dataset_info(
+    features: Features, splits: Mapping[str, tuple[int, int]], download_size: int | None
+) -> DatasetInfo:
+    """A config's `dataset_info`: its features and, per split, (`num_bytes`, `num_examples`)
+    as `datasets` computes them (see `builders.hub.folder.dataset_sizes`)."""
+    split_dict = SplitDict()
+    for name, (num_bytes, num_examples) in splits.items():
+        split_dict.add(
+            SplitInfo(name=name, num_bytes=int(num_bytes), num_examples=int(num_examples))
+        )
+    return DatasetInfo(
+        features=features,
+        splits=split_dict,
+        download_size=download_size,
+        dataset_size=sum(int(b) for b, _ in splits.values()),
+    )
 
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
 
-
-def yaml_dump(obj: Any) -> str:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+def card_yaml(
+    header: Mapping[str, Any],
+    configs: Mapping[str, Mapping[str, Any]],
+    infos: Mapping[str, DatasetInfo],
+    extra: Mapping[str, Any],
+) -> str:
+    """The card's YAML, written by the libraries that read it: huggingface_hub's
+    `DatasetCardData` holds the Hub fields, `datasets`' `MetadataConfigs` writes `configs` and
+    its `DatasetInfosDict` writes `dataset_info` (typed features, splits with `num_bytes`), so
+    `load_dataset` reads back exactly what was written. `extra` (our own keys) goes last."""
+    data = DatasetCardData(**header)
+    MetadataConfigs({name: dict(c) for name, c in configs.items()}).to_dataset_card_data(data)
+    DatasetInfosDict(infos).to_dataset_card_data(data)
+    for key, value in extra.items():
+        data[key] = value
+    text = data.to_yaml()
+    if "&id" in text:  # an anchor would hide a config's features from a plain reader
+        raise ValueError("card YAML with anchors: a value is shared between two keys")
+    return text + "\n"
 
 
 def redact(text: str) -> str:

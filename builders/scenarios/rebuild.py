@@ -15,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from builders.hub.changelog import CHANGELOG, compare, fewnerd_metrics, subset_metrics, with_entry
+from builders.hub.changelog import (
+    CHANGELOG,
+    compare,
+    fewnerd_metrics,
+    has_changes,
+    subset_metrics,
+    with_entry,
+)
 from builders.hub.folder import read_json
 from builders.scenarios.book import Scenario
 from builders.scenarios.report import ScenarioReport
@@ -64,16 +71,19 @@ def rebuild_splits(
                 after = res.selected(sub.level)
                 rep.labels_added[sub.name] = sorted(set(after) - set(before))
                 rep.labels_removed[sub.name] = sorted(set(before) - set(after))
+            extra = {
+                "labels_added": rep.labels_added.get(sub.name, []),
+                "labels_removed": rep.labels_removed.get(sub.name, []),
+            }
+            if not has_changes(changes, extra):  # the folder keeps its changelog as it is
+                continue
             logs[sub.name] = with_entry(
                 read_json(folder / CHANGELOG) or [],
                 run,
                 cfg.strategy,
                 changes,
                 note=f"{sc.name}: {rep.reason}",
-                extra={
-                    "labels_added": rep.labels_added.get(sub.name, []),
-                    "labels_removed": rep.labels_removed.get(sub.name, []),
-                },
+                extra=extra,
             )
     write_results(out, results, command=_command(sc), scenario=record, changelogs=logs)
 
@@ -104,13 +114,10 @@ def rebuild_fewnerd(
     new = {**built.summary(), **({"familiarity": fam.to_dict()} if fam is not None else {})}
     changes = compare(fewnerd_metrics(read_json(folder / "summary.json")), fewnerd_metrics(new))
     rep.changes[folder.name] = changes
-    log = with_entry(
-        read_json(folder / CHANGELOG) or [], run, p["mode"], changes, f"{sc.name}: {rep.reason}"
-    )
-    write_split(
-        built,
-        out,
-        fam,
-        command=command,
-        extra_json={CHANGELOG: log, SCENARIO_FILE: {"scenario": record}},
-    )
+    log = read_json(folder / CHANGELOG) or []
+    if has_changes(changes):
+        log = with_entry(log, run, p["mode"], changes, f"{sc.name}: {rep.reason}")
+    extra: dict[str, Any] = {SCENARIO_FILE: {"scenario": record}}
+    if log:
+        extra[CHANGELOG] = log
+    write_split(built, out, fam, command=command, extra_json=extra)

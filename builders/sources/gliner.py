@@ -1,7 +1,8 @@
 """GLiNER json, in its two shapes (detected per file from the first record):
 
     training:  [{"tokenized_text": ["Ada", "wrote", ...], "ner": [[0, 0, "person"], ...],
-                 "negatives": ["city"]}, ...]             (ner end inclusive; "negative" also read)
+                 "ner_negatives": ["city"]}, ...]         (ner end inclusive; "negatives" and
+                                                          "negative" also read)
     benchmark: [{"sentence": "Ada wrote ...", "entities": [{"name": "Ada", "type": "person",
                  "pos": [0, 3]}]}, ...]                   (character offsets, end exclusive)
 
@@ -92,13 +93,18 @@ def _training(
     return Example(tokens=tokens, spans=sorted(spans), negatives=negatives, line=line)
 
 
+#: Keys of a record's negative types: GLiNER's trainer reads `ner_negatives` (what export-gliner
+#: writes); its own conversion (data/process_pilener.py) writes `negative`; older files `negatives`.
+NEGATIVE_KEYS = ("ner_negatives", "negatives", "negative")
+
+
 def _negatives(path: Path, line: int, where: str, record: dict[str, Any]) -> list[str]:
-    # GLiNER's own conversion (process_pilener.py) writes "negative"; later files "negatives".
-    if "negatives" in record and "negative" in record:
+    keys = [k for k in NEGATIVE_KEYS if k in record]
+    if len(keys) > 1:
         raise SourceFormatError(
-            path, line, f"{where}: both 'negatives' and 'negative' keys", sorted(record)
+            path, line, f"{where}: both {keys[0]!r} and {keys[1]!r} keys", sorted(record)
         )
-    key = "negatives" if "negatives" in record else "negative"
+    key = keys[0] if keys else NEGATIVE_KEYS[0]
     value = record.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise SourceFormatError(path, line, f"{where}: {key!r} is not a list of strings", value)

@@ -79,8 +79,10 @@ def build(
     progress: bool = False,
     command: str | None = None,
     on_stage: Callable[[str], None] | None = None,
+    org: str | None = None,
 ) -> list[BuildResult]:
-    """Score, select, materialise and measure; with `out`, write every folder at once.
+    """Score, select, materialise and measure; with `out`, write every folder at once (their
+    cards name the repo `org/folder` when `org` is given).
 
     Returns one result per benchmark group: with `per_benchmark`, each benchmark gets its own
     scores and subsets; otherwise the scores are over the union of the benchmarks' labels (the
@@ -103,7 +105,7 @@ def build(
         from builders.splits.subsets import write_results
 
         stage(f"writing {sum(len(r.subsets) for r in results)} folders to {out}")
-        write_results(Path(out), results, command=command)
+        write_results(Path(out), results, command=command, org=org)
     return results
 
 

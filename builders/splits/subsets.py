@@ -20,24 +20,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builders import __version__
-from builders.defaults import config_order
-from builders.hub.cards import render_card
 from builders.hub.changelog import CHANGELOG
 from builders.hub.folder import (
+    BUILD_JSON,
     PARQUET_NAME,
     SUBSET_FEATURES,
     atomic_dirs,
+    dataset_sizes,
     link_tree,
     read_json,
     write_json,
     write_parquet,
 )
 from builders.hub.plots import render_histogram, score_plot_title
-from builders.sources import SOURCES
+from builders.hub.readme import CARD, folder_card, repo_name
 from builders.splits.config import BuildResult, SubsetResult
-
-BUILD_JSON = "build.json"
-CARD = "README.md"
 
 
 def build_record(
@@ -60,7 +57,6 @@ def build_record(
             for s in res.subsets
         },
         "verdicts": res.verdicts.to_dict() if res.verdicts is not None else None,
-        "num_bytes": sub.rows.nbytes if sub.rows is not None else None,
     }
     if scenario is not None:
         record["scenario"] = dict(scenario)
@@ -80,6 +76,7 @@ def write_results(
     command: str | None = None,
     scenario: Mapping[str, Any] | None = None,
     changelogs: Mapping[str, list[dict[str, Any]]] | None = None,
+    org: str | None = None,
 ) -> list[Path]:
     """Write every subset of `results` into its repo folder under `out`, all or none.
 
@@ -87,12 +84,15 @@ def write_results(
         command: the command line recorded in build.json and shown in the card.
         scenario: the scenario record kept in build.json (regeneration).
         changelogs: folder name -> its new changelog; other folders keep theirs.
+        org: the Hub user or organisation the folders are for: the card's `load_dataset`
+            line then names `org/folder` (otherwise the folder).
     """
     jobs = [(out / sub.name, res, sub) for res in results for sub in res.subsets]
     with atomic_dirs([folder for folder, _, _ in jobs]) as tmps:
         for tmp, (folder, res, sub) in zip(tmps, jobs, strict=True):
             log = (changelogs or {}).get(folder.name)
-            _stage(tmp, folder, res, sub, build_record(res, sub, command, scenario), log)
+            record = build_record(res, sub, command, scenario)
+            _stage(tmp, folder, res, sub, record, log, repo_name(folder, org))
     for folder, _, sub in jobs:
         sub.path = str(folder)
     return [folder for folder, _, _ in jobs]
@@ -105,34 +105,27 @@ def _stage(
     sub: SubsetResult,
     record: dict[str, Any],
     changelog: list[dict[str, Any]] | None,
+    name: str,
 ) -> None:
-    """The complete new repo folder in `tmp`: the other configs, this one, changelog, card."""
+    """The complete new repo folder in `tmp`: the other configs, this one, changelog, and the
+    card of every config, for the repo (or folder) `name`."""
     strategy = res.config.strategy
     skip = {strategy, CARD} | ({CHANGELOG} if changelog is not None else set())
     link_tree(folder, tmp, skip=skip)
     _write_config(tmp / strategy, res, sub, record)
     if changelog is not None:
         write_json(tmp / CHANGELOG, changelog)
-    builds = {
-        c: read_json(tmp / c / BUILD_JSON)
-        for c in config_order(p.name for p in tmp.iterdir() if (p / BUILD_JSON).is_file())
-    }
-    spec = SOURCES.get(res.config.source)  # a store name given with `ingest --name` has no spec
-    card = render_card(
-        folder.name,
-        builds,
-        license=spec.license if spec else "unknown",
-        source_origin=spec.origin if spec else None,
-        changelog=read_json(tmp / CHANGELOG),
-    )
-    (tmp / CARD).write_text(card, encoding="utf-8")
+    (tmp / CARD).write_text(folder_card(tmp, name), encoding="utf-8")
 
 
 def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict[str, Any]) -> None:
     """One strategy config: rows, every label's score, the histogram and build.json."""
     assert sub.rows is not None, "a subset to write carries its rows"
     where.mkdir()
-    write_parquet(sub.rows, where / PARQUET_NAME.format(split="train"), SUBSET_FEATURES)
+    parquet = where / PARQUET_NAME.format(split="train")
+    write_parquet(sub.rows, parquet, SUBSET_FEATURES)
+    sizes = dataset_sizes({"train": [parquet]}, SUBSET_FEATURES)  # the card's dataset_info
+    record.update(num_bytes=sizes["train"], download_size=sizes["download_size"])
     level = next(lv for lv in res.levels if lv.level == sub.level)
     score_table = pa.table(
         {

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -357,7 +359,7 @@ def _fewnerd_card() -> str:
         "org/fewnerd-inter",
         _fewnerd_summary(),
         command="builders fewnerd-splits --mode inter --assignment official --seed 0",
-        features=_fewnerd_features()._to_yaml_list(),
+        features=_fewnerd_features(),
         version="0.1.0",
     )
 
@@ -374,43 +376,85 @@ def test_fewnerd_card_matches_golden() -> None:
     assert "ding2021fewnerd" in text and "golde2024familiarity" in text
 
 
-def test_load_dataset_on_a_fewnerd_folder_with_the_card(tmp_path: Path) -> None:
-    feats = _fewnerd_features()
-    summary = _fewnerd_summary()
-    folder = tmp_path / "fewnerd-inter"
-    (folder / "data").mkdir(parents=True)
-    rows = {
-        "train": [(["Ada", "Lovelace", "wrote"], [(0, 2, "person-scholar")])],
-        "validation": [(["in", "Paris"], [(1, 2, "location-GPE")])],
-        "test": [(["the", "Louvre", "in", "Paris"], [(1, 2, "building-other")])],
+@pytest.fixture(scope="module")
+def fewnerd_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`fewnerd-intra` written by `write_split` from the Few-NERD excerpts in tests/data."""
+    from builders.fewnerd.folder import write_split
+    from builders.fewnerd.splits import build_split
+    from builders.store import Store
+    from builders.store.ingest import ingest
+
+    root = tmp_path_factory.mktemp("fewnerd")
+    with Store(root / "s.duckdb") as store:
+        ingest(store, "fewnerd", DATA / "fewnerd")
+        built = build_split(store, "fewnerd", "intra", seed=3)
+    return write_split(built, root / "out", command="builders fewnerd-splits --mode intra")
+
+
+def _load_without_warnings(
+    folder: Path, config: str | None, caplog: pytest.LogCaptureFixture
+) -> datasets.DatasetDict:
+    """`load_dataset` on a folder; fails on any warning it issues or logs."""
+    caplog.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = datasets.load_dataset(str(folder), config)
+    logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not logged, [r.getMessage() for r in logged]
+    return ds
+
+
+def _assert_sizes_are_datasets_own(ds: datasets.DatasetDict, text: str, config: str) -> None:
+    """The card's dataset_info for `config` holds what `datasets` computed when loading."""
+    from datasets.info import DatasetInfosDict
+
+    info = DatasetInfosDict.from_dataset_card_data(DatasetCard(text).data)[config]
+    for split, d in ds.items():
+        assert info.splits[split].num_bytes == d.info.splits[split].num_bytes > 0
+        assert info.splits[split].num_examples == d.num_rows
+    loaded = next(iter(ds.values())).info
+    assert (info.download_size, info.dataset_size) == (loaded.download_size, loaded.dataset_size)
+    assert info.features == next(iter(ds.values())).features
+
+
+@pytest.mark.parametrize("config", ["entropy", "max"])
+def test_every_subset_folder_loads_without_warnings_with_datasets_sizes(
+    built: Path, config: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    for folder in sorted(p for p in built.iterdir() if p.is_dir()):
+        ds = _load_without_warnings(folder, config, caplog)
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        _assert_sizes_are_datasets_own(ds, text, config)
+        build = json.loads((folder / config / "build.json").read_text())
+        assert build["num_bytes"] == ds["train"].info.splits["train"].num_bytes
+
+
+def test_fewnerd_folder_loads_without_warnings_with_datasets_sizes(
+    fewnerd_folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    ds = _load_without_warnings(fewnerd_folder, None, caplog)
+    assert list(ds) == ["train", "validation", "test"]
+    text = (fewnerd_folder / "README.md").read_text(encoding="utf-8")
+    _assert_sizes_are_datasets_own(ds, text, "default")
+    assert isinstance(ds["test"].features["fine_ner_tags"].feature, datasets.ClassLabel)
+    summary = json.loads((fewnerd_folder / "summary.json").read_text())
+    assert {p: v["num_bytes"] for p, v in summary["parts"].items()} == {
+        s: d.info.splits[s].num_bytes for s, d in ds.items()
     }
-    names = feats["fine_ner_tags"].feature.names
-    coarse = feats["ner_tags"].feature.names
-    for split, examples in rows.items():
-        cols: dict[str, list[Any]] = {k: [] for k in feats}
-        for i, (tokens, spans) in enumerate(examples):
-            fine = [0] * len(tokens)
-            ner = [0] * len(tokens)
-            for a, b, lab in spans:
-                fine[a:b] = [names.index(lab)] * (b - a)
-                ner[a:b] = [coarse.index(lab.split("-")[0])] * (b - a)
-            cols["id"].append(f"{split}/{i}")
-            cols["tokens"].append(tokens)
-            cols["ner_tags"].append(ner)
-            cols["fine_ner_tags"].append(fine)
-            cols["spans"].append([{"start": a, "end": b, "label": lab} for a, b, lab in spans])
-        ds = datasets.Dataset.from_dict(cols, features=feats)
-        pq.write_table(ds.data.table, folder / "data" / f"{split}-00000-of-00001.parquet")
-        summary["parts"][split]["sentences"] = len(examples)
-    (folder / "README.md").write_text(
-        render_fewnerd_card("fewnerd-inter", summary, command=None, features=feats._to_yaml_list()),
-        encoding="utf-8",
-    )
-    loaded = datasets.load_dataset(str(folder))
-    assert set(loaded) == {"train", "validation", "test"}
-    assert loaded["train"].features == feats
-    assert isinstance(loaded["test"].features["fine_ner_tags"].feature, datasets.ClassLabel)
-    assert loaded["test"][0]["fine_ner_tags"][1] == names.index("building-other")
+
+
+def test_a_folders_card_renders_again_from_its_files(built: Path, fewnerd_folder: Path) -> None:
+    """What `publish` does: the card from the folder's own files, for a repo id."""
+    from builders.hub.readme import folder_card
+
+    for folder in [*sorted(p for p in built.iterdir() if p.is_dir()), fewnerd_folder]:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        assert folder_card(folder, folder.name) == text
+        for_org = folder_card(folder, f"testorg/{folder.name}")
+        assert for_org.replace(f"testorg/{folder.name}", folder.name) == text
+        assert f'load_dataset("testorg/{folder.name}"' in for_org
 
 
 @pytest.mark.parametrize("module", [cards, card_common, cards_fewnerd, changelog])

@@ -1,8 +1,11 @@
-"""Export to GLiNER's training json: inclusive ends, negatives, determinism and a round trip."""
+"""Export to GLiNER: the training keys its trainer reads, inclusive ends, its evaluation layout,
+determinism and round trips. `gliner_reference` is GLiNER's own loading code (source noted there).
+"""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import datasets
@@ -10,13 +13,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from gliner_reference import (
+    batch_generate_class_mappings,
+    create_dataset,
+    load_json_data,
+    open_content,
+    prepare_span_idx,
+    prepare_span_labels,
+    process,
+)
+from helpers import DATA
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.hub.export import export_gliner
-from builders.hub.folder import SUBSET_FEATURES, write_parquet
-
-MINILM = "all-MiniLM-L6-v2"
+from builders.hub.export import eval_record, export_gliner, export_gliner_benchmark
+from builders.hub.folder import PARQUET_NAME, SUBSET_FEATURES, write_parquet
+from builders.store import Store
+from builders.store.ingest import ingest
 
 
 @pytest.fixture(scope="module")
@@ -25,25 +38,73 @@ def folder(sample_build: Path) -> Path:
     return sample_build / "pilener-sample-low-shift"
 
 
+@pytest.fixture(scope="module")
+def negatives_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A subset folder with negatives on some rows: the store's subset rows of every label of
+    `tests/data/gliner/train-shaped.json` (its first three sentences carry negatives)."""
+    root = tmp_path_factory.mktemp("negatives")
+    with Store(root / "s.duckdb") as store:
+        ingest(store, "gliner", DATA / "gliner/train-shaped.json", name="shaped")
+        labels = [lab for lab, _, _ in store.label_counts("shaped")]
+        rows = store.subset_rows("shaped", labels)
+    (root / "shaped-low-shift" / "entropy").mkdir(parents=True)
+    path = root / "shaped-low-shift/entropy" / PARQUET_NAME.format(split="train")
+    write_parquet(rows, path, SUBSET_FEATURES)
+    return root / "shaped-low-shift"
+
+
+@pytest.fixture(params=["sample", "negatives"])
+def any_folder(request: pytest.FixtureRequest) -> Path:
+    return request.getfixturevalue("folder" if request.param == "sample" else "negatives_folder")
+
+
 def _rows(folder: Path, config: str) -> list[dict]:
     return pq.read_table(folder / config / "train-00000-of-00001.parquet").to_pylist()
 
 
-@pytest.mark.parametrize("config", ["entropy", "max"])
-def test_export_converts_ends_and_keeps_negatives(
-    folder: Path, tmp_path: Path, config: str
-) -> None:
+def test_export_writes_the_keys_gliner_reads(any_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "train.json"
-    n = export_gliner(folder, config, out)
+    n = export_gliner(any_folder, "entropy", out)
     records = json.loads(out.read_text(encoding="utf-8"))
-    rows = _rows(folder, config)
+    rows = _rows(any_folder, "entropy")
     assert n == len(records) == len(rows) > 0
+    if any_folder.name.startswith("shaped"):
+        assert [bool(r["negatives"]) for r in rows] == [True] * 3 + [False] * 7
     for rec, row in zip(records, rows, strict=True):
-        assert list(rec) == ["tokenized_text", "ner", "negatives"]
+        keys = ["tokenized_text", "ner"] + (["ner_negatives"] if row["negatives"] else [])
+        assert list(rec) == keys
         assert rec["tokenized_text"] == row["tokens"]
         assert rec["ner"] == [[s["start"], s["end"] - 1, s["label"]] for s in row["spans"]]
-        assert rec["negatives"] == row["negatives"]
-        assert all(0 <= a <= b < len(rec["tokenized_text"]) for a, b, _ in rec["ner"])
+        assert rec.get("ner_negatives", []) == row["negatives"]
+
+
+def test_gliner_trainer_reads_the_export(any_folder: Path, tmp_path: Path) -> None:
+    """GLiNER's own code: the trainer's json load, its per-record candidate types (explicit
+    negatives from `ner_negatives`) and its span labels (inclusive ends)."""
+    out = tmp_path / "train.json"
+    export_gliner(any_folder, "entropy", out)
+    batch = load_json_data(str(out))
+    rows = _rows(any_folder, "entropy")
+    random.seed(0)
+    class_to_ids, id_to_classes = batch_generate_class_mappings(
+        batch, max_neg_type_ratio=1, max_types=10_000
+    )
+    for rec, row, classes, names in zip(batch, rows, class_to_ids, id_to_classes, strict=True):
+        positives = {s["label"] for s in row["spans"]}
+        if row["negatives"]:  # explicit negatives: exactly positives + these, nothing sampled
+            assert set(classes) == positives | set(row["negatives"])
+        else:
+            assert positives <= set(classes)
+        width = max(b - a + 1 for a, b, _ in rec["ner"])
+        idx = prepare_span_idx(len(rec["tokenized_text"]), width)
+        labels, idx = prepare_span_labels(rec["ner"], classes, len(rec["tokenized_text"]), idx)
+        got = {
+            (s, e): names[lab]
+            for (s, e), lab in zip(idx.tolist(), labels.tolist(), strict=True)
+            if lab > 0
+        }
+        want = {(s["start"], s["end"] - 1): s["label"] for s in row["spans"]}
+        assert got == want
 
 
 def test_export_is_deterministic_and_defaults_to_entropy(folder: Path, tmp_path: Path) -> None:
@@ -54,31 +115,21 @@ def test_export_is_deterministic_and_defaults_to_entropy(folder: Path, tmp_path:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
-def test_round_trip_through_the_gliner_reader(folder: Path, tmp_path: Path) -> None:
-    pytest.importorskip("builders.sources.gliner")
-    from builders.store import Store
-    from builders.store.ingest import ingest
-
+def test_round_trip_through_the_gliner_reader(any_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "train.json"
-    export_gliner(folder, "max", out)
-    rows = _rows(folder, "max")
+    export_gliner(any_folder, "entropy", out)
+    rows = _rows(any_folder, "entropy")
     with Store(tmp_path / "rt.duckdb") as store:
         ingest(store, "gliner", out, name="rt")
-        got = store.con.execute(
-            "SELECT s.tokens, list((m.start, m.stop, m.label) ORDER BY m.start, m.stop, m.label) "
-            "FROM sentences s JOIN mentions m USING (source, split, idx) "
-            "WHERE s.source = 'rt' GROUP BY s.idx, s.tokens ORDER BY s.idx"
+        spans = store.sentences_with_spans("rt")
+        negs = store.con.execute(
+            "SELECT idx, list(raw_label ORDER BY raw_label) FROM negatives WHERE source = 'rt' "
+            "GROUP BY idx ORDER BY idx"
         ).fetchall()
-        negs = store.con.execute("SELECT count(*) FROM negatives WHERE source = 'rt'").fetchall()[
-            0
-        ][0]
-    assert len(got) == len(rows)
-    for (tokens, spans), row in zip(got, rows, strict=True):
-        assert list(tokens) == row["tokens"]
-        assert [tuple(s) for s in spans] == [
-            (s["start"], s["end"], s["label"]) for s in row["spans"]
-        ]
-    assert negs == sum(len(r["negatives"]) for r in rows)
+    assert [(tokens, s) for _, _, tokens, s in spans] == [
+        (r["tokens"], [(s["start"], s["end"], s["label"]) for s in r["spans"]]) for r in rows
+    ]
+    assert negs == [(i, sorted(r["negatives"])) for i, r in enumerate(rows) if r["negatives"]]
 
 
 def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
@@ -95,11 +146,7 @@ def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
     out = tmp_path / "test.json"
     assert export_gliner(tmp_path / "fewnerd-inter", None, out, split="test") == 1
     assert json.loads(out.read_text()) == [
-        {
-            "tokenized_text": ["in", "Paris", "today"],
-            "ner": [[1, 1, "location-GPE"]],
-            "negatives": [],
-        }
+        {"tokenized_text": ["in", "Paris", "today"], "ner": [[1, 1, "location-GPE"]]}
     ]
     with pytest.raises(BuildersError, match=r"no train-\*\.parquet \(splits: test\)"):
         export_gliner(tmp_path / "fewnerd-inter", None, out)
@@ -141,8 +188,124 @@ def test_cli_export(folder: Path, tmp_path: Path) -> None:
     )
     assert res.exit_code == 1
     assert "Error: " in res.output and "no config 'x'. Valid: entropy, max" in res.output
+    res = CliRunner().invoke(cli, ["export-gliner", "--out", str(out)])
+    assert res.exit_code == 2 and "give FOLDER (a built folder or Hub repo) or --benchmark" in (
+        res.output
+    )
 
 
 def test_cli_help_has_an_example() -> None:
     res = CliRunner().invoke(cli, ["export-gliner", "--help"])
     assert res.exit_code == 0 and "Example: builders export-gliner" in res.output
+    assert "--benchmark crossner-ai" in res.output
+
+
+def test_a_missing_repo_is_a_clear_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        cli, ["export-gliner", "no-org/no-repo", "--out", str(tmp_path / "o.json")]
+    )
+    assert res.exit_code == 1
+    assert "no-org/no-repo: no such local folder, and the Hub dataset repo" in res.output
+
+
+# ---------------------------------------------------------------------- evaluation layout
+@pytest.fixture
+def crossner_excerpt(tmp_path: Path, data_dir: Path) -> Path:
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        ingest(store, "crossner-ai", data_dir / "crossner/ai-test.txt", split="test")
+    return db
+
+
+def test_eval_layout_equals_gliners_own_benchmark_records(
+    crossner_excerpt: Path, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three CrossNER AI test sentences from the BIO file give GLiNER's own records, bytes
+    and all (its `CrossNER_AI/test.json` starts with them)."""
+    out = tmp_path / "CrossNER_AI"
+    with Store(crossner_excerpt, read_only=True) as store:
+        res = export_gliner_benchmark(store, "crossner-ai", out)
+    assert res["rows"] == {"test": 3} and res["negatives_left_out"] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["labels.json", "test.json"]
+    theirs = (data_dir / "gliner/CrossNER_AI-test-excerpt.json").read_text(encoding="utf-8")
+    first3 = [line.rstrip(",") for line in theirs.splitlines()[1:4]]
+    assert (out / "test.json").read_text(encoding="utf-8") == "[" + ", ".join(first3) + "]"
+    labels = json.loads((out / "labels.json").read_text(encoding="utf-8"))
+    assert labels == sorted({e["type"] for line in first3 for e in json.loads(line)["entities"]})
+    monkeypatch.chdir(tmp_path)  # open_content matches 'test' anywhere in the path
+    _, _, test, got_labels = open_content("CrossNER_AI")
+    assert [process(r) for r in test] == [process(json.loads(line)) for line in first3]
+    assert got_labels == labels
+    again = tmp_path / "again"
+    with Store(crossner_excerpt, read_only=True) as store:
+        export_gliner_benchmark(store, "crossner-ai", again)
+    assert (again / "test.json").read_bytes() == (out / "test.json").read_bytes()
+
+
+def test_eval_layout_refuses_a_folder_it_would_clobber(
+    crossner_excerpt: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with Store(crossner_excerpt, read_only=True) as store:
+        with pytest.raises(BuildersError, match=r"mine: exists and holds other files \(notes"):
+            export_gliner_benchmark(store, "crossner-ai", tmp_path / "mine")
+        with pytest.raises(BuildersError, match="run `builders ingest nope` first"):
+            export_gliner_benchmark(store, "nope", tmp_path / "x")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_eval_record_offsets_and_bad_tokens() -> None:
+    rec = eval_record(["New", "York", "is", "big"], [(0, 2, "city"), (3, 4, "size")], "s/test/0")
+    assert rec == {
+        "sentence": "New York is big",
+        "entities": [
+            {"name": "New York", "type": "city", "pos": [0, 8]},
+            {"name": "big", "type": "size", "pos": [12, 15]},
+        ],
+    }
+    assert process(rec) == {
+        "tokenized_text": ["New", "York", "is", "big"],
+        "ner": [(0, 1, "city"), (3, 3, "size")],
+    }
+    with pytest.raises(BuildersError, match=r"s/test/4: token 'a\\xa0b' is empty or holds"):
+        eval_record(["a\xa0b"], [], "s/test/4")
+    with pytest.raises(BuildersError, match="token '' is empty"):
+        eval_record(["a", ""], [], "s/test/5")
+
+
+def test_cli_eval_layout(crossner_excerpt: Path, tmp_path: Path) -> None:
+    out = tmp_path / "CrossNER_AI"
+    args = ["export-gliner", "--benchmark", "crossner-ai", "--out", str(out)]
+    res = CliRunner().invoke(cli, [*args, "--db", str(crossner_excerpt)])
+    assert res.exit_code == 0, res.output
+    assert "crossner-ai: test 3 sentences, " in res.output
+    assert "crossner-ai has no train, dev split" in res.output
+    res = CliRunner().invoke(cli, [*args, "--db", str(crossner_excerpt), "--json"])
+    assert json.loads(res.stdout)["rows"] == {"test": 3}
+
+
+@pytest.mark.shared
+def test_eval_layout_of_full_crossner_ai_reads_like_gliners_own(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole benchmark from the CrossNER BIO files, through GLiNER's `create_dataset`, beside
+    GLiNER's own preprocessed CrossNER_AI: the same sentences and words, and every mention of
+    theirs among ours. Ours has 12 more: 9 sentence-final entities GLiNER's conversion dropped
+    (1 train, 3 dev, 5 test) and 3 dev entities whose positions in its file map to no word."""
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, "crossner-ai", shared / "crossner/ai")
+        export_gliner_benchmark(store, "crossner-ai", tmp_path / "ours" / "CrossNER_AI")
+    monkeypatch.chdir(tmp_path / "ours")  # open_content matches names anywhere in the path
+    ours = create_dataset("CrossNER_AI")
+    monkeypatch.chdir(shared / "gliner-format")
+    theirs = create_dataset("CrossNER_AI")
+    assert sorted(ours[3]) == sorted(theirs[3])
+    extra = 0
+    for a, b in zip(ours[:3], theirs[:3], strict=True):
+        assert [r["tokenized_text"] for r in a] == [r["tokenized_text"] for r in b]
+        for ra, rb in zip(a, b, strict=True):
+            mine = set(ra["ner"])
+            assert {e for e in rb["ner"] if None not in e} <= mine
+            extra += len(mine) - len({e for e in rb["ner"] if None not in e})
+    assert extra == 12

@@ -1,88 +1,24 @@
-"""Publishing: the push path against a local Hub-API server, and the downstream
-`load_dataset("org/pilener-low-shift")` against a real Hub-API server (olah, offline mirror).
-
-No hub is reachable: `tests/hubserver.py` implements the endpoints huggingface_hub calls to
-push; olah serves a git repo of the published folder the way the Hub serves a dataset.
-"""
+"""Publishing: the push path against a local Hub-API server (`tests/hubserver.py`, the
+endpoints huggingface_hub calls to push). What a user does with the pushed card is in
+`test_card_lines.py`."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
+from helpers import TOKEN
+from hubserver import HubServer
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub.publish import PublishError, plan_publish, publish, retry_delay
-
-sys.path.insert(0, str(Path(__file__).parent.parent))
-from helpers import LABELS_A, bio_corpus
-from hubserver import HubServer
-
-TOKEN = "hf_testTOKENdoNotLeak0123456789"
-
-
-@pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real repo folder `pilener-low-shift` (entropy + max configs) built with MiniLM."""
-    from builders.splits import SplitConfig, build
-    from builders.store import Store
-    from builders.store.ingest import ingest
-
-    root = tmp_path_factory.mktemp("published")
-    corpus = bio_corpus(root / "corpus.txt", LABELS_A, 80)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    try:
-        with Store(root / "store.duckdb") as store:
-            ingest(store, "columns", corpus, name="pilener")
-            for strategy in ("entropy", "max"):
-                cfg = SplitConfig(  # a 20-label corpus: tiny levels are what this test needs
-                    source="pilener",
-                    strategy=strategy,
-                    levels=("low",),
-                    model="all-MiniLM-L6-v2",
-                    min_labels=1,
-                    min_mentions=1,
-                )
-                build(store, cfg, root / "out")
-    finally:
-        mp.undo()
-    folder = root / "out" / "pilener-low-shift"
-    assert (folder / "README.md").exists()
-    return folder
-
-
-@pytest.fixture
-def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> HubServer:
-    from huggingface_hub import constants
-
-    server = HubServer(token=TOKEN).start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    # huggingface_hub reads these once, at import.
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
-    yield server
-    server.stop()
-
-
-def _no_sleep(waits: list[float]):  # type: ignore[no-untyped-def]
-    return waits.append
+from builders.hub.readme import folder_card
 
 
 # ---------------------------------------------------------------------------- plan
@@ -108,7 +44,7 @@ def test_push_one_commit_with_every_file_and_a_tag(
     published: Path, hub: HubServer, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    [res] = publish([plan_publish(published, "org")], token=TOKEN, tag="v1.0", backoff=0)
+    [res] = publish([plan_publish(published, "org")], token=TOKEN, tag="v1.0")
     repo = hub.repos["org/pilener-low-shift"]
     assert hub.count("commit") == 1
     assert len(repo.commits) == 2  # the Hub's initial commit, then ours
@@ -119,10 +55,18 @@ def test_push_one_commit_with_every_file_and_a_tag(
         if p.is_file()
     }
     assert sorted(ours.added) == sorted(local)
+    # The card is rendered again for the repo it goes to, in the same commit; the folder's
+    # own card (for the folder name) is left as it is.
+    card = repo.files.pop("README.md").decode()
+    assert card == folder_card(published, "org/pilener-low-shift")
+    assert 'load_dataset("org/pilener-low-shift", split="train")' in card
+    assert "builders export-gliner org/pilener-low-shift --config entropy" in card
+    assert local.pop("README.md").decode() == folder_card(published, "pilener-low-shift")
     for path, data in local.items():
         assert repo.files[path] == data, path
+    assert not [p for p in published.parent.iterdir() if p.name.startswith(".")]  # stage gone
     assert repo.tags == {"v1.0": ours.oid}
-    assert res.commit_oid == ours.oid and res.tag == "v1.0" and res.files == len(local)
+    assert res.commit_oid == ours.oid and res.tag == "v1.0" and res.files == len(ours.added)
     assert all(a == f"Bearer {TOKEN}" for a in hub.auth_seen)
     out = capsys.readouterr()
     logs = "\n".join(r.getMessage() for r in caplog.records)
@@ -137,15 +81,15 @@ def test_republish_mirrors_the_folder_and_refuses_an_existing_tag(
     folder = tmp_path / "pilener-low-shift"
     shutil.copytree(published, folder)
     (folder / "extra.json").write_text("{}\n")
-    publish([plan_publish(folder, "org")], token=TOKEN, tag="v1", backoff=0)
+    publish([plan_publish(folder, "org")], token=TOKEN, tag="v1")
     (folder / "extra.json").unlink()
-    [res] = publish([plan_publish(folder, "org")], token=TOKEN, tag="v2", backoff=0)
+    [res] = publish([plan_publish(folder, "org")], token=TOKEN, tag="v2")
     repo = hub.repos["org/pilener-low-shift"]
     assert res.deleted == ["extra.json"]
     assert "extra.json" not in repo.files and ".gitattributes" in repo.files
     assert set(repo.tags) == {"v1", "v2"}
     with pytest.raises(PublishError, match="already has a tag 'v2'"):
-        publish([plan_publish(folder, "org")], token=TOKEN, tag="v2", backoff=0)
+        publish([plan_publish(folder, "org")], token=TOKEN, tag="v2")
     assert len(repo.commits) == 3  # init + two pushes; the refused one committed nothing
 
 
@@ -164,29 +108,62 @@ def test_no_token_is_a_clear_error(published: Path, hub: HubServer) -> None:
 
 
 def test_token_from_env_and_429_then_success(
-    published: Path, hub: HubServer, monkeypatch: pytest.MonkeyPatch
+    published: Path, hub: HubServer, monkeypatch: pytest.MonkeyPatch, waits: list[float]
 ) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     hub.fail("commit", 429, times=2, retry_after="3")
     hub.fail("create_repo", 503, times=1)
-    waits: list[float] = []
-    [res] = publish([plan_publish(published, "org")], backoff=0.5, sleep=_no_sleep(waits))
+    [res] = publish([plan_publish(published, "org")])
     assert hub.count("commit") == 3 and hub.count("create_repo") == 2
-    assert waits == [0.5, 3.0, 3.0]  # backoff for the 503, Retry-After for the 429s
+    # ours for the 503 on create_repo (1 s), huggingface_hub's for the 429s on the commit
+    # (Retry-After + 1 s)
+    assert waits == [1.0, 4.0, 4.0]
     assert len(hub.repos["org/pilener-low-shift"].commits) == 2
     assert res.commit_oid == hub.repos["org/pilener-low-shift"].head
 
 
-def test_other_4xx_is_not_retried(published: Path, hub: HubServer) -> None:
+def test_without_hf_xet_it_is_one_create_commit(
+    published: Path,
+    hub: HubServer,
+    monkeypatch: pytest.MonkeyPatch,
+    waits: list[float],
+    tmp_path: Path,
+) -> None:
+    """HF_HUB_DISABLE_XET (or no hf_xet): upload_folder makes one `create_commit`, which
+    huggingface_hub sends once: a 503 on it fails the push, nothing committed."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    [res] = publish([plan_publish(published, "org")], token=TOKEN)
+    repo = hub.repos["org/pilener-low-shift"]
+    assert hub.count("commit") == 1 and hub.count("validate_yaml") >= 1  # the card's YAML
+    assert res.commit_oid == repo.head and len(repo.commits) == 2
+    folder = tmp_path / "pilener-medium-shift"
+    shutil.copytree(published, folder)
+    hub.fail("commit", 503, times=1)
+    with pytest.raises(PublishError, match="nothing of it was committed: HTTP 503"):
+        publish([plan_publish(folder, "org")], token=TOKEN)
+    assert [c.summary for c in hub.repos["org/pilener-medium-shift"].commits] == ["initial commit"]
+    assert waits == []
+
+
+def test_other_4xx_is_not_retried(published: Path, hub: HubServer, waits: list[float]) -> None:
     hub.fail("commit", 403, times=None)
-    waits: list[float] = []
     with pytest.raises(PublishError, match="HTTP 403"):
-        publish([plan_publish(published, "org")], token=TOKEN, sleep=_no_sleep(waits))
+        publish([plan_publish(published, "org")], token=TOKEN)
     assert hub.count("commit") == 1 and waits == []
+    hub.fail("create_repo", 400, times=None)
+    with pytest.raises(PublishError, match="HTTP 400"):
+        publish([plan_publish(published, "org")], token=TOKEN)
+    assert hub.count("create_repo") == 2 and waits == []
 
 
 def test_server_error_on_commit_leaves_nothing_half_published(
-    published: Path, hub: HubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    published: Path,
+    hub: HubServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    waits: list[float],
 ) -> None:
     caplog.set_level(logging.DEBUG)
     second = tmp_path / "pilener-high-shift"
@@ -196,15 +173,15 @@ def test_server_error_on_commit_leaves_nothing_half_published(
     plans = [plan_publish(p, "org") for p in (published, second, third)]
     # The first repo goes through; every commit after it fails with 500.
     hub.fail("commit", 500, times=None, after=1)
-    waits: list[float] = []
     with pytest.raises(PublishError) as err:
-        publish(plans, token=TOKEN, retries=2, backoff=0.1, sleep=_no_sleep(waits))
+        publish(plans, token=TOKEN)
     msg = str(err.value)
     assert "org/pilener-high-shift failed, nothing of it was committed: HTTP 500" in msg
     assert "published: org/pilener-low-shift" in msg
     assert "not published: org/pilener-high-shift, org/pilener-medium-shift" in msg
     assert err.value.published == ["org/pilener-low-shift"]
-    assert waits == pytest.approx([0.1, 0.2])
+    assert waits == [1.0, 2.0, 4.0, 8.0, 8.0]  # huggingface_hub's backoff, then it gives up
+    assert hub.count("commit") == 1 + 6
     assert len(hub.repos["org/pilener-low-shift"].commits) == 2
     high = hub.repos["org/pilener-high-shift"]
     assert [c.summary for c in high.commits] == ["initial commit"]  # no commit of ours
@@ -221,6 +198,47 @@ def test_dry_run_pushes_nothing_and_needs_no_login(published: Path, hub: HubServ
     assert summary["dry_run"] is True
     assert summary["repos"][0]["repo_id"] == "org/pilener-low-shift"
     assert hub.calls == []
+
+
+def test_dry_run_text_is_on_stdout_only(published: Path, hub: HubServer) -> None:
+    result = CliRunner().invoke(
+        cli, ["publish", str(published), "--org", "org", "--private", "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("would push org/pilener-low-shift: 9 files, ")
+    assert lines[0].endswith(" (private)")
+    plan = plan_publish(published, "org")
+    card = len(plan.card.encode())
+    assert any(line.startswith("  README.md  ") for line in lines[1:])
+    assert plan.to_dict()["files"][0] == {"path": "README.md", "size": card}
+    assert hub.calls == []
+
+
+def test_private_applies_to_existing_repos_too(published: Path, hub: HubServer) -> None:
+    plan = plan_publish(published, "org")
+    publish([plan], token=TOKEN)
+    repo = hub.repos["org/pilener-low-shift"]
+    assert repo.private is False and hub.count("settings") == 0  # the Hub's default, untouched
+    [res] = publish([plan], token=TOKEN, private=True)
+    assert repo.private is True and res.private is True
+    publish([plan], token=TOKEN)  # no flag: the repo stays as it is
+    assert repo.private is True
+    publish([plan], token=TOKEN, private=False)
+    assert repo.private is False and hub.count("settings") == 2
+
+
+def test_republishing_an_unchanged_folder_commits_nothing_and_tags_the_head(
+    published: Path, hub: HubServer
+) -> None:
+    plan = plan_publish(published, "org")
+    [first] = publish([plan], token=TOKEN, tag="v1")
+    [again] = publish([plan], token=TOKEN, tag="v2")
+    repo = hub.repos["org/pilener-low-shift"]
+    assert len(repo.commits) == 2 and hub.count("commit") == 1  # huggingface_hub skipped it
+    assert again.commit_oid == first.commit_oid == repo.head and again.deleted == []
+    assert repo.tags == {"v1": repo.head, "v2": repo.head}
 
 
 def test_cli_json_summary_has_no_token(
@@ -256,140 +274,8 @@ def test_retry_delay_caps_retry_after() -> None:
     class E(Exception):
         response = R()
 
-    assert retry_delay(E(), 0, 1.0) == 60.0
-    assert retry_delay(Exception(), 3, 1.0) == 8.0
-
-
-# ---------------------------------------------------------------------------- olah
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        env={
-            **os.environ,
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@example.org",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@example.org",
-        },
-    )
-
-
-LOAD = """
-import json, sys
-from datasets import load_dataset
-out = {}
-for config in (None, "max"):
-    ds = load_dataset("org/pilener-low-shift", config) if config else load_dataset("org/pilener-low-shift")
-    train = ds["train"]
-    out[config or "default"] = {
-        "rows": train.num_rows,
-        "features": repr(train.features),
-        "first": train[0],
-    }
-json.dump(out, sys.stdout)
-"""
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("olah") is None,
-    reason="olah is not installed (pip install -e '.[dev]' installs it)",
-)
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is needed for olah's mirror")
-def test_load_dataset_from_olah_mirror(published: Path, tmp_path: Path) -> None:
-    """The downstream call itself, against a real Hub-API server serving the folder."""
-    import pyarrow.parquet as pq
-
-    repo = tmp_path / "mirrors" / "datasets" / "org" / "pilener-low-shift"
-    shutil.copytree(published, repo)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "publish")
-    sha = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    # Offline, olah answers revision-less lookups (`GET /api/datasets/org/name`, which
-    # load_dataset makes) from its metadata cache, not from the mirror: seed that cache.
-    head = (
-        tmp_path / "repos" / "api" / "datasets" / "org" / "pilener-low-shift" / "revision" / "main"
-    )
-    head.mkdir(parents=True)
-    (head / "meta_head.json").write_text(
-        json.dumps({"sha": sha, "lastModified": "2025-01-01T00:00:00+00:00"}), encoding="utf-8"
-    )
-    port = _free_port()
-    config = tmp_path / "olah.toml"
-    config.write_text(
-        "[basic]\n"
-        'host = "127.0.0.1"\n'
-        f"port = {port}\n"
-        f'repos-path = "{tmp_path / "repos"}"\n'
-        f'mirrors-path = ["{tmp_path / "mirrors"}"]\n'
-        'mirror-scheme = "http"\n'
-        f'mirror-netloc = "127.0.0.1:{port}"\n'
-        f'mirror-lfs-netloc = "127.0.0.1:{port}"\n'
-        "[accessibility]\n"
-        "offline = true\n",
-        encoding="utf-8",
-    )
-    log = open(tmp_path / "olah.log", "wb")  # noqa: SIM115 - closed in the finally below
-    server = subprocess.Popen(
-        [sys.executable, "-m", "olah.server", "--config", str(config)],
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/datasets/org/pilener-low-shift", timeout=2)
-                break
-            except Exception:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        "olah did not start:\n" + (tmp_path / "olah.log").read_text()[-3000:]
-                    ) from None
-                time.sleep(0.3)
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-        }
-        env.update(
-            HF_ENDPOINT=url,
-            HF_HOME=str(tmp_path / "hf-home"),
-            HF_DATASETS_CACHE=str(tmp_path / "hf-home" / "datasets"),
-            HF_HUB_DISABLE_XET="1",
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", LOAD], env=env, capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, (
-            done.stderr[-4000:] + (tmp_path / "olah.log").read_text()[-2000:]
-        )
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
-    got = json.loads(done.stdout)
-    for config, key in (("entropy", "default"), ("max", "max")):
-        table = pq.read_table(published / config / "train-00000-of-00001.parquet")
-        assert got[key]["rows"] == table.num_rows
-        first = table.slice(0, 1).to_pylist()[0]
-        assert got[key]["first"] == first
-        feats = got[key]["features"]
-        assert "'spans': List({'start': Value('int32')" in feats
-        assert "'negatives': List(Value('string'))" in feats
+    assert retry_delay(E(), 0) == 8.0
+    assert [retry_delay(Exception(), a) for a in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
 
 
 def test_a_taken_tag_on_any_repo_stops_the_push_before_any_commit(
@@ -397,7 +283,7 @@ def test_a_taken_tag_on_any_repo_stops_the_push_before_any_commit(
 ) -> None:
     second = tmp_path / "pilener-high-shift"
     shutil.copytree(published, second)
-    publish([plan_publish(second, "org")], token=TOKEN, tag="v1", backoff=0)
+    publish([plan_publish(second, "org")], token=TOKEN, tag="v1")
     commits = hub.count("commit")
     with pytest.raises(BuildersError, match="org/pilener-high-shift already has a tag 'v1'"):
         publish([plan_publish(p, "org") for p in (published, second)], token=TOKEN, tag="v1")
@@ -408,7 +294,7 @@ def test_a_taken_tag_on_any_repo_stops_the_push_before_any_commit(
 def test_tag_failure_after_the_commit_says_it_is_committed(published: Path, hub: HubServer) -> None:
     hub.fail("tag", 403, times=None)
     with pytest.raises(PublishError) as err:
-        publish([plan_publish(published, "org")], token=TOKEN, tag="v1", backoff=0)
+        publish([plan_publish(published, "org")], token=TOKEN, tag="v1")
     repo = hub.repos["org/pilener-low-shift"]
     msg = str(err.value)
     assert msg.startswith(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import LABELS_A, LABELS_B, bio_corpus
+from hubserver import HubServer
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
@@ -196,3 +197,41 @@ def test_regenerate_outputs_are_deterministic(book: Path, tmp_path: Path) -> Non
     assert trees[0].keys() == trees[1].keys()
     for name in trees[0]:
         assert trees[0][name] == trees[1][name], name
+
+
+def test_a_rebuild_that_changes_nothing_adds_no_changelog_entry(book: Path, tmp_path: Path) -> None:
+    scenarios = load_scenarios(book)
+    picked = [s for s in scenarios.scenarios if s.name == "b-entropy"]
+    out = scenarios.out
+    with Store(tmp_path / "store.duckdb") as store:
+        regenerate(store, picked, out)
+        folder = out / "corpus-b-low-shift"
+        log, card = (folder / "changelog.json").read_bytes(), (folder / "README.md").read_bytes()
+        assert len(json.loads(log)) == 1  # the first build
+        [rep] = regenerate(store, picked, out, force=True)
+    assert rep.status == "rebuilt" and rep.reason == "forced"
+    assert all(a == b for a, b in rep.changes["corpus-b-low-shift"].values())
+    assert (folder / "changelog.json").read_bytes() == log
+    assert (folder / "README.md").read_bytes() == card
+
+
+def test_regenerate_takes_publishs_options(book: Path, tmp_path: Path, hub: HubServer) -> None:
+    help_text = CliRunner().invoke(cli, ["regenerate", "--help"]).output
+    for option in ("--publish ORG", "--private / --public", "--tag TEXT", "--dry-run"):
+        assert option in help_text, option
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb")]
+    lone = CliRunner().invoke(cli, [*args, "--tag", "v1"])
+    assert lone.exit_code == 2 and "go with --publish ORG" in lone.output
+    bad = CliRunner().invoke(cli, [*args, "--publish", "a/b"])
+    assert bad.exit_code == 2 and "Invalid value for '--publish'" in bad.output
+    dry = CliRunner().invoke(
+        cli, [*args, "--only", "b-entropy", "--publish", "testorg", "--dry-run", "--json", "-q"]
+    )
+    assert dry.exit_code == 0, dry.output
+    [rep] = json.loads(dry.stdout)
+    assert [p["repo_id"] for p in rep["published"]] == [
+        "testorg/corpus-b-low-shift",
+        "testorg/corpus-b-high-shift",
+    ]
+    assert all(p["dry_run"] for p in rep["published"])
+    assert hub.calls == []

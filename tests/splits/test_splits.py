@@ -221,3 +221,25 @@ def test_build_json_records_parameters(builds: dict) -> None:
     assert meta["config"]["model"] == MINILM
     assert meta["config"]["k"] == 1000 and meta["config"]["temperature"] == 0.01
     assert meta["subset"]["selection"]["thresholds"]
+
+
+def test_org_names_the_repo_in_the_cards(sample_results: dict, tmp_path: Path) -> None:
+    """`build-splits --org ORG`: the cards' load_dataset and export-gliner lines name ORG/FOLDER."""
+    import dataclasses
+
+    from click.testing import CliRunner
+
+    from builders.cli.main import build_splits
+    from builders.splits.subsets import write_results
+
+    res = sample_results["entropy"]
+    res = dataclasses.replace(res, subsets=[dataclasses.replace(s) for s in res.subsets])
+    write_results(tmp_path, [res], org="testorg")
+    card = (tmp_path / "pilener-sample-low-shift" / "README.md").read_text(encoding="utf-8")
+    assert 'load_dataset("testorg/pilener-sample-low-shift", split="train")' in card
+    assert "builders export-gliner testorg/pilener-sample-low-shift --config entropy" in card
+    with pytest.raises(BuildersError, match="--org must be a user or organisation name"):
+        write_results(tmp_path, [res], org="a/b")
+    bad = CliRunner().invoke(build_splits, ["--source", "nope", "--org", "a/b"])
+    assert bad.exit_code == 2  # refused while parsing, before any store or model is opened
+    assert "Invalid value for '--org': must be a user or organisation name" in bad.output

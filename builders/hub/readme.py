@@ -1,0 +1,88 @@
+"""A repo folder's README.md, rendered from the folder's own files for a given repo id.
+
+    folder_card(folder, "my-org/pilener-low-shift")  -> README.md text
+
+A subset folder's card comes from every config's `build.json` and its `changelog.json`; a
+Few-NERD folder's from `summary.json` and the features its parquet files carry. Writing a
+folder (`build-splits --org`, `fewnerd-splits`, regeneration) and publishing it (`publish`, for
+the org it pushes to) both render through here, so the card a folder holds and the card pushed
+for the same repo id are the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from builders.errors import BuildersError
+from builders.hub.cards import render_card
+from builders.hub.changelog import CHANGELOG
+from builders.hub.fewnerd_card import render_fewnerd_card
+from builders.hub.folder import BUILD_JSON, SUMMARY_JSON, configs_of, read_json
+from builders.sources import SOURCES
+
+CARD = "README.md"
+
+
+_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def valid_org(org: str) -> str:
+    """`org` if it can name a Hub user or organisation (letters, digits, `-`, `_`, `.`).
+
+    Raises:
+        BuildersError: otherwise, with the value.
+    """
+    if not _ORG.fullmatch(org or ""):
+        raise BuildersError(f"--org must be a user or organisation name like `my-org`, got {org!r}")
+    return org
+
+
+def repo_name(folder: Path, org: str | None) -> str:
+    """The name a card uses: `org/folder` for a Hub repo, else the folder's name."""
+    return f"{valid_org(org)}/{folder.name}" if org else folder.name
+
+
+def folder_card(folder: Path, name: str) -> str:
+    """The card of a subset or Few-NERD repo folder, for the repo (or folder) `name`.
+
+    Raises:
+        BuildersError: when the folder holds neither a config's build.json nor summary.json.
+    """
+    folder = Path(folder)
+    if (folder / SUMMARY_JSON).is_file():
+        return _fewnerd_card(folder, name)
+    configs = configs_of(folder) if folder.is_dir() else []
+    if not configs:
+        raise BuildersError(
+            f"{folder}: no {BUILD_JSON} in any config folder and no {SUMMARY_JSON}; "
+            "is it a folder written by build-splits or fewnerd-splits?"
+        )
+    builds = {c: read_json(folder / c / BUILD_JSON) for c in configs}
+    source = builds[configs[0]]["config"]["source"]
+    spec = SOURCES.get(source)  # a store name given with `ingest --name` has no spec
+    return render_card(
+        name,
+        builds,
+        license=spec.license if spec else "unknown",
+        source_origin=spec.origin if spec else None,
+        changelog=read_json(folder / CHANGELOG),
+    )
+
+
+def _fewnerd_card(folder: Path, name: str) -> str:
+    import pyarrow.parquet as pq
+    from datasets import Features
+
+    summary = read_json(folder / SUMMARY_JSON)
+    files = sorted((folder / "data").glob("*.parquet"))
+    if not isinstance(summary, dict) or not files:
+        raise BuildersError(f"{folder}: {SUMMARY_JSON} unreadable or no data/*.parquet")
+    features = Features.from_arrow_schema(pq.read_schema(files[0]))
+    return render_fewnerd_card(
+        name,
+        summary,
+        command=summary.get("command"),
+        features=features,
+        version=summary.get("toolkit_version", "unknown"),
+    )

@@ -1,0 +1,176 @@
+"""GLiNER's own data-loading code, copied for the export tests (gliner cannot be installed here).
+
+`pip install gliner` would move transformers (5.23 -> <5.17) and huggingface_hub, which this
+project pins; with `--no-deps` in a throwaway venv gliner 0.2.29 imports offline, and its
+`batch_generate_class_mappings` and `evaluate_ner.create_dataset` read the same keys as the
+copies below.
+
+Source: urchade/GLiNER, commit c2bb58ddf569480ef7a9de03bef653723a42f5c2, Apache License 2.0
+(its LICENSE file). Copied verbatim, docstrings left out,
+except where marked `# adapted`:
+- `load_json_data`                  train.py (how the trainer reads its training json)
+- `get_negatives`, `prepare_span_idx`  gliner/data_processing/utils.py
+- `batch_generate_class_mappings`, `get_dict`, `prepare_span_labels`
+                                    gliner/data_processing/processor.py (BaseProcessor,
+                                    UniEncoderSpanProcessor); methods made functions, the
+                                    processor config passed as arguments
+- `open_content`, `process`, `create_dataset`
+                                    gliner/evaluation/evaluate_ner.py
+"""
+
+# ruff: noqa
+# mypy: ignore-errors
+# fmt: off
+
+import glob
+import json
+import os
+import random
+from collections import defaultdict
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+
+def load_json_data(path: str):
+    """Load JSON dataset."""
+    with open(path, "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def get_negatives(batch_list: List[Dict], sampled_neg: int = 5, key="ner") -> List[str]:
+    element_types = set()
+    for b in batch_list:
+        if b.get(key, False):
+            types = {el[-1] for el in b[key]}
+            element_types.update(types)
+
+    element_types = list(element_types)
+    selected_elements = random.sample(element_types, k=min(sampled_neg, len(element_types)))
+    return selected_elements
+
+
+def prepare_span_idx(num_tokens, max_width):
+    starts = torch.arange(num_tokens, dtype=torch.long).unsqueeze(1).expand(-1, max_width).reshape(-1)
+    offsets = torch.arange(max_width, dtype=torch.long).unsqueeze(0).expand(num_tokens, -1).reshape(-1)
+    return torch.stack([starts, starts + offsets], dim=1)
+
+
+def batch_generate_class_mappings(
+    batch_list: List[Dict],
+    negatives: Optional[List[str]] = None,
+    key: str = "ner",
+    sampled_neg: int = 100,
+    *,
+    max_neg_type_ratio: int = 1,  # adapted: self.config.max_neg_type_ratio
+    max_types: int = 25,  # adapted: self.config.max_types
+) -> Tuple[List[Dict[str, int]], List[Dict[int, str]]]:
+    if negatives is None:
+        negatives = get_negatives(batch_list, sampled_neg=sampled_neg, key=key)
+    class_to_ids = []
+    id_to_classes = []
+    for b in batch_list:
+        max_neg_type_ratio = int(max_neg_type_ratio)  # adapted: int(self.config.max_neg_type_ratio)
+        neg_type_ratio = random.randint(0, max_neg_type_ratio) if max_neg_type_ratio else 0
+
+        if f"{key}_negatives" in b:  # manually setting negative types
+            negs_i = b[f"{key}_negatives"]
+        else:  # in-batch negative types
+            negs_i = negatives[: len(b[key]) * neg_type_ratio] if neg_type_ratio else []
+
+        if f"{key}_labels" in b:  # labels are predefined
+            types = b[f"{key}_labels"]
+        else:
+            types = list(set([el[-1] for el in b[key]] + negs_i))
+            random.shuffle(types)
+            types = types[: int(max_types)]  # adapted: self.config.max_types
+
+        class_to_id = {k: v for v, k in enumerate(types, start=1)}
+        id_to_class = {k: v for v, k in class_to_id.items()}
+        class_to_ids.append(class_to_id)
+        id_to_classes.append(id_to_class)
+
+    return class_to_ids, id_to_classes
+
+
+def get_dict(spans: List[Tuple[int, int, str]], classes_to_id: Dict[str, int]) -> Dict[Tuple[int, int], int]:
+    dict_tag = defaultdict(int)
+    for span in spans:
+        if span[2] in classes_to_id:
+            dict_tag[(span[0], span[1])] = classes_to_id[span[2]]
+    return dict_tag
+
+
+def prepare_span_labels(ner, classes_to_id, num_tokens, spans_idx):
+    dict_lab = get_dict(ner, classes_to_id) if ner else defaultdict(int)
+    if not isinstance(spans_idx, torch.Tensor):
+        spans_idx = torch.LongTensor(spans_idx)
+    span_label = torch.LongTensor([dict_lab[(s, e)] for s, e in spans_idx.tolist()])
+    valid_span_mask = spans_idx[:, 1] > num_tokens - 1
+    span_label = span_label.masked_fill(valid_span_mask, -1)
+    return span_label, spans_idx
+
+
+def open_content(path):
+    paths = glob.glob(os.path.join(path, "*.json"))
+    train, dev, test, labels = None, None, None, None
+    for p in paths:
+        if "train" in p:
+            with open(p, encoding="utf-8") as f:
+                train = json.load(f)
+        elif "dev" in p:
+            with open(p, encoding="utf-8") as f:
+                dev = json.load(f)
+        elif "test" in p:
+            with open(p, encoding="utf-8") as f:
+                test = json.load(f)
+        elif "labels" in p:
+            with open(p, encoding="utf-8") as f:
+                labels = json.load(f)
+    return train, dev, test, labels
+
+
+def process(data):
+    words = data["sentence"].split()
+    entities = []  # List of entities (start, end, type)
+
+    for entity in data["entities"]:
+        start_char, end_char = entity["pos"]
+
+        # Initialize variables to keep track of word positions
+        start_word = None
+        end_word = None
+
+        # Iterate through words and find the word positions
+        char_count = 0
+        for i, word in enumerate(words):
+            word_length = len(word)
+            if char_count == start_char:
+                start_word = i
+            if char_count + word_length == end_char:
+                end_word = i
+                break
+            char_count += word_length + 1  # Add 1 for the space
+
+        # Append the word positions to the list
+        entities.append((start_word, end_word, entity["type"].lower()))
+
+    # Create a list of word positions for each entity
+    sample = {"tokenized_text": words, "ner": entities}
+
+    return sample
+
+
+def create_dataset(path):
+    train, dev, test, labels = open_content(path)
+    train_dataset = []
+    dev_dataset = []
+    test_dataset = []
+    for data in train:
+        train_dataset.append(process(data))
+    for data in dev:
+        dev_dataset.append(process(data))
+    for data in test:
+        test_dataset.append(process(data))
+    labels = [label.lower() for label in labels]
+    return train_dataset, dev_dataset, test_dataset, labels
