@@ -191,7 +191,11 @@ def test_fewnerd_like_fine_tags_column(tmp_path: Path, db: Path) -> None:
             store, "hf", str(folder), name="mine", options={"tags_column": "fine_ner_tags"}
         )
         coarse = ingest(store, "hf", str(folder), name="coarse")
-    assert result.splits[0].report["notes"] == [f"{folder}/test: tag scheme detected as IO"]
+    assert result.splits[0].report["notes"] == [
+        f"{folder}/test: tag scheme detected as IO",
+        f"{folder}/test: columns not read: id (2), ner_tags (2)",  # counted and named
+    ]
+    assert result.splits[0].report["counts"] == {"columns_not_read": 4}
     assert _mentions(db) == {
         "test": [
             [(6, 8, "event-sportsevent"), (10, 12, "event-sportsevent")],
