@@ -145,10 +145,11 @@ class SourceSpec:
         self, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
     ) -> ReadPlan:
         opts = {**(self.hub_options if self.module != "hf" else {}), **user}
-        config = opts.pop("config", None) or (self.origin_config if from_origin else None)
+        checked = parse_options("hf", opts)
+        config = checked.pop("config", None) or (self.origin_config if from_origin else None)
+        checked["config"] = config
         units = _hf().discover(dataset, None if config is None else str(config), split)
         origin = dataset + (f"[{config}]" if config else "")
-        checked = parse_options("hf", opts)
         recorded = {"config": config, **{k: checked[k] for k in user if k != "config"}}
         return ReadPlan("hf", dict(units), checked, recorded, origin)
 

@@ -40,7 +40,7 @@ from builders.defaults import canonical_split
 from builders.errors import BuildersError, SourceFormatError
 from builders.sources.base import DatasetSplit, Example, ReadReport
 from builders.sources.columns import _decode
-from builders.sources.layout import detect_scheme
+from builders.sources.layout import check_io, column_stats, detect_scheme
 from builders.sources.options import ReaderOptions, option
 
 BATCH_ROWS = 1_000
@@ -119,10 +119,22 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
     others = [c for c in columns if c not in (tokens_column, tags_column)]
     ds = ds.select_columns([tokens_column, tags_column])
     if scheme == "auto":
-        scheme = detect_scheme(names if names is not None else _all_string_tags(ds, tags_column))
+        if names is not None:
+            scheme = detect_scheme(names)
+        else:
+            tokens, tags = _string_stats(ds, where, tokens_column, tags_column)
+            scheme = detect_scheme(tags.values)
+            if scheme == "io":  # words read as IO types: swapped or wrong columns
+                check_io(
+                    where,
+                    tokens,
+                    tags,
+                    f"column {tags_column!r}",
+                    "choose the columns with -o tokens_column=... -o tags_column=...",
+                )
         report.note(f"{where}: tag scheme detected as {scheme.upper()}")
     row = 0
-    for batch in ds.iter(batch_size=BATCH_ROWS):
+    for batch in _batches(ds, where, BATCH_ROWS):
         for tokens, tags in zip(batch[tokens_column], batch[tags_column], strict=True):
             if names is not None:
                 try:
@@ -166,10 +178,36 @@ def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
     )
 
 
-def _all_string_tags(ds: Any, column: str) -> Iterator[str]:
-    for batch in ds.select_columns([column]).iter(batch_size=BATCH_ROWS * 10):
-        for tags in batch[column]:
-            yield from tags
+def _batches(ds: Any, where: Path, size: int) -> Iterator[dict[str, list]]:
+    """`ds.iter(size)`, with text that is not UTF-8 (data files may hold any bytes) reported
+    as a `SourceFormatError` naming the split and the first row of the bad batch."""
+    row = 0
+    it = ds.iter(batch_size=size)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise SourceFormatError(
+                where,
+                row,
+                f"not UTF-8 (byte {bytes(bad).hex(' ')}) in rows {row}..{row + size - 1}",
+            ) from None
+        yield batch
+        row += size
+
+
+def _string_stats(ds: Any, where: Path, tokens: str, tags: str) -> tuple[Any, Any]:
+    """The values of the tokens and the (string) tags of a split, as layout evidence."""
+
+    def values(column: str) -> Iterator[str]:
+        for batch in _batches(ds.select_columns([column]), where, BATCH_ROWS * 10):
+            for row in batch[column]:
+                yield from row
+
+    return column_stats(values(tokens)), column_stats(values(tags))
 
 
 def _is_local(dataset: str) -> bool:

@@ -81,7 +81,7 @@ def assign(
             found, more = _folder(path, patterns, split)
             notes += more
         else:
-            named = split_of(path.name, patterns)
+            named = None if split else split_of(path.name, patterns)
             found = {split or named or "train": [path]}
             if split is None and named is None:
                 notes.append(f"{path.name}: no split in the file name; read as train")

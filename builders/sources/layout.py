@@ -145,7 +145,7 @@ def decide(
         col = cols[tag] if cols else _Column()
         scheme = scheme_of(col.prefixes) if col.all_tags else _prefix_scheme(col)
         if scheme == "io" and cols:
-            _check_io(path, cols[token], tag, col)
+            check_io(path, cols[token], col, f"column {tag + 1}")
         notes.append(f"{path.name}: tag scheme detected as {scheme.upper()}")
     return Layout(token, tag, scheme, tuple(notes))
 
@@ -189,21 +189,41 @@ def _roles(width: int, token: int, tag: int, other: str = "-") -> str:
     )
 
 
-def _check_io(path: Path, token: _Column, tag: int, col: _Column) -> None:
-    if token.all_tags and not col.all_tags:
+def column_stats(values: Iterable[str]) -> _Column:
+    """The evidence `scan` collects, for one column given as its values."""
+    col = _Column()
+    for value in values:
+        col.values[value] += 1
+        if col.all_tags and value != "O":
+            if len(value) > 2 and value[1] == "-" and value[0] in TAG_PREFIXES:
+                col.prefixes.add(value[0])
+            else:
+                col.all_tags = False
+    return col
+
+
+def check_io(
+    path: Path,
+    token: _Column,
+    tag: _Column,
+    column: str,
+    advice: str = "say which column holds the tags with --columns (e.g. --columns tag,token)",
+) -> None:
+    """Refuse an IO reading of a column of words (see the module docstring)."""
+    if token.all_tags and not tag.all_tags:
         why = "the token column holds only tags"
-    elif len(col.values) > len(token.values):
+    elif len(tag.values) > len(token.values):
         why = (
-            f"it has more distinct values ({len(col.values):,}) than the token column "
+            f"it has more distinct values ({len(tag.values):,}) than the token column "
             f"({len(token.values):,})"
         )
     else:
         return
-    value, n = col.most_common()
+    value, n = tag.most_common()
     raise SourceFormatError(
         path,
         None,
-        f"column {tag + 1} read as IO tags looks like words: {why}; its most frequent value is "
-        f"{value!r} ({n:,} rows). Say which column holds the tags with --columns (e.g. --columns "
-        "tag,token), or pass -o scheme=io if these really are IO types",
+        f"{column} read as IO tags looks like words: {why}; its most frequent value is "
+        f"{value!r} ({n:,} rows). {advice[0].upper() + advice[1:]}, or pass -o scheme=io if "
+        "these really are IO types",
     )

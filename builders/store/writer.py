@@ -256,11 +256,11 @@ def _decide(
 
 
 def _names(inputs: list[_Input]) -> str:
-    return _listing([Path(i.key).name for i in inputs])
+    return _listing([i.key for i in inputs])
 
 
 def _stored_names(old: StoredSplit) -> str:
-    return _listing([f"{Path(i['input']).name} ({i['sentences']:,})" for i in old.inputs])
+    return _listing([f"{i['input']} ({i['sentences']:,})" for i in old.inputs])
 
 
 def _listing(names: list[str], shown: int = 4) -> str:

@@ -345,7 +345,7 @@ def test_hub_copy_is_read_with_its_fine_tags(tmp_path: Path, monkeypatch) -> Non
         "tags_column": "fine_ner_tags",
         "scheme": "io",
         "repair": False,
-        "config": None,
+        "config": "supervised",
     }
     assert {s: [str(u) for u in us] for s, us in plan.units.items()} == {
         "train": ["DFKI-SLT/few-nerd[supervised]/train"],
