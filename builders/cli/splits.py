@@ -84,7 +84,15 @@ def _benchmarks_option(f: Any) -> Any:
         help="Comma-separated benchmark names, or `all` (the seven zero-shot benchmarks: "
         + ", ".join(ZERO_SHOT)
         + f"). Known: {', '.join(benchmarks())}.",
+        callback=_some_benchmarks,
     )(f)
+
+
+def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """`--benchmarks ''` (or only commas) names no benchmark: say so instead of failing later."""
+    if not value.replace(",", "").strip():
+        raise click.BadParameter("name at least one benchmark, or `all`")
+    return value
 
 
 def _model_option(f: Any) -> Any:

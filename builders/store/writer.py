@@ -278,8 +278,8 @@ def _write_split(
 ) -> SplitResult:
     """Read, validate and write one split's inputs (after what it holds, when appending)."""
     con, split, old = store.con, job.split, job.old
-    if old is None:
-        for table in ("sentences", "mentions", "negatives", "negative_spans", "sources"):
+    if old is None:  # the split's `sources` row is replaced below (INSERT OR REPLACE)
+        for table in ("sentences", "mentions", "negatives", "negative_spans"):
             con.execute(f"DELETE FROM {table} WHERE source = ? AND split = ?", [source, split])
     report = ReadReport()
     read = spec.reader(plan.module)
@@ -298,9 +298,10 @@ def _write_split(
     counts = [check.counts[k] for k in ("sentences", "mentions", "negatives", "negative_spans")]
     if old:
         counts = [a + b for a, b in zip(counts, _stored_counts(old), strict=True)]
-        con.execute("DELETE FROM sources WHERE source = ? AND split = ?", [source, split])
+    # one statement, no DELETE first: DuckDB before 1.2 refuses a key deleted and inserted
+    # again in one transaction
     con.execute(
-        "INSERT INTO sources (source, split, kind, origin, fingerprint, loader_version, options, "
+        "INSERT OR REPLACE INTO sources (source, split, kind, origin, fingerprint, loader_version, options, "
         "ingested_at, n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
