@@ -36,41 +36,12 @@ import pyarrow.compute as pc
 
 from builders.defaults import SPLITS, split_rank
 from builders.errors import StoreError
+from builders.store.schema import SCHEMA_VERSION, TABLES, create, one, stored_version
 
-#: 2: span-level negatives (`negative_spans`), each split's inputs (`sources.inputs`)
-SCHEMA_VERSION = 2
+__all__ = ["DB_ENV", "DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoredSplit", "one"]
+
 DEFAULT_DB = "labelshift.duckdb"
 DB_ENV = "LABELSHIFT_DB"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS sources(
-    source VARCHAR, split VARCHAR, kind VARCHAR, origin VARCHAR, fingerprint VARCHAR,
-    loader_version VARCHAR, options VARCHAR, ingested_at TIMESTAMP,
-    n_sentences BIGINT, n_mentions BIGINT, n_negatives BIGINT, n_negative_spans BIGINT,
-    report VARCHAR, inputs VARCHAR,
-    PRIMARY KEY (source, split));
-CREATE TABLE IF NOT EXISTS sentences(
-    source VARCHAR, split VARCHAR, idx INTEGER, sentence_id VARCHAR, tokens VARCHAR[],
-    raw_id VARCHAR);
-CREATE TABLE IF NOT EXISTS mentions(
-    source VARCHAR, split VARCHAR, idx INTEGER, start INTEGER, stop INTEGER,
-    label VARCHAR, raw_label VARCHAR, coarse VARCHAR);
-CREATE TABLE IF NOT EXISTS negatives(
-    source VARCHAR, split VARCHAR, idx INTEGER, label VARCHAR, raw_label VARCHAR);
-CREATE TABLE IF NOT EXISTS negative_spans(
-    source VARCHAR, split VARCHAR, idx INTEGER, start INTEGER, stop INTEGER,
-    label VARCHAR, raw_label VARCHAR);
-CREATE TABLE IF NOT EXISTS embeddings(
-    model VARCHAR, label VARCHAR, vector FLOAT[], PRIMARY KEY (model, label));
-CREATE OR REPLACE VIEW label_counts AS
-    SELECT source, label, count(*) AS mentions,
-           count(DISTINCT (split, idx)) AS sentences
-    FROM mentions GROUP BY source, label;
-"""
-
-
-_TABLES = ("meta", "sources", "sentences", "mentions", "negatives", "negative_spans", "embeddings")
 
 
 @dataclass(frozen=True)
@@ -86,13 +57,6 @@ class StoredSplit:
     report: dict[str, Any]
     inputs: list[dict[str, Any]]
     origin: str
-
-
-def one(cursor: duckdb.DuckDBPyConnection) -> Any:
-    """The first row of a result, consuming it whole (DuckDB 2 refuses new work on a
-    connection with an unfinished result)."""
-    rows = cursor.fetchall()
-    return rows[0] if rows else None
 
 
 #: SQL that orders a split column train, dev, test, then other names.
@@ -119,33 +83,11 @@ class Store:
         except duckdb.Error as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
         try:
-            version = self._stored_version()
+            if stored_version(self.con, self.path) is None and not read_only:
+                create(self.con)
         except BaseException:
             self.con.close()
             raise
-        if not read_only and version is None:
-            self.con.execute(_SCHEMA)
-            self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-
-    def _stored_version(self) -> str | None:
-        """The store's schema version (None for a new, empty file); an error for another one."""
-        has_meta = one(
-            self.con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' AND NOT temporary"
-            )
-        )[0]
-        if not has_meta:
-            return None
-        row = one(self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
-        if row is None or row[0] != str(SCHEMA_VERSION):
-            found = "no schema version" if row is None else f"schema version {row[0]}"
-            raise StoreError(
-                f"{self.path}: this store has {found}; this toolkit reads and writes version "
-                f"{SCHEMA_VERSION} (since 2: span-level negatives such as GLiNER's negative_ner, "
-                "and the inputs of every split). Ingest into a new store: point --db (or "
-                f"$LABELSHIFT_DB) at a new file, or delete {self.path} and ingest again"
-            )
-        return str(row[0])
 
     def close(self) -> None:
         self.con.close()
@@ -288,7 +230,7 @@ class Store:
         """(rows, order-independent sum of row hashes) of every table: equal before and after
         an operation that must not change the store (a failed ingest)."""
         out = {}
-        for table in _TABLES:
+        for table in TABLES:
             n, h = one(self.con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {table} t"))
             out[table] = (int(n), int(h or 0))
         return out

@@ -112,16 +112,6 @@ def test_append_refuses_a_changed_input_and_other_options(
             ingest(store, "columns", g, name="r", append=True, replace=True)
 
 
-def test_the_same_file_changed_is_read_again(db: Path, tmp_path: Path, data_dir: Path) -> None:
-    f = tmp_path / "engtest.bio"
-    shutil.copy(data_dir / "mit-movie/engtest.bio", f)
-    with Store(db) as store:
-        ingest(store, "mit-movie", f)
-        f.write_text(f.read_text() + "O\tmore\nB-YEAR\t1999\n\n", encoding="utf-8")
-        res = ingest(store, "mit-movie", f)
-    assert counts(res) == [("test", "ingested", 4, 6)]
-
-
 @pytest.mark.parametrize(
     ("name", "split"),
     [
