@@ -34,8 +34,8 @@ from types import MappingProxyType
 from typing import ClassVar, Literal
 
 from builders.errors import SourceFormatError
-from builders.sources.base import Example, ReadReport
-from builders.sources.layout import data_rows, decide, detect_scheme, scan, splitter
+from builders.sources.base import Example, ReadReport, open_text
+from builders.sources.layout import decide, detect_scheme, scan, splitter
 from builders.sources.options import ReaderOptions, option
 
 __all__ = ["SCHEMES", "Options", "detect_scheme", "read"]
@@ -93,7 +93,8 @@ def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]
     opts: Options = Options.parse(options, "columns")
     roles, scheme = opts.roles, str(opts.scheme)
     if roles is None or scheme == "auto":
-        width, cols = scan(path, opts.sep)
+        only = () if roles is None else (roles.index("token"), roles.index("tag"))
+        width, cols = scan(path, opts.sep, only)
         layout = decide(path, width, cols, roles, scheme)
         for text in layout.notes:
             report.note(text)
@@ -105,44 +106,37 @@ def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]
     tags: list[str] = []
     start_line = 0
     width = len(roles) if roles else 0
-    cut = None
-    for number, line in data_rows_and_breaks(path):
-        if line is None:
+    cut: str | None = None
+    first = True
+    for number, line in open_text(path):
+        if not line.strip():
             if tokens:
                 yield _decode(path, start_line, tokens, tags, scheme, opts.repair, report)
                 tokens, tags = [], []
             continue
-        if cut is None:
-            cut = splitter(line, opts.sep)
-        cells = cut(line)
+        if line.startswith("-DOCSTART-"):
+            continue
+        if first:
+            cut, first = splitter(line, opts.sep), False
+        cells = line.split(cut)
         if not width:
             width = len(cells)
         if len(cells) != width or width < 2:
             raise _width_error(path, number, width, len(cells), line, opts.columns)
         if not tokens:
             start_line = number
-        token = cells[token_col]
+        token = cells[token_col].strip()
         if not token:
             raise SourceFormatError(path, number, "empty token", line)
         tokens.append(token)
-        tags.append(cells[tag_col])
+        tags.append(cells[tag_col].strip())
         rows += 1
     if tokens:
         yield _decode(path, start_line, tokens, tags, scheme, opts.repair, report)
-    if width and width > 2 and rows:
+    if width > 2 and rows:
         others = [i for i in range(width) if i not in (token_col, tag_col)]
         names = roles or tuple(f"column {i + 1}" for i in range(width))
         report.not_kept(path, "columns", Counter({names[i]: rows for i in others}))
-
-
-def data_rows_and_breaks(path: Path) -> Iterator[tuple[int, str | None]]:
-    """(line, row) of every token row, and (line, None) at every sentence break."""
-    last = 0
-    for number, line in data_rows(path):
-        if number > last + 1:
-            yield last + 1, None
-        yield number, line
-        last = number
 
 
 def _width_error(

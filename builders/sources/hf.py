@@ -40,7 +40,7 @@ from builders.defaults import canonical_split
 from builders.errors import BuildersError, SourceFormatError
 from builders.sources.base import DatasetSplit, Example, ReadReport
 from builders.sources.columns import _decode
-from builders.sources.layout import check_io, column_stats, detect_scheme
+from builders.sources.layout import check_io, column_stats, detect_scheme, scheme_of
 from builders.sources.options import ReaderOptions, option
 
 BATCH_ROWS = 1_000
@@ -123,7 +123,7 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
             scheme = detect_scheme(names)
         else:
             tokens, tags = _string_stats(ds, where, tokens_column, tags_column)
-            scheme = detect_scheme(tags.values)
+            scheme = scheme_of(tags.prefixes)
             if scheme == "io":  # words read as IO types: swapped or wrong columns
                 check_io(
                     where,

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from builders.errors import SourceFormatError
@@ -49,29 +50,41 @@ def scheme_of(prefixes: set[str]) -> str:
     return "io"
 
 
-def splitter(first_row: str, sep: str | None) -> Callable[[str], list[str]]:
-    """How to cut the rows of a file: on tabs when `sep` is a tab, or when `sep` is unset and
-    the first row has a tab (cells stripped, so `tag<TAB> token` gives `token`); on runs of
-    whitespace when `sep` is a space or unset without tabs; else on `sep` (cells stripped)."""
+def splitter(first_row: str, sep: str | None) -> str | None:
+    """The separator `str.split` cuts the rows with: a tab when `sep` is a tab or when `sep`
+    is unset and the first row has a tab; None (runs of whitespace) when `sep` is a space or
+    unset without tabs; else `sep`. Callers strip the cells they use, so `tag<TAB> token`
+    gives `token`."""
     if sep is None:
-        sep = "\t" if "\t" in first_row else " "
-    if sep == " ":
-        return str.split
-    return lambda line: [c.strip() for c in line.split(sep)]
+        return "\t" if "\t" in first_row else None
+    return None if sep == " " else sep
 
 
-@dataclass
 class _Column:
-    all_tags: bool = True
-    prefixes: set[str] = field(default_factory=set)
-    values: Counter[str] = field(default_factory=Counter)
+    """What one column holds: its distinct values, and their counts when asked (a second pass
+    over the file, needed only for IO with bare types and for messages)."""
+
+    def __init__(self, distinct: set[str], counts: Callable[[], Counter[str]]):
+        self.distinct = distinct
+        self._counts = counts
+        self._counted: Counter[str] | None = None
+        self.prefixes = {
+            v[0] for v in distinct if len(v) > 2 and v[1] == "-" and v[0] in TAG_PREFIXES
+        }
+        self.all_tags = all(is_tag(v) for v in distinct)
+
+    @property
+    def counts(self) -> Counter[str]:
+        if self._counted is None:
+            self._counted = self._counts()
+        return self._counted
 
     def most_common(self) -> tuple[str, int]:
-        return self.values.most_common(1)[0] if self.values else ("", 0)
+        return self.counts.most_common(1)[0] if self.counts else ("", 0)
 
     def o_first(self) -> bool:
         """`O` is (one of) the most frequent values."""
-        return bool(self.values) and self.values["O"] >= self.most_common()[1]
+        return bool(self.distinct) and self.counts["O"] >= self.most_common()[1]
 
 
 @dataclass(frozen=True)
@@ -91,34 +104,39 @@ def data_rows(path: Path) -> Iterable[tuple[int, str]]:
             yield number, line
 
 
-def scan(path: Path, sep: str | None) -> tuple[int, list[_Column]]:
-    """The number of columns (of the first row) and the evidence for each column. Rows of
-    another width are left to the reader, which reports them with their line."""
-    cut: Callable[[str], list[str]] | None = None
+def scan(path: Path, sep: str | None, only: tuple[int, ...] = ()) -> tuple[int, list[_Column]]:
+    """The number of columns (of the first row) and the evidence for each column (`only`:
+    these columns; the others get none). Rows of another width are left to the reader, which
+    reports them with their line."""
+    cut: str | None = None
     width = 0
-    cols: list[_Column] = []
+    seen: list[set[str]] = []
+    wanted: tuple[int, ...] = ()
     for number, line in data_rows(path):
-        if cut is None:
+        if not seen:
             cut = splitter(line, sep)
-            width = len(cut(line))
+            width = len(line.split(cut))
             if width < 2:
                 raise SourceFormatError(
                     path, number, "expected at least 2 columns (token and tag)", line
                 )
-            cols = [_Column() for _ in range(width)]
-        cells = cut(line)
+            seen = [set() for _ in range(width)]
+            wanted = tuple(j for j in (only or range(width)) if j < width)
+        cells = line.split(cut)
         if len(cells) != width:
             continue
-        for col, value in zip(cols, cells, strict=True):
-            col.values[value] += 1
-            if col.all_tags:
-                if value == "O":
-                    continue
-                if len(value) > 2 and value[1] == "-" and value[0] in TAG_PREFIXES:
-                    col.prefixes.add(value[0])
-                else:
-                    col.all_tags = False
-    return width, cols
+        for j in wanted:
+            seen[j].add(cells[j].strip())
+    return width, [_Column(d, partial(_count, path, cut, width, j)) for j, d in enumerate(seen)]
+
+
+def _count(path: Path, cut: str | None, width: int, j: int) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for _, line in data_rows(path):
+        cells = line.split(cut)
+        if len(cells) == width:
+            counts[cells[j].strip()] += 1
+    return counts
 
 
 def decide(
@@ -142,16 +160,12 @@ def decide(
             f"(column {tag + 1} holds the tags)"
         )
     if scheme == "auto":
-        col = cols[tag] if cols else _Column()
-        scheme = scheme_of(col.prefixes) if col.all_tags else _prefix_scheme(col)
+        col = cols[tag] if cols else _Column(set(), Counter)
+        scheme = scheme_of(col.prefixes)
         if scheme == "io" and cols:
             check_io(path, cols[token], col, f"column {tag + 1}")
         notes.append(f"{path.name}: tag scheme detected as {scheme.upper()}")
     return Layout(token, tag, scheme, tuple(notes))
-
-
-def _prefix_scheme(col: _Column) -> str:
-    return scheme_of({v[0] for v in col.values if len(v) > 2 and v[1] == "-" and v[0] in "BIES"})
 
 
 def _find_tag_column(path: Path, width: int, cols: list[_Column]) -> tuple[int, int]:
@@ -191,15 +205,8 @@ def _roles(width: int, token: int, tag: int, other: str = "-") -> str:
 
 def column_stats(values: Iterable[str]) -> _Column:
     """The evidence `scan` collects, for one column given as its values."""
-    col = _Column()
-    for value in values:
-        col.values[value] += 1
-        if col.all_tags and value != "O":
-            if len(value) > 2 and value[1] == "-" and value[0] in TAG_PREFIXES:
-                col.prefixes.add(value[0])
-            else:
-                col.all_tags = False
-    return col
+    counts = Counter(values)
+    return _Column(set(counts), lambda: counts)
 
 
 def check_io(
@@ -212,10 +219,10 @@ def check_io(
     """Refuse an IO reading of a column of words (see the module docstring)."""
     if token.all_tags and not tag.all_tags:
         why = "the token column holds only tags"
-    elif len(tag.values) > len(token.values):
+    elif len(tag.distinct) > len(token.distinct):
         why = (
-            f"it has more distinct values ({len(tag.values):,}) than the token column "
-            f"({len(token.values):,})"
+            f"it has more distinct values ({len(tag.distinct):,}) than the token column "
+            f"({len(token.distinct):,})"
         )
     else:
         return

@@ -38,17 +38,15 @@ class Validator:
             self.labels[raw] = mapped
         return mapped
 
-    def spans(self, unit: Unit, ex: Example, spans: list[tuple[int, int, str]]) -> None:
-        n = len(ex.tokens)
-        for start, stop, raw in spans:
-            if not (0 <= start < stop <= n):
-                raise SourceFormatError(
-                    unit,
-                    ex.line,
-                    f"span outside its sentence of {n} tokens (start, stop exclusive)",
-                    (start, stop, raw),
-                    record=ex.record,
-                )
+    @staticmethod
+    def outside(unit: Unit, ex: Example, span: tuple[int, int, str]) -> SourceFormatError:
+        return SourceFormatError(
+            unit,
+            ex.line,
+            f"span outside its sentence of {len(ex.tokens)} tokens (start, stop exclusive)",
+            span,
+            record=ex.record,
+        )
 
     def run(
         self,
@@ -58,33 +56,48 @@ class Validator:
         progress: Callable[[int], None] | None,
     ) -> None:
         """Buffer every example, numbering sentences from `first_idx`."""
-        buf, counts, idx = self.buf, self.counts, first_idx
-        for unit, ex in stream:
-            if not ex.tokens:
-                raise SourceFormatError(unit, ex.line, "sentence has no tokens", record=ex.record)
-            self.spans(unit, ex, ex.spans)
-            self.spans(unit, ex, ex.negative_spans)
+        buf, idx = self.buf, first_idx
+        n_ment = n_neg = n_nspan = 0
+        unit: Unit | None = None
+        unit_start = idx
+        for u, ex in stream:
+            if u != unit:  # count per input without a dict update per sentence
+                if unit is not None:
+                    self.per_input[unit] += idx - unit_start
+                unit, unit_start = u, idx
+            n = len(ex.tokens)
+            if not n:
+                raise SourceFormatError(u, ex.line, "sentence has no tokens", record=ex.record)
             buf.sentence(idx, ex.tokens, ex.raw_id)
             for start, stop, raw in ex.spans:
-                label, coarse = self.label(unit, ex, raw)
+                if not (0 <= start < stop <= n):
+                    raise self.outside(u, ex, (start, stop, raw))
+                label, coarse = self.label(u, ex, raw)
                 buf.mention(idx, start, stop, label, raw, coarse)
-            for raw in ex.negatives:
-                buf.negative(idx, self.label(unit, ex, raw)[0], raw)
-            for start, stop, raw in ex.negative_spans:
-                buf.negative_span(idx, start, stop, self.label(unit, ex, raw)[0], raw)
-            counts["mentions"] += len(ex.spans)
-            counts["negatives"] += len(ex.negatives)
-            counts["negative_spans"] += len(ex.negative_spans)
-            self.per_input[unit] += 1
+            n_ment += len(ex.spans)
+            if ex.negatives:
+                for raw in ex.negatives:
+                    buf.negative(idx, self.label(u, ex, raw)[0], raw)
+                n_neg += len(ex.negatives)
+            if ex.negative_spans:
+                for start, stop, raw in ex.negative_spans:
+                    if not (0 <= start < stop <= n):
+                        raise self.outside(u, ex, (start, stop, raw))
+                    buf.negative_span(idx, start, stop, self.label(u, ex, raw)[0], raw)
+                n_nspan += len(ex.negative_spans)
             idx += 1
             if len(buf) >= BATCH:
                 buf.flush(con)
                 if progress:
                     progress(BATCH)
+        if unit is not None:
+            self.per_input[unit] += idx - unit_start
         if progress:
             progress(len(buf))
         buf.flush(con)
-        counts["sentences"] = idx - first_idx
+        self.counts.update(
+            sentences=idx - first_idx, mentions=n_ment, negatives=n_neg, negative_spans=n_nspan
+        )
 
 
 class Buffers:

@@ -28,13 +28,15 @@ SEED = 9
 
 # ---------------------------------------------------------------- independent counts
 def column_rows(text: str) -> list[list[list[str]]]:
-    """Sentences as rows of cells: blank and -DOCSTART- lines end a sentence; cells are cut
-    on tabs when the first row has one (and stripped), else on whitespace."""
+    """Sentences as rows of cells: blank lines end a sentence, -DOCSTART- lines are skipped;
+    cells are cut on tabs when the first row has one (and stripped), else on whitespace."""
     sentences: list[list[list[str]]] = [[]]
     tab = None
     for line in text.removeprefix("\ufeff").splitlines():
-        if not line.strip() or line.startswith("-DOCSTART-"):
+        if not line.strip():
             sentences.append([])
+            continue
+        if line.startswith("-DOCSTART-"):
             continue
         if tab is None:
             tab = "\t" in line
