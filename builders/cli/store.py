@@ -56,19 +56,22 @@ def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
         return
     print_table(
         "Sources",
-        ["source", "kind", "reader", "default origin", "description"],
+        ["source", "kind", "default origin", "description"],
         [
-            [
-                r["source"],
-                r["kind"],
-                r["reader"] + "".join(f" {k}={v}" for k, v in r["options"].items()),
-                r["local"] or r["origin"] or "--path",
-                r["description"],
-            ]
+            [r["source"], r["kind"], r["local"] or r["origin"] or "--path", r["description"]]
             for r in rows
         ],
     )
+    click.echo("Fixed options (the source's reader gets them; -o KEY=VALUE overrides):")
+    for r in rows:
+        if r["options"]:
+            fixed = " ".join(f"{k}={_shown(v)}" for k, v in r["options"].items())
+            click.echo(f"  {r['source']} ({r['reader']}): {fixed}")
     click.echo(_options_help())
+
+
+def _shown(value: object) -> str:
+    return {"\t": "tab", " ": "space"}.get(str(value), str(value))
 
 
 def _options_help() -> str:
@@ -81,7 +84,7 @@ def _options_help() -> str:
             continue
         lines.append(f"  {module}:")
         for o in described:
-            default = "unset" if o["default"] is None else str(o["default"]).replace("\t", "tab")
+            default = "unset" if o["default"] is None else _shown(o["default"])
             lines.append(f"    {o['name']} ({o['type']}, default {default}): {o['help']}")
     return "\n".join(lines)
 
@@ -240,19 +243,13 @@ def stats_cmd(db: Path, as_json: bool, quiet: bool) -> None:
     if as_json:
         emit_json(stats)
         return
+    spans = any(s["negative_spans"] for s in stats["sources"])
+    keys = ["sentences", "mentions", "negatives", *(["negative_spans"] if spans else []), "types"]
     print_table(
         f"Store {stats['db']}",
-        ["source", "kind", "splits", "sentences", "mentions", "negatives", "types"],
+        ["source", "kind", "splits", *[k.replace("_", " ") for k in keys]],
         [
-            [
-                s["source"],
-                s["kind"],
-                ",".join(s["splits"]),
-                s["sentences"],
-                s["mentions"],
-                s["negatives"],
-                s["types"],
-            ]
+            [s["source"], s["kind"], ",".join(s["splits"]), *[s[k] for k in keys]]
             for s in stats["sources"]
         ],
     )
