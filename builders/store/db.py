@@ -140,6 +140,13 @@ class Store:
 
     def spans_frame(self, source: str, split: str | None = None) -> pl.DataFrame:
         """One row per mention with its sentence id and the mention text."""
+        return self._span_rows("mentions", source, split)
+
+    def negative_spans_frame(self, source: str, split: str | None = None) -> pl.DataFrame:
+        """One row per span-level negative (a span that is NOT of its label), with its text."""
+        return self._span_rows("negative_spans", source, split)
+
+    def _span_rows(self, table: str, source: str, split: str | None) -> pl.DataFrame:
         self.require_source(source)
         where, params = "m.source = ?", [source]
         if split:
@@ -148,7 +155,7 @@ class Store:
         return self.frame(
             "SELECT s.sentence_id, m.split, m.start, m.stop, "
             "array_to_string(s.tokens[m.start + 1 : m.stop], ' ') AS text, m.label, m.raw_label "
-            "FROM mentions m JOIN sentences s USING (source, split, idx) "
+            f"FROM {table} m JOIN sentences s USING (source, split, idx) "
             f"WHERE {where} ORDER BY m.split, m.idx, m.start, m.stop, m.label",
             params,
         )
@@ -245,21 +252,6 @@ class Store:
                 params,
             ).fetchall()
         ]
-
-    def negative_spans_frame(self, source: str, split: str | None = None) -> pl.DataFrame:
-        """One row per span-level negative (a span that is NOT of its label), with its text."""
-        self.require_source(source)
-        where, params = "n.source = ?", [source]
-        if split:
-            where += " AND n.split = ?"
-            params.append(split)
-        return self.frame(
-            "SELECT s.sentence_id, n.split, n.start, n.stop, "
-            "array_to_string(s.tokens[n.start + 1 : n.stop], ' ') AS text, n.label, n.raw_label "
-            "FROM negative_spans n JOIN sentences s USING (source, split, idx) "
-            f"WHERE {where} ORDER BY n.split, n.idx, n.start, n.stop, n.label",
-            params,
-        )
 
     # ------------------------------------------------------------------ rows
     def subset_rows(self, source: str, labels: list[str]) -> pa.Table:
