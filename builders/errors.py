@@ -10,18 +10,35 @@ class BuildersError(Exception):
 class SourceFormatError(BuildersError):
     """A raw input file does not follow its format.
 
-    The message always names the file, the 1-based line (or record) and the offending value,
-    so the user can open the file at the right place.
+    The message always names the file, the 1-based line, the record number where the format
+    has records (JSON: `file:1: record 3: ...`, so a one-line file still points at the right
+    place) and the offending value as it stands in the file.
     """
 
-    def __init__(self, path: object, line: int | None, message: str, value: object = None):
+    def __init__(
+        self,
+        path: object,
+        line: int | None,
+        message: str,
+        value: object = None,
+        record: int | None = None,
+    ):
         self.path = str(path)
         self.line = line
         self.value = value
         self.message = message
+        self.record = record
         where = f"{self.path}:{line}" if line is not None else self.path
+        rec = "" if record is None else f" record {record}:"
         shown = "" if value is None else f": {_show(value)}"
-        super().__init__(f"{where}: {message}{shown}")
+        super().__init__(f"{where}:{rec} {message}{shown}")
+
+
+class Verbatim(str):
+    """A value shown in an error exactly as it stands in the file (no Python quoting)."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
 
 
 class UnknownNameError(BuildersError):

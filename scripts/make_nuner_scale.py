@@ -58,8 +58,8 @@ SHARED_FILES: list[tuple[str, dict]] = [
         for s in ("train", "dev", "test")
     ),
     ("crossner/conll2003/train.txt", {"sep": "\t"}),
-    ("mit-movie/engtrain.bio", {"sep": "\t", "token_col": -1, "tag_col": 0}),
-    ("mit-restaurant/restauranttrain.bio", {"sep": "\t", "token_col": -1, "tag_col": 0}),
+    ("mit-movie/engtrain.bio", {"sep": "\t", "columns": "tag,token"}),
+    ("mit-restaurant/restauranttrain.bio", {"sep": "\t", "columns": "tag,token"}),
 ]
 
 _NO_SPACE_BEFORE = re.compile(r" ([,.;:!?)\]}])")

@@ -90,6 +90,7 @@ def _benchmarks_option(f: Any) -> Any:
         help="Comma-separated benchmark names, or `all` (the seven zero-shot benchmarks: "
         + ", ".join(ZERO_SHOT)
         + f"). Known: {', '.join(benchmarks())}.",
+        callback=_some_benchmarks,
     )(f)
 
 
@@ -104,6 +105,13 @@ def _protocol_option(f: Any) -> Any:
         "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
         "Both headline figures are reported either way.",
     )(f)
+
+
+def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """`--benchmarks ''` (or only commas) names no benchmark: say so instead of failing later."""
+    if not value.replace(",", "").strip():
+        raise click.BadParameter("name at least one benchmark, or `all`")
+    return value
 
 
 def _model_option(f: Any) -> Any:

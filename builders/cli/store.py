@@ -3,7 +3,10 @@ store holds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,18 +20,20 @@ from builders.cli.common import (
     print_table,
     progress_bar,
 )
-from builders.sources import SOURCES
+from builders.sources import SOURCES, check_split, reader_options
+from builders.store import Store
+from builders.store.writer import IngestResult
 
 
 @click.command("sources")
 @common_options
 @handle_errors
 def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
-    """List the sources that can be loaded, their kind and default origin.
+    """List the sources that can be loaded, their kind, default origin and reader options.
 
     Example: builders sources --json
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for spec in SOURCES.values():
         local = spec.default_path()
         rows.append(
@@ -41,6 +46,9 @@ def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
                 "local": str(local) if local else None,
                 "license": spec.license,
                 "description": spec.description,
+                "reader": spec.module,
+                "options": dict(spec.options),
+                "reader_options": reader_options(spec.module).describe(),
             }
         )
     if as_json:
@@ -54,14 +62,68 @@ def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
             for r in rows
         ],
     )
+    click.echo("Fixed options (the source's reader gets them; -o KEY=VALUE overrides):")
+    for r in rows:
+        if r["options"]:
+            fixed = " ".join(f"{k}={_shown(v)}" for k, v in r["options"].items())
+            click.echo(f"  {r['source']} ({r['reader']}): {fixed}")
+    click.echo(_options_help())
 
 
-@click.command("ingest")
+def _shown(value: object) -> str:
+    return {"\t": "tab", " ": "space"}.get(str(value), str(value))
+
+
+def _options_help() -> str:
+    """Every reader's options, for `sources` and `ingest --help`."""
+    lines = ["Reader options (-o KEY=VALUE; the source's fixed options come first):"]
+    for module in dict.fromkeys(spec.module for spec in SOURCES.values()):
+        described = reader_options(module).describe()
+        if not described:
+            lines.append(f"  {module}: none")
+            continue
+        lines.append(f"  {module}:")
+        for o in described:
+            default = "unset" if o["default"] is None else _shown(o["default"])
+            lines.append(f"    {o['name']} ({o['type']}, default {default}): {o['help']}")
+    return "\n".join(lines)
+
+
+class _IngestCommand(click.Command):
+    """`ingest --help` ends with every reader's options (listed when help is asked for)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_paragraph()
+        with formatter.indentation():
+            for line in _options_help().splitlines():
+                formatter.write(line + "\n")
+
+
+@click.command("ingest", cls=_IngestCommand)
 @click.argument("source")
-@click.option("--path", "path", help="Local file or folder (or, for `hf`, a Hub dataset id).")
-@click.option("--split", help="Only this split (train, dev, test).")
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    help="A file, folder or quoted glob (repeatable); for `hf`, a Hub dataset id. A folder "
+    "whose file names say no split is read as train (shards).",
+)
+@click.option("--split", help="Only this split (train, dev, test or an alias such as validation).")
 @click.option("--name", help="Store it under this name (default: the source name).")
-@click.option("--replace", is_flag=True, help="Re-read even if the input is unchanged.")
+@click.option(
+    "--replace", is_flag=True, help="Replace what the store holds for these splits (re-read)."
+)
+@click.option(
+    "--append",
+    is_flag=True,
+    help="Add these inputs to what the splits hold (shards), in one transaction.",
+)
+@click.option(
+    "--columns",
+    metavar="ROLES",
+    help="What each column of a column file holds, e.g. tag,token or token,pos,chunk,tag "
+    "(default: the tag column is found from the values).",
+)
 @click.option(
     "--repair", is_flag=True, help="Read lax tags (I- opening an entity) as B-, and count them."
 )
@@ -70,10 +132,12 @@ def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
 @handle_errors
 def ingest_cmd(
     source: str,
-    path: str | None,
+    paths: tuple[str, ...],
     split: str | None,
     name: str | None,
     replace: bool,
+    append: bool,
+    columns: str | None,
     repair: bool,
     opts: tuple[str, ...],
     db: Path,
@@ -82,44 +146,62 @@ def ingest_cmd(
 ) -> None:
     """Load SOURCE into the span store, all splits in one transaction.
 
-    Re-ingesting an unchanged input does nothing; --replace forces a re-read.
+    Re-ingesting an unchanged input does nothing. A split that holds a different input is
+    refused: --replace replaces it, --append adds the new inputs to it.
 
     Example: builders ingest crossner-ai --path data/crossner/ai --json
     """
-    from builders.store.ingest import ingest
+    from builders.store.ingest import plan_ingest
+    from builders.store.writer import write_source
 
     options = parse_options(opts)
     if repair:
         options["repair"] = True
-    with open_store(db) as store, progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
-        result = ingest(
-            store,
-            source,
-            path,
-            split=split,
-            name=name,
-            replace=replace,
-            options=options,
-            progress=bar,
+    if columns is not None:
+        options["columns"] = columns
+    spec, plan = plan_ingest(source, list(paths) or None, split=split, options=options)
+    with (
+        _store_for_ingest(db) as store,
+        progress_bar(f"ingest {source}", quiet, unit=" sent") as bar,
+    ):
+        result = write_source(
+            store, spec, plan, name=name, replace=replace, append=append, progress=bar
         )
     if as_json:
         emit_json(result.to_dict())
         return
+    _print_result(result, quiet)
+
+
+@contextmanager
+def _store_for_ingest(db: Path) -> Iterator[Store]:
+    """The store; when this ingest created the file and then fails, the file is removed, so a
+    failed first ingest leaves no empty store behind."""
+    existed = db.exists()
+    store = open_store(db)
+    try:
+        yield store
+    except BaseException:
+        store.close()
+        if not existed:
+            for leftover in (db, db.with_name(db.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()
+
+
+def _print_result(result: IngestResult, quiet: bool) -> None:
+    keys = ["sentences", "mentions", "negatives"]
+    if result.negative_spans:
+        keys.append("negative_spans")
     print_table(
         f"{result.source} ({result.kind}): {result.status}",
-        ["split", "status", "sentences", "mentions", "negatives", "types"],
-        [[s.split, s.status, s.sentences, s.mentions, s.negatives, s.types] for s in result.splits]
-        + [
-            [
-                "all",
-                result.status,
-                result.sentences,
-                result.mentions,
-                result.negatives,
-                result.types,
-            ]
-        ],
+        ["split", "status", *[k.replace("_", " ") for k in keys], "types"],
+        [[s.split, s.status, *[getattr(s, k) for k in keys], s.types] for s in result.splits]
+        + [["all", result.status, *[getattr(result, k) for k in keys], result.types]],
     )
+    for text in result.notes:
+        note(text, quiet)
     for s in result.splits:
         for key, n in s.report.get("counts", {}).items():
             note(f"{s.split}: {key.replace('_', ' ')}: {n:,}", quiet)
@@ -140,10 +222,8 @@ def labels_cmd(
 
     Example: builders labels pilener-sample --top 20
     """
-    from builders.defaults import canonical_split
-
     with open_store(db, read_only=True) as store:
-        rows = store.label_counts(source, [canonical_split(s) for s in splits] or None, top)
+        rows = store.label_counts(source, [check_split(s) for s in splits] or None, top)
     if as_json:
         emit_json([{"label": lab, "mentions": m, "sentences": s} for lab, m, s in rows])
         return
@@ -163,19 +243,13 @@ def stats_cmd(db: Path, as_json: bool, quiet: bool) -> None:
     if as_json:
         emit_json(stats)
         return
+    spans = any(s["negative_spans"] for s in stats["sources"])
+    keys = ["sentences", "mentions", "negatives", *(["negative_spans"] if spans else []), "types"]
     print_table(
         f"Store {stats['db']}",
-        ["source", "kind", "splits", "sentences", "mentions", "negatives", "types"],
+        ["source", "kind", "splits", *[k.replace("_", " ") for k in keys]],
         [
-            [
-                s["source"],
-                s["kind"],
-                ",".join(s["splits"]),
-                s["sentences"],
-                s["mentions"],
-                s["negatives"],
-                s["types"],
-            ]
+            [s["source"], s["kind"], ",".join(s["splits"]), *[s[k] for k in keys]]
             for s in stats["sources"]
         ],
     )

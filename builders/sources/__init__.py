@@ -6,20 +6,21 @@ imported lazily, so listing sources never imports `datasets` or parses anything.
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-from builders.defaults import canonical_split
+from builders.defaults import SPLIT_ALIASES
 from builders.errors import BuildersError, UnknownNameError
 from builders.labels import normalise_label, verbalise
 from builders.sources.base import Unit
+from builders.sources.inputs import assign, expand
+from builders.sources.options import ReaderOptions
 
 Kind = Literal["corpus", "benchmark"]
 
@@ -41,7 +42,8 @@ class SourceSpec:
         origin: Hugging Face Hub dataset id used when no `--path` is given (online users).
         origin_config: the Hub config name, if any.
         local: folder or file relative to `$LABELSHIFT_DATA` used when it is set and exists.
-        splits: split -> file-name glob patterns, used when `--path` is a folder.
+        splits: split -> file-name glob patterns that name a file's split before the generic
+            split words do (`valid.txt` is CoNLL's dev split).
         verbalise: map raw tags through the verbalisation table (benchmarks).
         label_fn: optional `module:function` turning a raw label into (label, coarse).
         hub_options: options of the `hf` reader when the source is read from its Hub origin
@@ -71,47 +73,85 @@ class SourceSpec:
 
     def plan(
         self,
-        path: str | Path | None = None,
+        path: str | Path | Sequence[str | Path] | None = None,
         split: str | None = None,
         options: Mapping[str, object] | None = None,
     ) -> ReadPlan:
-        """What to read: the reader, its units per split, and its options.
+        """What to read: the reader, its units per split, its validated options, and notes.
 
-        `path` is a local file or folder, or (for Hugging Face datasets) a Hub id; without
-        it, the source's local copy (`default_path`) or else its Hub origin is read.
-        A Hub id, a `save_to_disk` folder, or any path given to the `hf` source is read by
-        the `hf` reader; everything else by the source's own reader.
+        `path` is one or more local files, folders or globs (see `inputs.py`), or for Hugging
+        Face datasets a Hub id; without it, the source's local copy (`default_path`) or else
+        its Hub origin is read. A Hub id, a `save_to_disk` folder, or any path given to the
+        `hf` source is read by the `hf` reader; everything else by the source's own reader.
+
+        Raises:
+            BuildersError: no such path, an unknown split, a bad option, or nothing to read.
         """
         user = dict(options or {})
-        where: str | Path | None = path if path is not None else self.default_path()
-        from_origin = where is None
-        if from_origin:
-            if not self.origin:
-                raise BuildersError(
-                    f"source {self.name!r} has no default origin: give the files with --path "
-                    f"({self.description})"
-                )
-            where = self.origin
-        local = Path(str(where))
+        split = check_split(split) if split is not None else None
+        given = [path] if isinstance(path, (str, Path)) else list(path or [])
+        if not given:
+            local = self.default_path()
+            if local is None:
+                return self._origin_plan(split, user)
+            given = [local]
+        first = str(given[0])
         if (
             self.module == "hf"
-            or (not local.exists() and is_hub_id(str(where)))
-            or (local.is_dir() and _hf().is_dataset_folder(local))
+            or (not Path(first).exists() and is_hub_id(first))
+            or (Path(first).is_dir() and _hf().is_dataset_folder(Path(first)))
         ):
-            return self._dataset_plan(str(where), split, user, from_origin)
-        if not local.exists():
-            raise BuildersError(f"{local}: no such file or folder")
-        units = cast(dict[str, list[Unit]], self.discover(local, split))
-        return ReadPlan(self.module, units, {**self.options, **user}, user, str(local))
+            if len(given) > 1:
+                raise BuildersError("a Hugging Face dataset is read one at a time: give one --path")
+            return self._dataset_plan(first, split, user, from_origin=False)
+        paths = expand(given)
+        units, notes = assign(paths, self.splits, split)
+        opts = parse_options(self.module, {**self.options, **user})
+        return ReadPlan(
+            self.module,
+            cast(dict[str, list[Unit]], units),
+            opts,
+            {k: opts[k] for k in user},
+            ", ".join(map(str, paths)),
+            tuple(notes),
+        )
+
+    def _origin_plan(self, split: str | None, user: dict[str, object]) -> ReadPlan:
+        """Read from the Hub origin; offline (or when it fails) say how to give the files."""
+        if not self.origin:
+            raise BuildersError(
+                f"source {self.name!r} has no default origin: give the files with --path "
+                f"({self.description})"
+            )
+        if self.module == "hf":
+            return self._dataset_plan(self.origin, split, user, from_origin=True)
+        try:
+            return self._dataset_plan(self.origin, split, user, from_origin=True)
+        except BuildersError as exc:
+            local = f" (no $LABELSHIFT_DATA/{self.local})" if self.local else ""
+            offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+            why = (
+                "cannot be reached offline (HF_HUB_OFFLINE is set)"
+                if offline
+                else f"failed ({exc})"
+            )
+            origin = self.origin + (f"[{self.origin_config}]" if self.origin_config else "")
+            raise BuildersError(
+                f"source {self.name!r}: no local copy{local}, and reading its Hub origin "
+                f"{origin} {why}: give the files with --path ({self.description})"
+            ) from exc
 
     def _dataset_plan(
         self, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
     ) -> ReadPlan:
         opts = {**(self.hub_options if self.module != "hf" else {}), **user}
-        config = opts.pop("config", None) or (self.origin_config if from_origin else None)
+        checked = parse_options("hf", opts)
+        config = checked.pop("config", None) or (self.origin_config if from_origin else None)
+        checked["config"] = config
         units = _hf().discover(dataset, None if config is None else str(config), split)
         origin = dataset + (f"[{config}]" if config else "")
-        return ReadPlan("hf", dict(units), opts, {"config": config, **user}, origin)
+        recorded = {"config": config, **{k: checked[k] for k in user if k != "config"}}
+        return ReadPlan("hf", dict(units), checked, recorded, origin)
 
     def reader(self, module: str | None = None) -> Callable:
         mod = importlib.import_module(f"builders.sources.{module or self.module}")
@@ -137,36 +177,6 @@ class SourceSpec:
             return Path(root) / self.local
         return None
 
-    def discover(self, path: Path, split: str | None = None) -> dict[str, list[Path]]:
-        """Map splits to files for a `--path` that is a file or a folder."""
-        if not path.exists():
-            raise BuildersError(f"{path}: no such file or folder")
-        if path.is_file():
-            if split:
-                return {canonical_split(split): [path]}
-            # A training corpus in one file is used whole: call it train whatever its name.
-            return {"train" if self.kind == "corpus" else guess_split(path): [path]}
-        found: dict[str, list[Path]] = {}
-        files = sorted(p for p in path.iterdir() if p.is_file())
-        patterns = self.splits or _GENERIC_SPLITS
-        for name, globs in patterns.items():
-            hits = [p for p in files if any(fnmatch.fnmatch(p.name, g) for g in globs)]
-            if hits:
-                found[name] = hits
-        if split:
-            want = canonical_split(split)
-            if want not in found:
-                raise BuildersError(
-                    f"{path}: no file for split {split!r} (found: {', '.join(found) or 'none'})"
-                )
-            found = {want: found[want]}
-        if not found:
-            raise BuildersError(
-                f"{path}: no input files found; expected names like "
-                + ", ".join(g for gs in patterns.values() for g in gs)
-            )
-        return found
-
 
 @dataclass(frozen=True)
 class ReadPlan:
@@ -179,6 +189,18 @@ class ReadPlan:
     options: Mapping[str, object]
     user_options: Mapping[str, object]
     origin: str
+    notes: tuple[str, ...] = ()
+
+
+def reader_options(module: str) -> type[ReaderOptions]:
+    """The options dataclass a reader module declares (`Options`)."""
+    mod = importlib.import_module(f"builders.sources.{module}")
+    return mod.Options  # type: ignore[no-any-return]
+
+
+def parse_options(module: str, given: Mapping[str, object]) -> dict[str, object]:
+    """Validate `given` against the reader's options; all of them, defaults filled in."""
+    return dict(reader_options(module).parse(given, module).as_dict())
 
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -193,21 +215,6 @@ def _hf() -> Any:
     return importlib.import_module("builders.sources.hf")
 
 
-_GENERIC_SPLITS = {
-    "train": ("*train*",),
-    "dev": ("*dev*", "*valid*"),
-    "test": ("*test*",),
-}
-
-
-def guess_split(path: Path) -> str:
-    stem = path.name.lower()
-    for key in ("train", "valid", "dev", "test"):
-        if key in stem:
-            return canonical_split(key)
-    return "train"
-
-
 _CROSSNER_SPLITS = {"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)}
 _CROSSNER_LICENSE = "mit"
 
@@ -218,7 +225,7 @@ def _crossner(domain: str, title: str) -> SourceSpec:
         kind="benchmark",
         module="columns",
         description=f"CrossNER {title}: token<TAB>BIO-tag column files",
-        options=_frozen({"token_col": 0, "tag_col": -1, "scheme": "bio"}),
+        options=_frozen({"columns": "token,tag", "scheme": "bio"}),
         origin="DFKI-SLT/cross_ner",
         origin_config=domain,
         local=f"crossner/{domain}",
@@ -244,7 +251,7 @@ _SPECS: list[SourceSpec] = [
         kind="benchmark",
         module="columns",
         description="CrossNER's copy of CoNLL-2003 (tags renamed): token<TAB>BIO-tag",
-        options=_frozen({"token_col": 0, "tag_col": -1, "scheme": "bio"}),
+        options=_frozen({"columns": "token,tag", "scheme": "bio"}),
         origin="DFKI-SLT/cross_ner",
         origin_config="conll2003",
         local="crossner/conll2003",
@@ -256,10 +263,23 @@ _SPECS: list[SourceSpec] = [
         name="mit-movie",
         kind="benchmark",
         module="columns",
-        description="MIT Movie (eng): BIO-tag<TAB>token, label first",
-        options=_frozen({"token_col": -1, "tag_col": 0, "scheme": "bio"}),
-        origin="tner/mit_movie_trivia",
+        description="MIT Movie 'eng' corpus (MIT SLS: engtrain.bio, engtest.bio): "
+        "BIO-tag<TAB>token, label first (token first is read too)",
+        # No Hub copy of the `eng` corpus is registered: tner/mit_movie_trivia is trivia10k13.
+        options=_frozen({"scheme": "bio"}),
         local="mit-movie",
+        splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
+        verbalise=True,
+        license="unknown",
+    ),
+    SourceSpec(
+        name="mit-movie-trivia",
+        kind="benchmark",
+        module="columns",
+        description="MIT Movie 'trivia10k13' corpus (MIT SLS: trivia10k13train.bio, "
+        "trivia10k13test.bio): BIO-tag<TAB>token, label first",
+        options=_frozen({"scheme": "bio"}),
+        local="mit-movie-trivia",
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
         verbalise=True,
         license="unknown",
@@ -268,8 +288,8 @@ _SPECS: list[SourceSpec] = [
         name="mit-restaurant",
         kind="benchmark",
         module="columns",
-        description="MIT Restaurant: BIO-tag<TAB>token, label first",
-        options=_frozen({"token_col": -1, "tag_col": 0, "scheme": "bio"}),
+        description="MIT Restaurant: BIO-tag<TAB>token, label first (token first is read too)",
+        options=_frozen({"scheme": "bio"}),
         origin="tner/mit_restaurant",
         local="mit-restaurant",
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
@@ -281,7 +301,7 @@ _SPECS: list[SourceSpec] = [
         kind="benchmark",
         module="columns",
         description="CoNLL-2003: token POS chunk BIO-tag, space separated, -DOCSTART- lines",
-        options=_frozen({"token_col": 0, "tag_col": -1, "scheme": "bio", "columns": 4}),
+        options=_frozen({"columns": "token,pos,chunk,tag", "scheme": "bio"}),
         origin="eriktks/conll2003",
         local="conll2003",
         splits=_frozen(
@@ -314,6 +334,8 @@ _SPECS: list[SourceSpec] = [
         "also its BIO conversion (.bio)",
         origin="Universal-NER/Pile-NER-type",
         local="pilener/pilener-391xALL-dev.bio",
+        # SLIMER's held-out slice is training material despite the `dev` in its name
+        splits=_frozen({"train": ("pilener-391xALL-dev.bio*",)}),
         license="cc-by-nc-4.0",
     ),
     SourceSpec(
@@ -323,11 +345,10 @@ _SPECS: list[SourceSpec] = [
         description="Bundled real sample: 2,217 Pile-NER passages in BIO (SLIMER's held-out slice)",
         # SLIMER's conversion flattened overlapping mentions, leaving 156 `I-x` tags right after
         # a `y` entity; they are read as `B-x` and counted as `repaired_tags`.
-        options=_frozen(
-            {"token_col": 0, "tag_col": -1, "scheme": "bio", "sep": "\t", "repair": True}
-        ),
+        options=_frozen({"columns": "token,tag", "scheme": "bio", "sep": "\t", "repair": True}),
         origin="Universal-NER/Pile-NER-type",
         local="package:sample/pilener-391xALL-dev.bio.xz",
+        splits=_frozen({"train": ("pilener-391xALL-dev.bio*",)}),
         license="cc-by-nc-4.0",
     ),
     SourceSpec(
@@ -349,8 +370,8 @@ _SPECS: list[SourceSpec] = [
         name="columns",
         kind="corpus",
         module="columns",
-        description="Any column file: BIO/IO/BIOES, token-first or label-first, tab or space",
-        options=_frozen({"token_col": 0, "tag_col": -1, "scheme": "auto"}),
+        description="Any column file: BIO/IO/BIOES, token-first or label-first (found from the "
+        "values, or --columns), tab or space",
         license="unknown",
     ),
     SourceSpec(
@@ -363,6 +384,18 @@ _SPECS: list[SourceSpec] = [
 ]
 
 SOURCES: Mapping[str, SourceSpec] = MappingProxyType({s.name: s for s in _SPECS})
+
+
+def check_split(name: str) -> str:
+    """A split name the user gave, as its canonical name (`validation` -> `dev`).
+
+    Raises:
+        UnknownNameError: the name is not train, dev, test or one of their aliases.
+    """
+    canon = SPLIT_ALIASES.get(name.strip().lower())
+    if canon is None:
+        raise UnknownNameError("split", name, list(SPLIT_ALIASES))
+    return canon
 
 
 def get_source(name: str) -> SourceSpec:

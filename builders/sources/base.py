@@ -5,12 +5,21 @@ A reader is a module under `builders.sources` with a function
     read(unit: Path | DatasetSplit, report: ReadReport, **options) -> Iterator[Example]
 
 that reads ONE unit of input lazily and yields examples in order: a file for the file
-formats, one split of a Hugging Face dataset for `hf`. The registry (`SourceSpec.plan`) maps
-a `--path`, a local copy or a Hub origin to the reader and its units, split by split. Readers only parse:
-the store validates spans, normalises labels, assigns ids and writes everything in one
-transaction. A reader raises `SourceFormatError(path, line, message, value)` on the first
-malformed row and never repairs data silently: a repair happens only behind an explicit option
-and is counted in `report`.
+formats, one split of a Hugging Face dataset for `hf`. Each reader module also declares
+`Options`, a frozen dataclass of its options (`builders.sources.options.ReaderOptions`): the
+registry validates the fixed and the user's options through it before anything is read, so an
+unknown key or a bad value is a clean error, and `read` receives them as keywords.
+
+The registry (`SourceSpec.plan`) maps `--path`s, a local copy or a Hub origin to the reader
+and its units, split by split. Readers only parse: the store validates spans, normalises
+labels, assigns ids and writes everything in one transaction. A reader raises
+`SourceFormatError(path, line, message, value, record)` on the first malformed row, showing the
+value as it stands in the file, and never repairs data silently: a repair happens only behind
+an explicit option and is counted in `report`. Whatever a reader cannot keep (a record key,
+a column it does not read) is counted and named in `report`, never dropped silently.
+
+Text is strict UTF-8; a byte-order mark at the start of a file is accepted (and skipped) in
+every text format, and CRLF line ends are read like LF.
 """
 
 from __future__ import annotations
@@ -21,7 +30,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders.errors import SourceFormatError
+from builders.errors import SourceFormatError, Verbatim
+
+BOM = "\ufeff"
 
 
 @dataclass(slots=True)
@@ -32,14 +43,19 @@ class Example:
         tokens: the tokens.
         spans: (start, stop, raw_label) with token offsets, `stop` exclusive.
         negatives: raw labels that were asked about and have no mention (Pile-NER's `[]`).
-        line: 1-based line (or record number) where the example starts, for error messages.
+        negative_spans: (start, stop, raw_label): spans that are NOT of that type (span-level
+            negatives, `negative_ner` in GLiNER-style json), `stop` exclusive.
+        line: 1-based line where the example starts, for error messages.
+        record: 1-based record number in formats made of records (JSON), else None.
         raw_id: the example's id in the raw file, when the format has one.
     """
 
     tokens: list[str]
     spans: list[tuple[int, int, str]] = field(default_factory=list)
     negatives: list[str] = field(default_factory=list)
+    negative_spans: list[tuple[int, int, str]] = field(default_factory=list)
     line: int = 0
+    record: int | None = None
     raw_id: str | None = None
 
 
@@ -60,6 +76,16 @@ class ReadReport:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    def not_kept(self, where: Path | str, what: str, names: Counter[str]) -> None:
+        """Count and name what a reader read past without keeping it (`names`: name -> how
+        often), e.g. record keys or columns the format does not use; `where` is a file (named
+        by its file name) or a dataset split."""
+        if not names:
+            return
+        self.add(f"{what.replace(' ', '_')}_not_read", sum(names.values()))
+        listed = ", ".join(f"{k} ({n:,})" for k, n in sorted(names.items()))
+        self.note(f"{where.name if isinstance(where, Path) else where}: {what} not read: {listed}")
 
 
 @dataclass(frozen=True)
@@ -98,8 +124,8 @@ Unit = Path | DatasetSplit
 def open_text(path: Path) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its newline), decoding strict UTF-8.
 
-    `.xz` and `.gz` files are decompressed transparently. A non-UTF-8 byte raises a
-    `SourceFormatError` naming the line and the byte.
+    `.xz` and `.gz` files are decompressed transparently; a byte-order mark at the start is
+    skipped. A non-UTF-8 byte raises a `SourceFormatError` naming the line and the byte.
     """
     import gzip
     import lzma
@@ -114,11 +140,14 @@ def open_text(path: Path) -> Iterator[tuple[int, str]]:
                 raise SourceFormatError(
                     path, number, f"not UTF-8 (byte {bad.hex(' ')} at column {exc.start + 1})", bad
                 ) from None
+            if number == 1 and text.startswith(BOM):
+                text = text[1:]
             yield number, text.rstrip("\r\n")
 
 
 def read_text(path: Path) -> str:
-    """The whole file as strict UTF-8 (for JSON formats), with a line-numbered error if not."""
+    """The whole file as strict UTF-8 (for JSON formats), with a line-numbered error if not;
+    a byte-order mark at the start is dropped."""
     data = path.read_bytes()
     if path.suffix in (".xz", ".gz"):
         import gzip
@@ -126,11 +155,18 @@ def read_text(path: Path) -> str:
 
         data = (lzma.decompress if path.suffix == ".xz" else gzip.decompress)(data)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         bad = data[exc.start : exc.end]
         raise SourceFormatError(path, line, f"not UTF-8 (byte {bad.hex(' ')})", bad) from None
+
+
+def as_in_file(value: object) -> Verbatim:
+    """A JSON value for an error message, written as JSON (as it stands in the file)."""
+    import json
+
+    return Verbatim(json.dumps(value, ensure_ascii=False))
 
 
 #: GLiNER's word tokeniser, used to tokenise passages of formats that carry no tokens.

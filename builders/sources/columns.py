@@ -1,13 +1,22 @@
 """Column files: one token per line, a blank line between sentences (CoNLL style).
 
-    EU      B-ORG          token-first, tab or space separated (CrossNER, CoNLL-2003, Pile-NER BIO)
-    B-GENRE comedy         label-first (MIT Movie / Restaurant)
+    EU      B-ORG          token first, tab or space separated (CrossNER, CoNLL-2003, Pile-NER BIO)
+    B-GENRE comedy         label first (MIT Movie / Restaurant)
     -DOCSTART- -X- -X- O   document separators are skipped
+
+Layout (`columns`): what each column holds, e.g. `token,tag`, `tag,token` or
+`token,pos,chunk,tag` (any name other than `token` and `tag` is a column that is skipped and
+named in the report). With `columns=auto` the tag column is found from the values (see
+`layout.py`): the column whose values are all tags, so label-first and token-first files both
+read right, and an ambiguous file is refused with a message that names `--columns`.
 
 Tag schemes: BIO (`B-x`, `I-x`, `O`), BIOES (adds `E-x`, `S-x`) and IO (`I-x` or a bare type
 such as Few-NERD's `person-artist/author`, and `O`). In IO, adjacent tokens of the same type
 are one entity: two neighbouring entities of one type cannot be told apart and are merged,
 which is why IO files have fewer mentions than their BIO originals.
+
+Separators: a file whose first row has a tab is cut on tabs (and each cell stripped, so a tab
+followed by spaces puts no spaces into tokens); otherwise on runs of whitespace.
 
 Strictness: a row with the wrong number of columns, a tag outside the scheme, or `I-x` that
 does not continue an `x` entity is an error naming the file, line and value. Some published
@@ -17,97 +26,126 @@ the repaired tags in the read report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
+from typing import ClassVar, Literal
 
 from builders.errors import SourceFormatError
 from builders.sources.base import Example, ReadReport, open_text
+from builders.sources.layout import decide, detect_scheme, scan, splitter
+from builders.sources.options import ReaderOptions, option
+
+__all__ = ["SCHEMES", "Options", "detect_scheme", "read"]
 
 SCHEMES = ("auto", "bio", "bioes", "io")
+_SEPARATORS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": " "}
 
 
-def read(
-    path: Path,
-    report: ReadReport,
-    *,
-    token_col: int = 0,
-    tag_col: int = -1,
-    scheme: str = "auto",
-    sep: str | None = None,
-    columns: int | None = None,
-    repair: bool = False,
-    **unused: object,
-) -> Iterator[Example]:
-    """Yield the sentences of one column file.
+@dataclass(frozen=True)
+class Options(ReaderOptions):
+    columns: str = option(
+        "auto",
+        "what each column holds, comma-separated: token, tag, and any other name for a column "
+        "to skip (token,pos,chunk,tag); auto: the column whose values are all tags",
+    )
+    scheme: Literal["auto", "bio", "bioes", "io"] = option(
+        "auto", "tag scheme; auto: BIOES if a tag has E-/S-, else BIO if one has B-, else IO"
+    )
+    sep: str | None = option(
+        None,
+        "column separator: tab, space (any whitespace) or a character; default: tab if "
+        "the first row has one, else whitespace",
+    )
+    repair: bool = option(False, "read an I-x that opens an entity as B-x, and count it")
 
-    Args:
-        token_col, tag_col: column indices of the token and the tag (negative counts from the end).
-        scheme: `bio`, `bioes`, `io`, or `auto` (IO when no tag has a B-/E-/S- prefix, BIOES
-            when one has E-/S-, else BIO; decided per file from its tags).
-        sep: column separator; default: tab if the line has one, else any whitespace.
-        columns: expected number of columns; default: the first row's count.
-        repair: read an `I-x` that opens an entity as `B-x` (counted as `repaired_tags`).
-    """
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
-    if scheme == "auto":
-        scheme = _detect_scheme(path, tag_col, sep)
-        report.note(f"{path.name}: tag scheme detected as {scheme.upper()}")
+    renamed: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "token_col": "the layout is given with --columns, e.g. --columns tag,token",
+            "tag_col": "the layout is given with --columns, e.g. --columns tag,token",
+        }
+    )
+
+    def __post_init__(self) -> None:
+        if self.sep is not None:
+            sep = _SEPARATORS.get(self.sep.lower(), self.sep)
+            if not sep or sep == "\n":
+                raise ValueError(f"sep={self.sep!r}: give tab, space or one character")
+            object.__setattr__(self, "sep", sep)
+        if self.columns != "auto":
+            roles = tuple(r.strip().lower() for r in self.columns.split(","))
+            if any(not r for r in roles) or roles.count("token") != 1 or roles.count("tag") != 1:
+                raise ValueError(
+                    f"columns={self.columns!r}: name every column, exactly one 'token' and one "
+                    "'tag' (e.g. token,tag or tag,token or token,pos,chunk,tag), or say auto"
+                )
+            object.__setattr__(self, "columns", ",".join(roles))
+
+    @property
+    def roles(self) -> tuple[str, ...] | None:
+        return None if self.columns == "auto" else tuple(self.columns.split(","))
+
+
+def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
+    """Yield the sentences of one column file (options: see `Options`)."""
+    opts: Options = Options.parse(options, "columns")
+    roles, scheme = opts.roles, str(opts.scheme)
+    if roles is None or scheme == "auto":
+        only = () if roles is None else (roles.index("token"), roles.index("tag"))
+        width, cols = scan(path, opts.sep, only)
+        layout = decide(path, width, cols, roles, scheme)
+        for text in layout.notes:
+            report.note(text)
+        token_col, tag_col, scheme = layout.token, layout.tag, layout.scheme
+    else:
+        token_col, tag_col = roles.index("token"), roles.index("tag")
+    rows = 0
     tokens: list[str] = []
     tags: list[str] = []
     start_line = 0
-    width = columns
+    width = len(roles) if roles else 0
+    cut: str | None = None
+    first = True
     for number, line in open_text(path):
         if not line.strip():
             if tokens:
-                yield _decode(path, start_line, tokens, tags, scheme, repair, report)
+                yield _decode(path, start_line, tokens, tags, scheme, opts.repair, report)
                 tokens, tags = [], []
             continue
         if line.startswith("-DOCSTART-"):
             continue
-        cells = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
-        if width is None:
+        if first:
+            cut, first = splitter(line, opts.sep), False
+        cells = line.split(cut)
+        if not width:
             width = len(cells)
-            if width < 2:
-                raise SourceFormatError(
-                    path, number, "expected at least 2 columns (token and tag)", line
-                )
-        if len(cells) != width:
-            raise SourceFormatError(
-                path, number, f"expected {width} columns, found {len(cells)}", line
-            )
+        if len(cells) != width or width < 2:
+            raise _width_error(path, number, width, len(cells), line, opts.columns)
         if not tokens:
             start_line = number
-        tokens.append(cells[token_col])
+        token = cells[token_col].strip()
+        if not token:
+            raise SourceFormatError(path, number, "empty token", line)
+        tokens.append(token)
         tags.append(cells[tag_col].strip())
+        rows += 1
     if tokens:
-        yield _decode(path, start_line, tokens, tags, scheme, repair, report)
+        yield _decode(path, start_line, tokens, tags, scheme, opts.repair, report)
+    if width > 2 and rows:
+        others = [i for i in range(width) if i not in (token_col, tag_col)]
+        names = roles or tuple(f"column {i + 1}" for i in range(width))
+        report.not_kept(path, "columns", Counter({names[i]: rows for i in others}))
 
 
-def _detect_scheme(path: Path, tag_col: int, sep: str | None) -> str:
-    return detect_scheme(_file_tags(path, tag_col, sep))
-
-
-def _file_tags(path: Path, tag_col: int, sep: str | None) -> Iterator[str]:
-    for _, line in open_text(path):
-        if not line.strip() or line.startswith("-DOCSTART-"):
-            continue
-        cells = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
-        if len(cells) >= 2:
-            yield cells[tag_col].strip()
-
-
-def detect_scheme(tags: Iterable[str]) -> str:
-    """BIOES if a tag has an E-/S- prefix, else BIO if one has B-, else IO."""
-    prefixes: set[str] = set()
-    for tag in tags:
-        if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
-            prefixes.add(tag[0])
-    if prefixes & {"E", "S"}:
-        return "bioes"
-    if "B" in prefixes:
-        return "bio"
-    return "io"
+def _width_error(
+    path: Path, number: int, width: int, found: int, line: str, columns: str
+) -> SourceFormatError:
+    if width < 2:
+        return SourceFormatError(path, number, "expected at least 2 columns (token and tag)", line)
+    said = "" if columns == "auto" else f" (--columns {columns})"
+    return SourceFormatError(path, number, f"expected {width} columns{said}, found {found}", line)
 
 
 def _decode(

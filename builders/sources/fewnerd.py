@@ -22,11 +22,13 @@ naming the file, the sentence's first line and the tag.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from builders.errors import SourceFormatError
 from builders.sources import columns
 from builders.sources.base import Example, ReadReport
+from builders.sources.options import option
 
 COARSE = ("art", "building", "event", "location", "organization", "other", "person", "product")
 
@@ -55,10 +57,18 @@ def map_label(raw: str) -> tuple[str, str]:
     return f"{parts[0]}-{parts[1]}", parts[0]
 
 
+@dataclass(frozen=True)
+class Options(columns.Options):
+    """The column reader's options, with Few-NERD's layout and `repair` on by default."""
+
+    columns: str = option("token,tag", "what each column holds (Few-NERD: token,tag)")
+    repair: bool = option(True, "read an I-x that opens an entity as B-x, and count it")
+
+
 def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
     """Yield the sentences of one Few-NERD file (IO or BIO), checking every type."""
-    options = {"token_col": 0, "tag_col": -1, "scheme": "auto", "repair": True, **options}
-    for ex in columns.read(path, report, **options):  # type: ignore[arg-type]
+    opts = Options.parse(options, "fewnerd")
+    for ex in columns.read(path, report, **opts.as_dict()):
         for start, _stop, label in ex.spans:
             if _split(label) is None:
                 raise SourceFormatError(

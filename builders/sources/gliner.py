@@ -1,14 +1,22 @@
 """GLiNER json, in its two shapes (detected per file from the first record):
 
     training:  [{"tokenized_text": ["Ada", "wrote", ...], "ner": [[0, 0, "person"], ...],
-                 "ner_negatives": ["city"]}, ...]         (ner end inclusive; "negatives" and
-                                                          "negative" also read)
+                 "ner_negatives": ["city"],               (ner end inclusive; "negatives"
+                 "negative_ner": [[2, 2, "city"]]}, ...]   and "negative" are read too)
     benchmark: [{"sentence": "Ada wrote ...", "entities": [{"name": "Ada", "type": "person",
                  "pos": [0, 3]}]}, ...]                   (character offsets, end exclusive)
 
-Training spans become (start, end + 1, label). Benchmark sentences are tokenised with GLiNER's
-regex and a character span becomes the tokens that overlap it; a boundary that falls inside a
-token is snapped outwards and counted (`char_spans_snapped`), an entity whose `name` differs
+Training spans become (start, end + 1, label). Negatives are kept as the corpus gives them:
+label-level ones (types asked about with no mention) under `ner_negatives` (the key GLiNER's
+data processor reads), `negative` (its `data/process_pilener.py`) or `negatives`; span-level ones
+under `negative_ner` (`[start, end, label]`: this span is NOT a `label`, as written by
+GLiNER-style LLM annotation pipelines that ask for hard negative entities), stored in the span
+store's `negative_spans` table. A negative span equal to a mention is dropped and counted.
+Record keys the reader does not use (`ner_labels`, `relations`, ...) are counted and named in
+the report.
+
+Benchmark sentences are tokenised with GLiNER's regex and a character span becomes the tokens
+that overlap it; a boundary that falls inside a token is snapped outwards and counted (`char_spans_snapped`), an entity whose `name` differs
 from its `sentence[start:end]` is counted (`entity_name_mismatch`), and a span that no token
 overlaps is an error. Spans that come out identical are kept once (`duplicate_spans`).
 
@@ -19,149 +27,178 @@ final punctuation (5 of CrossNER AI test's 1,809 mentions); that is the data, re
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builders.errors import SourceFormatError
 from builders.sources.base import Example, ReadReport, tokenize_with_offsets
-from builders.sources.pilener import json_records
+from builders.sources.jsonfile import Record, json_records
+from builders.sources.options import ReaderOptions
+
+#: keys holding label-level negatives: GLiNER's processor reads `ner_negatives`, its
+#: `data/process_pilener.py` writes `negative`, other converters `negatives`
+NEGATIVE_KEYS = ("ner_negatives", "negatives", "negative")
+#: span-level negatives, [start, end, label] with an inclusive end like `ner`
+NEGATIVE_SPANS_KEY = "negative_ner"
+TRAINING_KEYS = ("tokenized_text", "ner", NEGATIVE_SPANS_KEY, *NEGATIVE_KEYS)
+BENCHMARK_KEYS = ("sentence", "entities")
+ENTITY_KEYS = ("name", "type", "pos")
 
 
-def read(path: Path, report: ReadReport, **unused: object) -> Iterator[Example]:
+@dataclass(frozen=True)
+class Options(ReaderOptions):
+    """GLiNER json takes no options: its shape is detected from the first record."""
+
+
+def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
     """Yield one example per record of a GLiNER training or benchmark json file."""
+    Options.parse(options, "gliner")
     shape: str | None = None
-    for number, line, record in json_records(path):
-        where = f"record {number}"
+    unread = Counter[str]()
+    for rec, record in json_records(path):
         if not isinstance(record, dict):
-            raise SourceFormatError(path, line, f"{where}: expected an object", record)
+            raise rec.error("expected an object", record)
         if shape is None:
-            shape = _detect(path, line, where, record)
+            shape = _detect(rec, record)
             report.note(f"{path.name}: GLiNER {shape} json")
         if shape == "training":
-            yield _training(path, number, line, record, report)
+            unread.update(k for k in record if k not in TRAINING_KEYS)
+            yield _training(rec, record, report)
         else:
-            yield _benchmark(path, number, line, record, report)
+            unread.update(k for k in record if k not in BENCHMARK_KEYS)
+            yield _benchmark(rec, record, report, unread)
+    report.not_kept(path, "record keys", unread)
 
 
-def _detect(path: Path, line: int, where: str, record: dict[str, Any]) -> str:
+def _detect(rec: Record, record: dict[str, Any]) -> str:
     if "tokenized_text" in record:
         return "training"
     if "sentence" in record:
         return "benchmark"
-    raise SourceFormatError(
-        path,
-        line,
-        f"{where}: neither GLiNER training ('tokenized_text', 'ner') nor benchmark "
+    raise rec.error(
+        "neither GLiNER training ('tokenized_text', 'ner') nor benchmark "
         "('sentence', 'entities') json; keys",
         sorted(record),
     )
 
 
-def _training(
-    path: Path, number: int, line: int, record: dict[str, Any], report: ReadReport
-) -> Example:
-    where = f"record {number}"
+def _training(rec: Record, record: dict[str, Any], report: ReadReport) -> Example:
     for key in ("tokenized_text", "ner"):
         if key not in record:
-            raise SourceFormatError(path, line, f"{where}: no {key!r} key", sorted(record))
+            raise rec.error(f"no {key!r} key", sorted(record))
     tokens = record["tokenized_text"]
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
-        raise SourceFormatError(
-            path, line, f"{where}: 'tokenized_text' is not a list of strings", tokens
+        raise rec.error("'tokenized_text' is not a list of strings", tokens)
+    spans = _token_spans(rec, record["ner"], "ner", len(tokens), report, "duplicate_spans")
+    negative_spans: set[tuple[int, int, str]] = set()
+    if NEGATIVE_SPANS_KEY in record:
+        negative_spans = _token_spans(
+            rec,
+            record[NEGATIVE_SPANS_KEY],
+            NEGATIVE_SPANS_KEY,
+            len(tokens),
+            report,
+            "duplicate_negative_spans",
         )
-    ner = record["ner"]
-    if not isinstance(ner, list):
-        raise SourceFormatError(path, line, f"{where}: 'ner' is not a list", ner)
+        both = negative_spans & spans
+        if both:  # a span both is and is not of a type: keep the mention, count the clash
+            report.add("negative_spans_also_mentions_dropped", len(both))
+            negative_spans -= both
+    return Example(
+        tokens=tokens,
+        spans=sorted(spans),
+        negatives=_negatives(rec, record),
+        negative_spans=sorted(negative_spans),
+        line=rec.line,
+        record=rec.number,
+    )
+
+
+def _token_spans(
+    rec: Record, items: object, key: str, n: int, report: ReadReport, duplicates: str
+) -> set[tuple[int, int, str]]:
+    """`[start, end, label]` items (end inclusive) as (start, end + 1, label), checked."""
+    if not isinstance(items, list):
+        raise rec.error(f"{key!r} is not a list", items)
     spans: set[tuple[int, int, str]] = set()
-    for triple in ner:
+    for triple in items:
         if not isinstance(triple, list) or len(triple) != 3:
-            raise SourceFormatError(
-                path, line, f"{where}: ner item is not [start, end, label]", triple
-            )
+            raise rec.error(f"{key} item is not [start, end, label]", triple)
         start, end, label = triple
         if not (_is_int(start) and _is_int(end)):
-            raise SourceFormatError(path, line, f"{where}: ner offsets are not integers", triple)
+            raise rec.error(f"{key} offsets are not integers", triple)
         if not isinstance(label, str):
-            raise SourceFormatError(path, line, f"{where}: ner label is not a string", triple)
+            raise rec.error(f"{key} label is not a string", triple)
         if end < start:
-            raise SourceFormatError(
-                path, line, f"{where}: ner end before start (end is inclusive)", triple
+            raise rec.error(f"{key} end before start (end is inclusive)", triple)
+        if start < 0 or end >= n:
+            raise rec.error(
+                f"{key} span outside the {n} tokens of 'tokenized_text' (end is inclusive)", triple
             )
-        _add(spans, (start, end + 1, label), report)
-    negatives = _negatives(path, line, where, record)
-    return Example(tokens=tokens, spans=sorted(spans), negatives=negatives, line=line)
+        span = (start, end + 1, label)
+        if span in spans:
+            report.add(duplicates)
+        spans.add(span)
+    return spans
 
 
-#: Keys of a record's negative types: GLiNER's trainer reads `ner_negatives` (what export-gliner
-#: writes); its own conversion (data/process_pilener.py) writes `negative`; older files `negatives`.
-NEGATIVE_KEYS = ("ner_negatives", "negatives", "negative")
-
-
-def _negatives(path: Path, line: int, where: str, record: dict[str, Any]) -> list[str]:
-    keys = [k for k in NEGATIVE_KEYS if k in record]
-    if len(keys) > 1:
-        raise SourceFormatError(
-            path, line, f"{where}: both {keys[0]!r} and {keys[1]!r} keys", sorted(record)
+def _negatives(rec: Record, record: dict[str, Any]) -> list[str]:
+    present = [k for k in NEGATIVE_KEYS if k in record]
+    if len(present) > 1:
+        raise rec.error(
+            "label-level negatives under several keys (" + ", ".join(present) + ")", sorted(record)
         )
-    key = keys[0] if keys else NEGATIVE_KEYS[0]
-    value = record.get(key, [])
+    if not present:
+        return []
+    key = present[0]
+    value = record[key]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise SourceFormatError(path, line, f"{where}: {key!r} is not a list of strings", value)
+        raise rec.error(f"{key!r} is not a list of strings", value)
     return list(dict.fromkeys(value))
 
 
 def _benchmark(
-    path: Path, number: int, line: int, record: dict[str, Any], report: ReadReport
+    rec: Record, record: dict[str, Any], report: ReadReport, unread: Counter[str]
 ) -> Example:
-    where = f"record {number}"
-    for key in ("sentence", "entities"):
+    for key in BENCHMARK_KEYS:
         if key not in record:
-            raise SourceFormatError(path, line, f"{where}: no {key!r} key", sorted(record))
+            raise rec.error(f"no {key!r} key", sorted(record))
     sentence, entities = record["sentence"], record["entities"]
     if not isinstance(sentence, str):
-        raise SourceFormatError(path, line, f"{where}: 'sentence' is not a string", sentence)
+        raise rec.error("'sentence' is not a string", sentence)
     if not isinstance(entities, list):
-        raise SourceFormatError(path, line, f"{where}: 'entities' is not a list", entities)
+        raise rec.error("'entities' is not a list", entities)
     tokens, starts, ends = tokenize_with_offsets(sentence)
     spans: set[tuple[int, int, str]] = set()
     for entity in entities:
-        if not isinstance(entity, dict) or not {"name", "type", "pos"} <= entity.keys():
-            raise SourceFormatError(
-                path, line, f"{where}: entity is not an object with name, type and pos", entity
-            )
+        if not isinstance(entity, dict) or not set(ENTITY_KEYS) <= entity.keys():
+            raise rec.error("entity is not an object with name, type and pos", entity)
+        unread.update(f"entities[].{k}" for k in entity if k not in ENTITY_KEYS)
         pos, label = entity["pos"], entity["type"]
         if not (isinstance(pos, list) and len(pos) == 2 and all(_is_int(p) for p in pos)):
-            raise SourceFormatError(
-                path, line, f"{where}: entity pos is not [char_start, char_end]", entity
-            )
+            raise rec.error("entity pos is not [char_start, char_end]", entity)
         if not isinstance(label, str):
-            raise SourceFormatError(path, line, f"{where}: entity type is not a string", entity)
+            raise rec.error("entity type is not a string", entity)
         cs, ce = pos
         if not 0 <= cs < ce <= len(sentence):
-            raise SourceFormatError(
-                path,
-                line,
-                f"{where}: entity pos outside the sentence of {len(sentence)} characters "
-                "(or empty)",
-                entity,
+            raise rec.error(
+                f"entity pos outside the sentence of {len(sentence)} characters (or empty)", entity
             )
         # tokens overlapping [cs, ce): the first that ends after cs .. the last that starts before ce
         first, last = bisect_right(ends, cs), bisect_left(starts, ce) - 1
         if first > last:
-            raise SourceFormatError(path, line, f"{where}: entity pos covers no token", entity)
+            raise rec.error("entity pos covers no token", entity)
         if starts[first] != cs or ends[last] != ce:
             report.add("char_spans_snapped")
         if entity["name"] != sentence[cs:ce]:
             report.add("entity_name_mismatch")
-        _add(spans, (first, last + 1, label), report)
-    return Example(tokens=tokens, spans=sorted(spans), line=line)
-
-
-def _add(spans: set[tuple[int, int, str]], span: tuple[int, int, str], report: ReadReport) -> None:
-    if span in spans:
-        report.add("duplicate_spans")
-    spans.add(span)
+        span = (first, last + 1, label)
+        if span in spans:
+            report.add("duplicate_spans")
+        spans.add(span)
+    return Example(tokens=tokens, spans=sorted(spans), line=rec.line, record=rec.number)
 
 
 def _is_int(value: object) -> bool:

@@ -29,15 +29,19 @@ Examples:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from builders.defaults import canonical_split
 from builders.errors import BuildersError, SourceFormatError
 from builders.sources.base import DatasetSplit, Example, ReadReport
-from builders.sources.columns import SCHEMES, _decode, detect_scheme
+from builders.sources.columns import _decode
+from builders.sources.layout import check_io, column_stats, detect_scheme, scheme_of
+from builders.sources.options import ReaderOptions, option
 
 BATCH_ROWS = 1_000
 
@@ -85,45 +89,52 @@ def is_dataset_folder(path: Path) -> bool:
     return (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()
 
 
-def read(
-    unit: DatasetSplit,
-    report: ReadReport,
-    *,
-    tokens_column: str = "tokens",
-    tags_column: str = "ner_tags",
-    scheme: str = "auto",
-    repair: bool = False,
-    config: str | None = None,
-    **unused: object,
-) -> Iterator[Example]:
-    """Yield every row of one split as an example, in order (`line` = the 0-based row).
+@dataclass(frozen=True)
+class Options(ReaderOptions):
+    tokens_column: str = option("tokens", "the column holding the tokens")
+    tags_column: str = option("ner_tags", "the column holding the tags (ClassLabel ids or strings)")
+    scheme: Literal["auto", "bio", "bioes", "io"] = option(
+        "auto", "tag scheme; auto: decided per split from the tag names"
+    )
+    repair: bool = option(False, "read an I-x that opens an entity as B-x, and count it")
+    config: str | None = option(None, "the Hub config (subset) to read")
 
-    Args:
-        unit: the dataset split (see `discover`).
-        report: receives the detected scheme (a note) and repaired tags.
-        tokens_column, tags_column: the columns holding tokens and tags.
-        scheme: `bio`, `bioes`, `io` or `auto`.
-        repair: read an `I-x` that opens an entity as `B-x` (counted as `repaired_tags`).
-        config: the Hub config (already part of `unit`).
-    """
-    if scheme not in SCHEMES:
-        raise BuildersError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
+
+def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[Example]:
+    """Yield every row of one split as an example, in order (`line` = the 0-based row);
+    options: see `Options` (`config` is already part of `unit`). Columns other than the tokens
+    and the tags are counted and named in the report."""
+    opts = Options.parse(options, "hf")
+    tokens_column, tags_column, scheme = opts.tokens_column, opts.tags_column, opts.scheme
     ds = _load_split(unit.dataset, unit.config, unit.split)
     where = Path(str(unit))
     columns = list(ds.column_names)
-    for option, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
+    for key, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
         if name not in columns:
             raise BuildersError(
                 f"{where}: no column {name!r} (available columns: {', '.join(columns)}); "
-                f"choose one with -o {option}=<column>"
+                f"choose one with -o {key}=<column>"
             )
     names = _tag_names(ds.features[tags_column], where, tags_column)
+    others = [c for c in columns if c not in (tokens_column, tags_column)]
     ds = ds.select_columns([tokens_column, tags_column])
     if scheme == "auto":
-        scheme = detect_scheme(names if names is not None else _all_string_tags(ds, tags_column))
+        if names is not None:
+            scheme = detect_scheme(names)
+        else:
+            tokens, tags = _string_stats(ds, where, tokens_column, tags_column)
+            scheme = scheme_of(tags.prefixes)
+            if scheme == "io":  # words read as IO types: swapped or wrong columns
+                check_io(
+                    where,
+                    tokens,
+                    tags,
+                    f"column {tags_column!r}",
+                    "choose the columns with -o tokens_column=... -o tags_column=...",
+                )
         report.note(f"{where}: tag scheme detected as {scheme.upper()}")
     row = 0
-    for batch in ds.iter(batch_size=BATCH_ROWS):
+    for batch in _batches(ds, where, BATCH_ROWS):
         for tokens, tags in zip(batch[tokens_column], batch[tags_column], strict=True):
             if names is not None:
                 try:
@@ -140,7 +151,7 @@ def read(
                     where, row, f"{len(tags)} tags for {len(tokens)} tokens (row {row})", tags
                 )
             try:
-                ex = _decode(where, 0, list(tokens), tags, scheme, repair, report)  # type: ignore[arg-type]
+                ex = _decode(where, 0, list(tokens), tags, scheme, opts.repair, report)  # type: ignore[arg-type]
             except SourceFormatError as exc:  # its line is the token index: report the row
                 raise SourceFormatError(
                     where, row, f"token {exc.line}: {exc.message} (row {row})", exc.value
@@ -148,6 +159,7 @@ def read(
             ex.line = row
             yield ex
             row += 1
+    report.not_kept(str(unit), "columns", Counter(dict.fromkeys(others, row)))
 
 
 def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
@@ -166,10 +178,36 @@ def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
     )
 
 
-def _all_string_tags(ds: Any, column: str) -> Iterator[str]:
-    for batch in ds.select_columns([column]).iter(batch_size=BATCH_ROWS * 10):
-        for tags in batch[column]:
-            yield from tags
+def _batches(ds: Any, where: Path, size: int) -> Iterator[dict[str, list]]:
+    """`ds.iter(size)`, with text that is not UTF-8 (data files may hold any bytes) reported
+    as a `SourceFormatError` naming the split and the first row of the bad batch."""
+    row = 0
+    it = ds.iter(batch_size=size)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise SourceFormatError(
+                where,
+                row,
+                f"not UTF-8 (byte {bytes(bad).hex(' ')}) in rows {row}..{row + size - 1}",
+            ) from None
+        yield batch
+        row += size
+
+
+def _string_stats(ds: Any, where: Path, tokens: str, tags: str) -> tuple[Any, Any]:
+    """The values of the tokens and the (string) tags of a split, as layout evidence."""
+
+    def values(column: str) -> Iterator[str]:
+        for batch in _batches(ds.select_columns([column]), where, BATCH_ROWS * 10):
+            for row in batch[column]:
+                yield from row
+
+    return column_stats(values(tokens)), column_stats(values(tags))
 
 
 def _is_local(dataset: str) -> bool:

@@ -40,11 +40,13 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builders.errors import BuildersError, SourceFormatError
 from builders.sources.base import WORD_RE, Example, ReadReport
+from builders.sources.options import ReaderOptions, option
 
 SEP = " <> "
 COLUMNS = ("input", "output")
@@ -131,27 +133,52 @@ def _literal_eval(s: str) -> list[str]:
     return value
 
 
-def read(
-    path: Path, report: ReadReport, *, workers: int | None = None, **unused: object
-) -> Iterator[Example]:
-    """Yield one example per CSV record of a NuNER file (`.csv`, `.csv.gz` or `.csv.xz`).
+@dataclass(frozen=True)
+class Options(ReaderOptions):
+    workers: int | None = option(
+        None,
+        "1: parse in a helper process (two cores), 0: parse here; default: 1 for files over "
+        "64 MiB; the output is the same either way",
+    )
 
-    Args:
-        workers: 1 parses in a helper process while this one builds the examples and the
-            store writes them (the two overlap on two cores), 0 parses here; default: 1 for
-            files over 64 MiB, else 0. The output is the same either way.
-    """
+    def __post_init__(self) -> None:
+        if self.workers not in (None, 0, 1):
+            raise ValueError(f"workers={self.workers}: give 0 or 1")
+
+
+def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
+    """Yield one example per CSV record of a NuNER file (`.csv`, `.csv.gz` or `.csv.xz`);
+    options: see `Options`. CSV columns other than `input` and `output` are counted and named
+    in the report."""
+    workers = Options.parse(options, "nuner").workers
     if workers is None:
         workers = 1 if path.stat().st_size > PARALLEL_MIN_BYTES else 0
+    extra = _extra_columns(path)
+    rows = 0
     if workers:
-        yield from _read_in_helper(path, report)
-        return
-    counts: Counter[str] = Counter()
+        for ex in _read_in_helper(path, report):
+            rows += 1
+            yield ex
+    else:
+        counts: Counter[str] = Counter()
+        try:
+            for line, tokens, _, spans in _rows(path, counts):
+                rows += 1
+                yield Example(tokens=tokens, spans=spans, line=line)
+        finally:
+            report.counts.update(counts)
+    report.not_kept(path, "columns", Counter(dict.fromkeys(extra, rows)))
+
+
+def _extra_columns(path: Path) -> list[str]:
+    """Header names other than `input` and `output` (an unreadable header is left to `_rows`)."""
     try:
-        for line, tokens, _, spans in _rows(path, counts):
-            yield Example(tokens=tokens, spans=spans, line=line)
-    finally:
-        report.counts.update(counts)
+        with _open(path) as fh:
+            header = next(csv.reader(fh), [])
+    except (UnicodeDecodeError, csv.Error, OSError, EOFError, lzma.LZMAError):
+        return []
+    names = [h.strip().removeprefix("\ufeff") for h in header]
+    return [n or f"column {i + 1}" for i, n in enumerate(names) if n not in COLUMNS]
 
 
 def _rows(path: Path, counts: Counter[str]) -> Iterator[tuple[int, list[str], str, list]]:

@@ -25,31 +25,44 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builders.errors import SourceFormatError
 from builders.sources import columns
-from builders.sources.base import Example, ReadReport, read_text, tokenize_with_offsets
+from builders.sources.base import Example, ReadReport, tokenize_with_offsets
+from builders.sources.jsonfile import Record, json_records
+from builders.sources.options import ReaderOptions
 
 TEXT_PREFIX = "Text: "
 QUESTION_RE = re.compile(r"What describes (.+) in the text\?", re.DOTALL)
 BIO_SUFFIXES = (".bio", ".bio.xz", ".bio.gz")
 
 
-def read(path: Path, report: ReadReport, **unused: object) -> Iterator[Example]:
+#: the keys of a record that the reader uses; others are counted and named in the report
+RECORD_KEYS = ("id", "conversations")
+
+
+@dataclass(frozen=True)
+class Options(ReaderOptions):
+    """Pile-NER takes no options: its BIO conversion is always read with `repair`."""
+
+
+def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
     """Yield one example per passage of a Pile-NER conversation file (or of its BIO version)."""
+    Options.parse(options, "pilener")
     if path.name.endswith(BIO_SUFFIXES):
         yield from columns.read(
-            path, report, token_col=0, tag_col=-1, scheme="bio", sep="\t", repair=True
+            path, report, columns="token,tag", scheme="bio", sep="\t", repair=True
         )
         return
     state = _Finder(path, report)
     group: _Passage | None = None
-    for number, line, record in json_records(path):
-        rec = _parse_record(path, number, line, record)
+    unread = Counter[str]()
+    for where, record in json_records(path):
+        rec = _parse_record(where, record, unread)
         if group is not None and group.text == rec.text and not (group.types() & rec.types()):
             group.qas.extend(rec.qas)
             continue
@@ -58,59 +71,7 @@ def read(path: Path, report: ReadReport, **unused: object) -> Iterator[Example]:
         group = rec
     if group is not None:
         yield state.example(group)
-
-
-def json_records(path: Path) -> Iterator[tuple[int, int, Any]]:
-    """Yield (1-based record number, 1-based line, record) of a file holding one JSON list.
-
-    Records are decoded one by one so that each error can name its record and real line.
-    Raises `SourceFormatError` for an empty file, invalid JSON or a top level that is not a list.
-    """
-    text = read_text(path)
-    decoder = json.JSONDecoder()
-    pos = _skip_ws(text, 0)
-    if pos == len(text):
-        raise SourceFormatError(path, None, "empty file")
-    if text[pos] != "[":
-        kind = _top_level_kind(path, text, decoder, pos)
-        raise SourceFormatError(
-            path,
-            _line_at(text, pos),
-            f"expected a JSON list of records, found {kind}",
-            text[pos : pos + 40],
-        )
-    pos = _skip_ws(text, pos + 1)
-    if text.startswith("]", pos):
-        _expect_end(path, text, pos + 1)
-        return
-    number = 0
-    line, line_pos = _line_at(text, pos), pos
-    while True:
-        number += 1
-        line += text.count("\n", line_pos, pos)
-        line_pos = pos
-        try:
-            record, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise _json_error(path, text, exc, number) from None
-        yield number, line, record
-        pos = _skip_ws(text, end)
-        if text.startswith(",", pos):
-            pos = _skip_ws(text, pos + 1)
-            continue
-        if text.startswith("]", pos):
-            _expect_end(path, text, pos + 1)
-            return
-        if pos == len(text):
-            raise SourceFormatError(
-                path, _line_at(text, pos), f"invalid JSON: list not closed after record {number}"
-            )
-        raise SourceFormatError(
-            path,
-            _line_at(text, pos),
-            f"invalid JSON after record {number}: expected ',' or ']'",
-            text[pos : pos + 40],
-        )
+    report.not_kept(path, "record keys", unread)
 
 
 @dataclass
@@ -126,59 +87,42 @@ class _Passage:
         return {t for t, _, _ in self.qas}
 
 
-def _parse_record(path: Path, number: int, line: int, record: Any) -> _Passage:
-    where = f"record {number}"
+def _parse_record(rec: Record, record: Any, unread: Counter[str]) -> _Passage:
     if not isinstance(record, dict):
-        raise SourceFormatError(path, line, f"{where}: expected an object", record)
+        raise rec.error("expected an object", record)
     if "conversations" not in record:
-        raise SourceFormatError(path, line, f"{where}: no 'conversations' key", sorted(record))
+        raise rec.error("no 'conversations' key", sorted(record))
+    unread.update(k for k in record if k not in RECORD_KEYS)
     turns = record["conversations"]
     if not isinstance(turns, list) or not turns:
-        raise SourceFormatError(
-            path, line, f"{where}: 'conversations' is not a non-empty list", turns
-        )
+        raise rec.error("'conversations' is not a non-empty list", turns)
     for i, turn in enumerate(turns):
         speaker = "human" if i % 2 == 0 else "gpt"
         if not (isinstance(turn, dict) and isinstance(turn.get("value"), str)):
-            raise SourceFormatError(
-                path, line, f"{where}: turn {i + 1} is not an object with a string 'value'", turn
-            )
+            raise rec.error(f"turn {i + 1} is not an object with a string 'value'", turn)
         if turn.get("from") != speaker:
-            raise SourceFormatError(
-                path,
-                line,
-                f"{where}: turn {i + 1} should come from {speaker!r} (turns alternate)",
-                turn,
-            )
+            raise rec.error(f"turn {i + 1} should come from {speaker!r} (turns alternate)", turn)
+        unread.update(f"conversations[].{k}" for k in turn if k not in ("from", "value"))
     first = turns[0]["value"]
     if not first.startswith(TEXT_PREFIX):
-        raise SourceFormatError(
-            path, line, f"{where}: first turn does not start with 'Text: '", first
-        )
+        raise rec.error("first turn does not start with 'Text: '", first)
     if len(turns) % 2:
-        raise SourceFormatError(
-            path, line, f"{where}: the last question has no answer", turns[-1]["value"]
-        )
+        raise rec.error("the last question has no answer", turns[-1]["value"])
     raw_id = record.get("id")
     passage = _Passage(
-        first[len(TEXT_PREFIX) :], number, line, None if raw_id is None else str(raw_id)
+        first[len(TEXT_PREFIX) :], rec.number, rec.line, None if raw_id is None else str(raw_id)
     )
     for i in range(2, len(turns), 2):
         question = turns[i]["value"]
         m = QUESTION_RE.fullmatch(question)
         if m is None:
-            raise SourceFormatError(
-                path,
-                line,
-                f"{where}: question is not 'What describes <type> in the text?'",
-                question,
-            )
-        answer = _parse_answer(path, line, where, turns[i + 1]["value"])
-        passage.qas.append((m.group(1), answer, number))
+            raise rec.error("question is not 'What describes <type> in the text?'", question)
+        answer = _parse_answer(rec, turns[i + 1]["value"])
+        passage.qas.append((m.group(1), answer, rec.number))
     return passage
 
 
-def _parse_answer(path: Path, line: int, where: str, value: str) -> tuple[list[str], bool]:
+def _parse_answer(rec: Record, value: str) -> tuple[list[str], bool]:
     """A JSON list of strings; a Python list literal is accepted (and counted). Never eval."""
     literal = False
     try:
@@ -187,12 +131,10 @@ def _parse_answer(path: Path, line: int, where: str, value: str) -> tuple[list[s
         try:
             answer = ast.literal_eval(value)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise SourceFormatError(
-                path, line, f"{where}: answer is not a JSON list of strings", value
-            ) from None
+            raise rec.error("answer is not a JSON list of strings", value) from None
         literal = True
     if not isinstance(answer, list) or not all(isinstance(a, str) for a in answer):
-        raise SourceFormatError(path, line, f"{where}: answer is not a JSON list of strings", value)
+        raise rec.error("answer is not a JSON list of strings", value)
     return answer, literal
 
 
@@ -237,6 +179,7 @@ class _Finder:
             spans=sorted(spans),
             negatives=kept,
             line=passage.line,
+            record=passage.number,
             raw_id=passage.raw_id,
         )
 
@@ -259,45 +202,3 @@ def _occurrences(tokens: list[str], needle: list[str]) -> list[int]:
     return [
         i for i in range(len(tokens) - n + 1) if tokens[i] == first and tokens[i : i + n] == needle
     ]
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\n\r":
-        pos += 1
-    return pos
-
-
-def _line_at(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
-def _expect_end(path: Path, text: str, pos: int) -> None:
-    pos = _skip_ws(text, pos)
-    if pos < len(text):
-        raise SourceFormatError(
-            path,
-            _line_at(text, pos),
-            "invalid JSON: extra data after the list",
-            text[pos : pos + 40],
-        )
-
-
-def _top_level_kind(path: Path, text: str, decoder: json.JSONDecoder, pos: int) -> str:
-    try:
-        value, _ = decoder.raw_decode(text, pos)
-    except json.JSONDecodeError as exc:
-        raise _json_error(path, text, exc, None) from None
-    kinds = {dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}
-    return kinds.get(type(value), "a number")
-
-
-def _json_error(
-    path: Path, text: str, exc: json.JSONDecodeError, number: int | None
-) -> SourceFormatError:
-    where = "" if number is None else f" in record {number}"
-    return SourceFormatError(
-        path,
-        exc.lineno,
-        f"invalid JSON{where}: {exc.msg} (column {exc.colno})",
-        text[exc.pos : exc.pos + 40],
-    )

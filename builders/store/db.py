@@ -3,12 +3,16 @@
 Tables (token offsets, `stop` exclusive; a sentence is keyed by (source, split, idx)):
 
     sources(source, split, kind, origin, fingerprint, loader_version, options, ingested_at,
-            n_sentences, n_mentions, n_negatives, report)
+            n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs)
     sentences(source, split, idx, sentence_id, tokens VARCHAR[], raw_id)
     mentions(source, split, idx, start, stop, label, raw_label, coarse)
-    negatives(source, split, idx, label, raw_label)
+    negatives(source, split, idx, label, raw_label)                -- label-level negatives
+    negative_spans(source, split, idx, start, stop, label, raw_label)  -- span-level negatives
     embeddings(model, label, vector FLOAT[])          -- the embedding cache
     label_counts (view): source, label, mentions, sentences
+
+`sources.inputs` is a JSON list of the split's inputs in reading order, `[{input,
+fingerprint, sentences}]`: what `--append` adds to and what a refusal names.
 
 This module owns the schema, the connection and the queries; `builders.store.writer` writes a
 source into it (one transaction per ingest) and `builders.store.ingest` decides where it is read from.
@@ -16,9 +20,11 @@ source into it (one transaction per ingest) and `builders.store.ingest` decides 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,40 +36,27 @@ import pyarrow.compute as pc
 
 from builders.defaults import SPLITS, split_rank
 from builders.errors import StoreError
+from builders.store.schema import SCHEMA_VERSION, TABLES, create, one, stored_version
 
-SCHEMA_VERSION = 1
+__all__ = ["DB_ENV", "DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoredSplit", "one"]
+
 DEFAULT_DB = "labelshift.duckdb"
 DB_ENV = "LABELSHIFT_DB"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS sources(
-    source VARCHAR, split VARCHAR, kind VARCHAR, origin VARCHAR, fingerprint VARCHAR,
-    loader_version VARCHAR, options VARCHAR, ingested_at TIMESTAMP,
-    n_sentences BIGINT, n_mentions BIGINT, n_negatives BIGINT, report VARCHAR,
-    PRIMARY KEY (source, split));
-CREATE TABLE IF NOT EXISTS sentences(
-    source VARCHAR, split VARCHAR, idx INTEGER, sentence_id VARCHAR, tokens VARCHAR[],
-    raw_id VARCHAR);
-CREATE TABLE IF NOT EXISTS mentions(
-    source VARCHAR, split VARCHAR, idx INTEGER, start INTEGER, stop INTEGER,
-    label VARCHAR, raw_label VARCHAR, coarse VARCHAR);
-CREATE TABLE IF NOT EXISTS negatives(
-    source VARCHAR, split VARCHAR, idx INTEGER, label VARCHAR, raw_label VARCHAR);
-CREATE TABLE IF NOT EXISTS embeddings(
-    model VARCHAR, label VARCHAR, vector FLOAT[], PRIMARY KEY (model, label));
-CREATE OR REPLACE VIEW label_counts AS
-    SELECT source, label, count(*) AS mentions,
-           count(DISTINCT (split, idx)) AS sentences
-    FROM mentions GROUP BY source, label;
-"""
 
+@dataclass(frozen=True)
+class StoredSplit:
+    """One stored split as `sources` records it (`inputs`: [{input, fingerprint, sentences}])."""
 
-def one(cursor: duckdb.DuckDBPyConnection) -> Any:
-    """The first row of a result, consuming it whole (DuckDB 2 refuses new work on a
-    connection with an unfinished result)."""
-    rows = cursor.fetchall()
-    return rows[0] if rows else None
+    fingerprint: str
+    options: dict[str, Any]
+    sentences: int
+    mentions: int
+    negatives: int
+    negative_spans: int
+    report: dict[str, Any]
+    inputs: list[dict[str, Any]]
+    origin: str
 
 
 #: SQL that orders a split column train, dev, test, then other names.
@@ -89,19 +82,12 @@ class Store:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
-        if not read_only:
-            self.con.execute(_SCHEMA)
-            self._check_version()
-
-    def _check_version(self) -> None:
-        row = one(self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
-        if row is None:
-            self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        elif row[0] != str(SCHEMA_VERSION):
-            raise StoreError(
-                f"{self.path}: store schema version {row[0]}, this toolkit writes "
-                f"{SCHEMA_VERSION}; delete the file or point --db elsewhere"
-            )
+        try:
+            if stored_version(self.con, self.path) is None and not read_only:
+                create(self.con)
+        except BaseException:
+            self.con.close()
+            raise
 
     def close(self) -> None:
         self.con.close()
@@ -154,6 +140,13 @@ class Store:
 
     def spans_frame(self, source: str, split: str | None = None) -> pl.DataFrame:
         """One row per mention with its sentence id and the mention text."""
+        return self._span_rows("mentions", source, split)
+
+    def negative_spans_frame(self, source: str, split: str | None = None) -> pl.DataFrame:
+        """One row per span-level negative (a span that is NOT of its label), with its text."""
+        return self._span_rows("negative_spans", source, split)
+
+    def _span_rows(self, table: str, source: str, split: str | None) -> pl.DataFrame:
         self.require_source(source)
         where, params = "m.source = ?", [source]
         if split:
@@ -162,7 +155,7 @@ class Store:
         return self.frame(
             "SELECT s.sentence_id, m.split, m.start, m.stop, "
             "array_to_string(s.tokens[m.start + 1 : m.stop], ' ') AS text, m.label, m.raw_label "
-            "FROM mentions m JOIN sentences s USING (source, split, idx) "
+            f"FROM {table} m JOIN sentences s USING (source, split, idx) "
             f"WHERE {where} ORDER BY m.split, m.idx, m.start, m.stop, m.label",
             params,
         )
@@ -225,6 +218,37 @@ class Store:
             "SELECT DISTINCT split FROM sentences WHERE source = ?", [source]
         ).fetchall()
         return sorted((r[0] for r in rows), key=split_rank)
+
+    def stored_splits(self, source: str) -> dict[str, StoredSplit]:
+        """What each stored split of `source` holds: counts, options, inputs, report."""
+        rows = self.con.execute(
+            "SELECT split, fingerprint, options, n_sentences, n_mentions, n_negatives, "
+            "n_negative_spans, report, inputs, origin FROM sources WHERE source = ?",
+            [source],
+        ).fetchall()
+        return {
+            r[0]: StoredSplit(
+                fingerprint=r[1],
+                options=json.loads(r[2]),
+                sentences=int(r[3]),
+                mentions=int(r[4]),
+                negatives=int(r[5]),
+                negative_spans=int(r[6]),
+                report=json.loads(r[7]),
+                inputs=json.loads(r[8]),
+                origin=r[9],
+            )
+            for r in rows
+        }
+
+    def checksums(self) -> dict[str, tuple[int, int]]:
+        """(rows, order-independent sum of row hashes) of every table: equal before and after
+        an operation that must not change the store (a failed ingest)."""
+        out = {}
+        for table in TABLES:
+            n, h = one(self.con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {table} t"))
+            out[table] = (int(n), int(h or 0))
+        return out
 
     def fingerprints(self, source: str | None = None) -> list[tuple[str, str, str]]:
         """(source, split, fingerprint) of every stored split (of one source), sorted."""
@@ -377,7 +401,8 @@ class Store:
     def stats(self) -> dict[str, Any]:
         rows = self.con.execute(
             "SELECT source, any_value(kind), sum(n_sentences), sum(n_mentions), sum(n_negatives), "
-            "list(split ORDER BY split) FROM sources GROUP BY source ORDER BY source"
+            f"list(split ORDER BY {_SPLIT_ORDER_SQL.format(col='split')}, split), "
+            "sum(n_negative_spans) FROM sources GROUP BY source ORDER BY source"
         ).fetchall()
         types = dict(
             self.con.execute(
@@ -396,6 +421,7 @@ class Store:
                     "sentences": int(r[2]),
                     "mentions": int(r[3]),
                     "negatives": int(r[4]),
+                    "negative_spans": int(r[6]),
                     "types": int(types.get(r[0], 0)),
                     "splits": list(r[5]),
                 }

@@ -1,32 +1,53 @@
-"""Ingest a named source from `--path`, its local copy (`$LABELSHIFT_DATA`), or its Hub origin.
+"""Ingest a named source from `--path`s, its local copy (`$LABELSHIFT_DATA`), or its Hub origin.
 
 Where to read and with which reader is the registry's decision (`SourceSpec.plan`); writing
-is `builders.store.writer`.
+is `builders.store.writer`. `plan_ingest` makes that decision without touching a store, so
+that a command can refuse bad arguments before it creates a store file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from builders.sources import get_source
+from builders.sources import ReadPlan, SourceSpec, get_source
 from builders.store.db import Store
 from builders.store.writer import IngestResult, write_source
+
+Paths = str | Path | Sequence[str | Path] | None
+
+
+def plan_ingest(
+    source: str,
+    path: Paths = None,
+    *,
+    split: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> tuple[SourceSpec, ReadPlan]:
+    """The source's spec and what an ingest of it would read (validated options included)."""
+    spec = get_source(source)
+    return spec, spec.plan(path, split, options)
 
 
 def ingest(
     store: Store,
     source: str,
-    path: str | Path | None = None,
+    path: Paths = None,
     *,
     split: str | None = None,
     name: str | None = None,
     replace: bool = False,
+    append: bool = False,
     options: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Read a source into the store in one transaction; a no-op when nothing changed."""
-    spec = get_source(source)
-    plan = spec.plan(path, split, options)
-    return write_source(store, spec, plan, name=name, replace=replace, progress=progress)
+    """Read a source into the store in one transaction; a no-op when nothing changed.
+
+    `path` is one or more files, folders or globs. A split that already holds a different
+    input is refused unless `replace` (replace it) or `append` (add the new inputs) is set.
+    """
+    spec, plan = plan_ingest(source, path, split=split, options=options)
+    return write_source(
+        store, spec, plan, name=name, replace=replace, append=append, progress=progress
+    )

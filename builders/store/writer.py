@@ -1,10 +1,18 @@
-"""Writing a source into the span store: fingerprints, one transaction, Arrow batches.
+"""Writing a source into the span store: fingerprints, what to do per split, one transaction.
 
 `write_source` reads every split of a read plan (`SourceSpec.plan`) through its reader,
-validates spans and labels the same way for every reader, and writes sentences, mentions and
-negatives in batches of Arrow tables inside ONE transaction: all splits land or nothing
-changes. A split whose fingerprint (input bytes + reader version + options) is unchanged is
-not read again.
+validates spans and labels the same way for every reader (`batches.Validator`), and writes
+sentences, mentions and negatives in Arrow batches inside ONE transaction: all splits land or
+nothing changes.
+
+Per split, by what the store already holds there:
+
+- nothing: the split is written;
+- the same input (fingerprint: input bytes + reader version + options): nothing is read;
+- the same files, changed (new bytes or options): the split is read again;
+- a different input: the ingest stops, naming what is stored and the two choices, `replace`
+  (the new input replaces the split) and `append` (the new inputs are added after the stored
+  ones; inputs already stored unchanged are skipped, a changed one is refused).
 """
 
 from __future__ import annotations
@@ -12,31 +20,28 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import pyarrow as pa
-
 from builders.defaults import split_rank
-from builders.errors import SourceFormatError
+from builders.errors import BuildersError, SourceFormatError
 from builders.sources import ReadPlan, SourceSpec
-from builders.sources.base import Example, ReadReport, Unit
-from builders.store.db import Store, one
-
-BATCH = 50_000
+from builders.sources.base import DatasetSplit, ReadReport, Unit
+from builders.store.batches import Buffers, Validator
+from builders.store.db import Store, StoredSplit
 
 
 @dataclass
 class SplitResult:
     split: str
     files: list[str]
-    status: str  # "ingested" | "unchanged"
+    status: str  # "ingested" | "appended" | "unchanged"
     sentences: int
     mentions: int
     negatives: int
+    negative_spans: int
     types: int
     report: dict[str, Any] = field(default_factory=dict)
 
@@ -45,9 +50,10 @@ class SplitResult:
 class IngestResult:
     source: str
     kind: str
-    status: str  # "ingested" | "unchanged"
+    status: str  # "ingested" | "appended" | "unchanged"
     splits: list[SplitResult]
     types: int = 0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def sentences(self) -> int:
@@ -61,23 +67,23 @@ class IngestResult:
     def negatives(self) -> int:
         return sum(s.negatives for s in self.splits)
 
+    @property
+    def negative_spans(self) -> int:
+        return sum(s.negative_spans for s in self.splits)
+
     def to_dict(self) -> dict[str, Any]:
+        keys = ("sentences", "mentions", "negatives", "negative_spans", "types")
         return {
             "source": self.source,
             "kind": self.kind,
             "status": self.status,
-            "sentences": self.sentences,
-            "mentions": self.mentions,
-            "negatives": self.negatives,
-            "types": self.types,
+            **{k: getattr(self, k) for k in keys},
+            "notes": self.notes,
             "splits": {
                 s.split: {
                     "status": s.status,
                     "files": s.files,
-                    "sentences": s.sentences,
-                    "mentions": s.mentions,
-                    "negatives": s.negatives,
-                    "types": s.types,
+                    **{k: getattr(s, k) for k in keys},
                     "report": s.report,
                 }
                 for s in self.splits
@@ -85,20 +91,54 @@ class IngestResult:
         }
 
 
-def fingerprint(spec: SourceSpec, plan: ReadPlan, units: list[Unit]) -> str:
-    """Hash of the input (file bytes; a local dataset's file bytes; a Hub dataset's id, config
-    and split), the reader and its version, and the options that shape the output."""
+@dataclass(frozen=True)
+class _Input:
+    unit: Unit
+    key: str  # what identifies the input: its resolved path, or the Hub dataset split
+    fingerprint: str
+
+
+@dataclass
+class _Job:
+    split: str
+    inputs: list[_Input]  # what to read
+    old: StoredSplit | None  # set when appending to it
+
+
+def unit_key(unit: Unit) -> str:
+    """The identity of an input: a file's resolved path, a dataset split's name (a local
+    dataset by its resolved folder)."""
+    if isinstance(unit, Path):
+        return str(unit.resolve())
+    if Path(unit.dataset).exists():
+        return str(DatasetSplit(str(Path(unit.dataset).resolve()), unit.config, unit.split))
+    return str(unit)
+
+
+def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
+    """Hash of one input (file bytes and name; a local dataset's file bytes; a Hub dataset's
+    id, config and split), the reader and its version, and the options."""
     h = hashlib.sha256()
     h.update(f"{plan.module}\0{spec.loader_version}\0".encode())
     h.update(json.dumps(_jsonable(dict(plan.options)), sort_keys=True).encode())
-    for unit in units:
-        h.update(b"\0" + unit.name.encode() + b"\0")
-        for path in [unit] if isinstance(unit, Path) else unit.files:
-            h.update(b"\0" + path.name.encode() + b"\0")
-            with open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
+    if isinstance(unit, Path):
+        files, name = [unit], unit.name
+    else:
+        files = list(unit.files)
+        local = Path(unit.dataset).exists()
+        name = f"{unit.config}/{unit.split}" if local else str(unit)
+    h.update(b"\0" + name.encode() + b"\0")
+    for path in files:
+        h.update(b"\0" + path.name.encode() + b"\0")
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
     return h.hexdigest()
+
+
+def combined(fingerprints: list[str]) -> str:
+    """A split's fingerprint: its inputs' fingerprints, in reading order."""
+    return hashlib.sha256("\0".join(fingerprints).encode()).hexdigest()
 
 
 def _jsonable(obj: Any) -> Any:
@@ -118,6 +158,7 @@ def write_source(
     *,
     name: str | None = None,
     replace: bool = False,
+    append: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Ingest the splits of a read plan (`SourceSpec.plan`) in one transaction.
@@ -126,33 +167,105 @@ def write_source(
         spec: the registered source (kind, label mapping).
         plan: the reader, its units per split and its options.
         name: the name to store it under (default: the source name).
-        replace: re-read even when the fingerprint is unchanged.
+        replace: replace what a split holds, even an unchanged input.
+        append: add the plan's new inputs to what a split holds.
         progress: called with the number of examples read since the last call.
+
+    Raises:
+        BuildersError: a split holds a different input and neither `replace` nor `append` is
+            set; or `append` meets a changed input or other options. Nothing is written then.
     """
+    if replace and append:
+        raise BuildersError("--replace and --append exclude each other: choose one")
     source = name or spec.name
-    stored = set(store.fingerprints(source))
-    todo: list[tuple[str, list[Unit], str]] = []
+    stored = store.stored_splits(source)
+    jobs: list[_Job] = []
     unchanged: list[str] = []
-    for split, units in sorted(plan.units.items()):
-        fp = fingerprint(spec, plan, units)
-        if not replace and (source, split, fp) in stored:
+    refusals: list[str] = []
+    for split in sorted(plan.units, key=split_rank):
+        inputs = [
+            _Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]
+        ]
+        verdict = _decide(source, split, stored.get(split), inputs, plan, replace, append)
+        if isinstance(verdict, str):
+            refusals.append(verdict)
+        elif verdict is None:
             unchanged.append(split)
         else:
-            todo.append((split, units, fp))
+            jobs.append(verdict)
+    if refusals:
+        raise BuildersError("\n".join(refusals))
     results: dict[str, SplitResult] = {}
-    if todo:
+    if jobs:
         with store.transaction():
-            for split, units, fp in todo:
-                results[split] = _write_split(store, spec, plan, source, split, units, fp, progress)
+            for job in jobs:
+                results[job.split] = _write_split(store, spec, plan, source, job, progress)
     for split in unchanged:
-        results[split] = _split_counts(store, source, split, plan.units[split], "unchanged")
+        results[split] = _result(store, source, split, stored[split], "unchanged")
+    statuses = {r.status for r in results.values()} - {"unchanged"}
     return IngestResult(
         source=source,
         kind=spec.kind,
-        status="ingested" if todo else "unchanged",
+        status="appended" if statuses == {"appended"} else "ingested" if jobs else "unchanged",
         splits=[results[s] for s in sorted(results, key=split_rank)],
         types=store.count_types(source),
+        notes=list(plan.notes),
     )
+
+
+def _decide(
+    source: str,
+    split: str,
+    old: StoredSplit | None,
+    inputs: list[_Input],
+    plan: ReadPlan,
+    replace: bool,
+    append: bool,
+) -> _Job | str | None:
+    """A job, None (unchanged) or the reason to refuse (see the module docstring)."""
+    if old is None or replace:
+        return _Job(split, inputs, None)
+    if append:
+        stored = {i["input"]: i["fingerprint"] for i in old.inputs}
+        changed = [i for i in inputs if i.key in stored and stored[i.key] != i.fingerprint]
+        if changed:
+            return (
+                f"{source}/{split}: {_names(changed)} changed since it was stored; --append "
+                "only adds new inputs: re-read the split with --replace"
+            )
+        new = [i for i in inputs if i.key not in stored]
+        if not new:
+            return None
+        options = _jsonable(dict(plan.user_options))
+        if options != old.options:
+            return (
+                f"{source}/{split} was read with options {json.dumps(old.options, sort_keys=True)}"
+                f", not {json.dumps(options, sort_keys=True)}: append with the same options, "
+                "or re-read everything with --replace"
+            )
+        return _Job(split, new, old)
+    if old.fingerprint == combined([i.fingerprint for i in inputs]):
+        return None
+    if [i["input"] for i in old.inputs] == [i.key for i in inputs]:
+        return _Job(split, inputs, None)  # the same files, changed: read them again
+    return (
+        f"{source}/{split} already holds {old.sentences:,} sentences and {old.mentions:,} "
+        f"mentions from {_stored_names(old)}; this ingest reads {_names(inputs)}. "
+        "Pass --replace to replace what is stored, or --append to add to it"
+    )
+
+
+def _names(inputs: list[_Input]) -> str:
+    return _listing([i.key for i in inputs])
+
+
+def _stored_names(old: StoredSplit) -> str:
+    return _listing([f"{i['input']} ({i['sentences']:,})" for i in old.inputs])
+
+
+def _listing(names: list[str], shown: int = 4) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _write_split(
@@ -160,224 +273,87 @@ def _write_split(
     spec: SourceSpec,
     plan: ReadPlan,
     source: str,
-    split: str,
-    units: list[Unit],
-    fp: str,
+    job: _Job,
     progress: Callable[[int], None] | None,
 ) -> SplitResult:
-    """Replace one split: read, validate and buffer every example, then record the split."""
-    con = store.con
-    for table in ("sentences", "mentions", "negatives", "sources"):
-        con.execute(f"DELETE FROM {table} WHERE source = ? AND split = ?", [source, split])
+    """Read, validate and write one split's inputs (after what it holds, when appending)."""
+    con, split, old = store.con, job.split, job.old
+    if old is None:  # the split's `sources` row is replaced below (INSERT OR REPLACE)
+        for table in ("sentences", "mentions", "negatives", "negative_spans"):
+            con.execute(f"DELETE FROM {table} WHERE source = ? AND split = ?", [source, split])
     report = ReadReport()
     read = spec.reader(plan.module)
+    units = [i.unit for i in job.inputs]
     stream = ((u, ex) for u in units for ex in read(u, report, **plan.options))
-    buf = _Buffers(source, split)
-    counts = _Validator(spec, buf).run(stream, con, progress)
-    if counts[0] == 0:
-        raise SourceFormatError(
-            units[0] if units else source, None, "empty input: no sentences found"
-        )
-    rep = {"counts": dict(sorted(report.counts.items())), "notes": report.notes}
+    check = Validator(spec, Buffers(source, split))
+    check.run(stream, con, old.sentences if old else 0, progress)
+    for unit in units:
+        if not check.per_input[unit]:
+            raise SourceFormatError(unit, None, "empty input: no sentences found")
+    inputs = (old.inputs if old else []) + [
+        {"input": i.key, "fingerprint": i.fingerprint, "sentences": check.per_input[i.unit]}
+        for i in job.inputs
+    ]
+    rep = _merged_report(old.report if old else None, report)
+    counts = [check.counts[k] for k in ("sentences", "mentions", "negatives", "negative_spans")]
+    if old:
+        counts = [a + b for a, b in zip(counts, _stored_counts(old), strict=True)]
+    # one statement, no DELETE first: DuckDB before 1.2 refuses a key deleted and inserted
+    # again in one transaction
     con.execute(
-        "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO sources (source, split, kind, origin, fingerprint, loader_version, options, "
+        "ingested_at, n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             source,
             split,
             spec.kind,
-            plan.origin,
-            fp,
+            plan.origin if old is None else f"{old.origin}, {plan.origin}",
+            combined([i["fingerprint"] for i in inputs]),
             spec.loader_version,
             json.dumps(_jsonable(dict(plan.user_options)), sort_keys=True),
             _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
             *counts,
             json.dumps(rep, sort_keys=True),
+            json.dumps(inputs),
         ],
     )
     return SplitResult(
-        split, [str(u) for u in units], "ingested", *counts, store.count_types(source, split), rep
+        split,
+        [i["input"] for i in inputs],
+        "appended" if old else "ingested",
+        counts[0],
+        counts[1],
+        counts[2],
+        counts[3],
+        store.count_types(source, split),
+        rep,
     )
 
 
-class _Validator:
-    """Checks every example the same way for every reader (tokens, span bounds, labels),
-    maps raw labels through the source's spec, and buffers the rows."""
-
-    def __init__(self, spec: SourceSpec, buf: _Buffers):
-        self.spec, self.buf = spec, buf
-        self.labels: dict[str, tuple[str, str | None]] = {}
-
-    def label(self, unit: Unit, line: int, raw: str) -> tuple[str, str | None]:
-        mapped = self.labels.get(raw)
-        if mapped is None:
-            mapped = self.spec.map_label(raw)
-            if not mapped[0]:
-                raise SourceFormatError(unit, line, "empty label", raw)
-            self.labels[raw] = mapped
-        return mapped
-
-    def run(
-        self,
-        stream: Iterable[tuple[Unit, Example]],
-        con: duckdb.DuckDBPyConnection,
-        progress: Callable[[int], None] | None,
-    ) -> tuple[int, int, int]:
-        """Buffer every example; return (sentences, mentions, negatives)."""
-        buf = self.buf
-        n_sent = n_ment = n_neg = 0
-        for unit, ex in stream:
-            if not ex.tokens:
-                raise SourceFormatError(unit, ex.line, "sentence has no tokens")
-            n = len(ex.tokens)
-            buf.sentence(n_sent, ex.tokens, ex.raw_id)
-            for start, stop, raw in ex.spans:
-                if not (0 <= start < stop <= n):
-                    raise SourceFormatError(
-                        unit,
-                        ex.line,
-                        f"span outside its sentence of {n} tokens (start, stop exclusive)",
-                        (start, stop, raw),
-                    )
-                label, coarse = self.label(unit, ex.line, raw)
-                buf.mention(n_sent, start, stop, label, raw, coarse)
-                n_ment += 1
-            for raw in ex.negatives:
-                buf.negative(n_sent, self.label(unit, ex.line, raw)[0], raw)
-                n_neg += 1
-            n_sent += 1
-            if len(buf) >= BATCH:
-                buf.flush(con)
-                if progress:
-                    progress(BATCH)
-        if progress:
-            progress(len(buf))
-        buf.flush(con)
-        return n_sent, n_ment, n_neg
+def _stored_counts(old: StoredSplit) -> list[int]:
+    return [old.sentences, old.mentions, old.negatives, old.negative_spans]
 
 
-def _split_counts(
-    store: Store, source: str, split: str, units: list[Unit], status: str
-) -> SplitResult:
-    row = one(
-        store.con.execute(
-            "SELECT n_sentences, n_mentions, n_negatives, report FROM sources "
-            "WHERE source = ? AND split = ?",
-            [source, split],
-        )
-    )
+def _merged_report(old: dict[str, Any] | None, new: ReadReport) -> dict[str, Any]:
+    counts = dict(new.counts)
+    notes = list(new.notes)
+    if old:
+        for key, n in old.get("counts", {}).items():
+            counts[key] = counts.get(key, 0) + n
+        notes = old.get("notes", []) + [n for n in notes if n not in old.get("notes", [])]
+    return {"counts": dict(sorted(counts.items())), "notes": notes}
+
+
+def _result(store: Store, source: str, split: str, old: StoredSplit, status: str) -> SplitResult:
     return SplitResult(
         split,
-        [str(u) for u in units],
+        [i["input"] for i in old.inputs],
         status,
-        int(row[0]),
-        int(row[1]),
-        int(row[2]),
+        old.sentences,
+        old.mentions,
+        old.negatives,
+        old.negative_spans,
         store.count_types(source, split),
-        json.loads(row[3]),
+        old.report,
     )
-
-
-class _Buffers:
-    """Column buffers flushed to DuckDB as Arrow tables (no row-by-row INSERTs).
-
-    Token lists are kept flat with offsets (building a list array from nested Python lists
-    costs several times more); source, split and sentence ids are filled in by SQL.
-    """
-
-    def __init__(self, source: str, split: str):
-        self.source, self.split = source, split
-        self._reset()
-
-    def _reset(self) -> None:
-        self.s_idx: list[int] = []
-        self.s_off: list[int] = [0]
-        self.s_flat: list[str] = []
-        self.s_raw: list[str | None] = []
-        self.m_idx: list[int] = []
-        self.m_start: list[int] = []
-        self.m_stop: list[int] = []
-        self.m_label: list[str] = []
-        self.m_raw: list[str] = []
-        self.m_coarse: list[str | None] = []
-        self.n_idx: list[int] = []
-        self.n_label: list[str] = []
-        self.n_raw: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.s_idx)
-
-    def sentence(self, idx: int, tokens: list[str], raw_id: str | None) -> None:
-        self.s_idx.append(idx)
-        self.s_flat.extend(tokens)
-        self.s_off.append(len(self.s_flat))
-        self.s_raw.append(raw_id)
-
-    def mention(
-        self, idx: int, start: int, stop: int, label: str, raw: str, coarse: str | None
-    ) -> None:
-        self.m_idx.append(idx)
-        self.m_start.append(start)
-        self.m_stop.append(stop)
-        self.m_label.append(label)
-        self.m_raw.append(raw)
-        self.m_coarse.append(coarse)
-
-    def negative(self, idx: int, label: str, raw: str) -> None:
-        self.n_idx.append(idx)
-        self.n_label.append(label)
-        self.n_raw.append(raw)
-
-    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        if not self.s_idx:
-            return
-        key = [self.source, self.split]
-        tokens = pa.ListArray.from_arrays(
-            pa.array(self.s_off, pa.int32()), pa.array(self.s_flat, pa.string())
-        )
-        sents = pa.table(
-            {
-                "idx": pa.array(self.s_idx, pa.int32()),
-                "tokens": tokens,
-                "raw_id": pa.array(self.s_raw, pa.string()),
-            }
-        )
-        con.register("_batch_sentences", sents)
-        con.execute(
-            "INSERT INTO sentences SELECT $1, $2, idx, $1 || '/' || $2 || '/' || idx, tokens, "
-            "raw_id FROM _batch_sentences",
-            key,
-        )
-        con.unregister("_batch_sentences")
-        if self.m_idx:
-            ments = pa.table(
-                {
-                    "idx": pa.array(self.m_idx, pa.int32()),
-                    "start": pa.array(self.m_start, pa.int32()),
-                    "stop": pa.array(self.m_stop, pa.int32()),
-                    "label": pa.array(self.m_label, pa.string()),
-                    "raw_label": pa.array(self.m_raw, pa.string()),
-                    "coarse": pa.array(self.m_coarse, pa.string()),
-                }
-            )
-            con.register("_batch_mentions", ments)
-            con.execute(
-                "INSERT INTO mentions SELECT $1, $2, idx, start, stop, label, raw_label, coarse "
-                "FROM _batch_mentions",
-                key,
-            )
-            con.unregister("_batch_mentions")
-        if self.n_idx:
-            negs = pa.table(
-                {
-                    "idx": pa.array(self.n_idx, pa.int32()),
-                    "label": pa.array(self.n_label, pa.string()),
-                    "raw_label": pa.array(self.n_raw, pa.string()),
-                }
-            )
-            con.register("_batch_negatives", negs)
-            con.execute(
-                "INSERT INTO negatives SELECT $1, $2, idx, label, raw_label FROM _batch_negatives",
-                key,
-            )
-            con.unregister("_batch_negatives")
-        self._reset()

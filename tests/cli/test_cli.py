@@ -108,7 +108,8 @@ def test_repair_flag_counts(run, data_dir: Path) -> None:
         "ingest", "columns", "--path", str(path), "-o", "sep=\t", "--repair", "--json", "-q"
     )
     assert fixed.exit_code == 0, fixed.output
-    assert json.loads(fixed.output)["splits"]["train"]["report"]["counts"] == {"repaired_tags": 1}
+    # the file's name says `dev`: that is its split
+    assert json.loads(fixed.output)["splits"]["dev"]["report"]["counts"] == {"repaired_tags": 1}
 
 
 def test_labels_on_missing_source(run, data_dir: Path) -> None:
@@ -183,3 +184,13 @@ def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None
     bad = runner.invoke(build_splits, [*args, "--levels", "easy"])
     assert bad.exit_code == 1
     assert bad.output == "Error: unknown level 'easy'. Valid: low, medium, high\n"
+
+
+@pytest.mark.parametrize("command", ["familiarity", "build-splits"])
+def test_empty_benchmarks_is_a_clean_error(db: Path, command: str) -> None:
+    res = CliRunner().invoke(
+        cli, [command, "--source", "pilener-sample", "--benchmarks", "", "--db", str(db), "-q"]
+    )
+    assert res.exit_code == 2
+    assert "Invalid value for '--benchmarks': name at least one benchmark, or `all`" in res.output
+    assert "Traceback" not in res.output

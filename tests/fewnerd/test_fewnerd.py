@@ -340,7 +340,13 @@ def test_hub_copy_is_read_with_its_fine_tags(tmp_path: Path, monkeypatch) -> Non
         m.setattr(hf, "available_splits", lambda d, c, s=None: ["train", "validation"])
         plan = get_source("fewnerd").plan()
     assert (plan.module, plan.origin) == ("hf", "DFKI-SLT/few-nerd[supervised]")
-    assert dict(plan.options) == {"tags_column": "fine_ner_tags", "scheme": "io"}
+    assert dict(plan.options) == {
+        "tokens_column": "tokens",
+        "tags_column": "fine_ner_tags",
+        "scheme": "io",
+        "repair": False,
+        "config": "supervised",
+    }
     assert {s: [str(u) for u in us] for s, us in plan.units.items()} == {
         "train": ["DFKI-SLT/few-nerd[supervised]/train"],
         "dev": ["DFKI-SLT/few-nerd[supervised]/validation"],
@@ -348,7 +354,11 @@ def test_hub_copy_is_read_with_its_fine_tags(tmp_path: Path, monkeypatch) -> Non
     args = ["fewnerd-splits", "--mode", "inter", "--db", str(tmp_path / "s.duckdb"), "-q"]
     result = CliRunner().invoke(cli, args)  # offline: the Hub cannot be reached
     assert result.exit_code == 1
-    assert result.output.startswith("Error: DFKI-SLT/few-nerd[supervised]: cannot load the dataset")
+    assert result.output.startswith(
+        "Error: source 'fewnerd': no local copy (no $LABELSHIFT_DATA/fewnerd/inter), and reading "
+        "its Hub origin DFKI-SLT/few-nerd[supervised] cannot be reached offline"
+    )
+    assert "give the files with --path" in result.output
 
 
 @pytest.mark.slow

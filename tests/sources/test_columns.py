@@ -20,7 +20,7 @@ def spans_of(path: Path, **opts) -> list[list[tuple[int, int, str]]]:
 
 def test_crossner_token_first(data_dir: Path) -> None:
     exs = list(
-        read(data_dir / "crossner/ai-test.txt", ReadReport(), token_col=0, tag_col=-1, scheme="bio")
+        read(data_dir / "crossner/ai-test.txt", ReadReport(), columns="token,tag", scheme="bio")
     )
     assert len(exs) == 3
     first = exs[0]
@@ -35,11 +35,9 @@ def test_crossner_token_first(data_dir: Path) -> None:
 
 
 def test_mit_label_first(data_dir: Path) -> None:
-    exs = list(
-        read(
-            data_dir / "mit-movie/engtest.bio", ReadReport(), token_col=-1, tag_col=0, scheme="bio"
-        )
-    )
+    report = ReadReport()
+    exs = list(read(data_dir / "mit-movie/engtest.bio", report, scheme="bio"))
+    assert report.notes == ["engtest.bio: columns detected as tag,token (column 1 holds the tags)"]
     assert exs[0].tokens == [
         "are",
         "there",
@@ -57,7 +55,8 @@ def test_mit_label_first(data_dir: Path) -> None:
 
 
 def test_conll_four_columns_and_docstart(data_dir: Path) -> None:
-    exs = list(read(data_dir / "conll2003/valid.txt", ReadReport(), columns=4, scheme="bio"))
+    report = ReadReport()
+    exs = list(read(data_dir / "conll2003/valid.txt", report, columns="token,pos,chunk,tag"))
     assert all(ex.tokens[0] != "-DOCSTART-" for ex in exs)
     assert exs[0].tokens == [
         "CRICKET",
@@ -73,6 +72,12 @@ def test_conll_four_columns_and_docstart(data_dir: Path) -> None:
         ".",
     ]
     assert exs[0].spans == [(2, 3, "ORG")]
+    # 85 token rows: the POS and chunk columns are named in the report, not dropped silently
+    assert report.counts == {"columns_not_read": 170}
+    assert report.notes == [
+        "valid.txt: tag scheme detected as BIO",
+        "valid.txt: columns not read: chunk (85), pos (85)",
+    ]
 
 
 def test_pilener_lax_tag_is_an_error_without_repair(data_dir: Path) -> None:
@@ -100,10 +105,22 @@ def test_auto_scheme_detects_io(tmp_path: Path) -> None:
     f = tmp_path / "io.txt"
     f.write_text("Paris\tlocation-GPE\nLyon\tlocation-GPE\nis\tO\nnice\tO\n\n", encoding="utf-8")
     report = ReadReport()
-    (ex,) = read(f, report)
+    (ex,) = read(f, report, columns="token,tag")
     # IO cannot separate two adjacent entities of one type: they merge.
     assert ex.spans == [(0, 2, "location-GPE")]
-    assert any("IO" in n for n in report.notes)
+    assert report.notes == ["io.txt: tag scheme detected as IO"]
+
+
+def test_auto_layout_and_scheme_on_real_io(data_dir: Path) -> None:
+    """Few-NERD's IO file has bare types and no B-: the tag column is the one where O is the
+    most frequent value."""
+    report = ReadReport()
+    exs = list(read(data_dir / "fewnerd/dev.txt", report))
+    assert report.notes == [
+        "dev.txt: columns detected as token,tag (column 2 holds the tags)",
+        "dev.txt: tag scheme detected as IO",
+    ]
+    assert (len(exs), sum(len(e.spans) for e in exs)) == (5, 5)
 
 
 def test_bioes(tmp_path: Path) -> None:
@@ -116,7 +133,10 @@ def test_bioes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("EU B-ORG\nrejects O extra\n\n", "{p}:2: expected 2 columns, found 3: 'rejects O extra'"),
+        (
+            "EU B-ORG\nrejects O extra\n\n",
+            "{p}:2: expected 2 columns (--columns token,tag), found 3: 'rejects O extra'",
+        ),
         ("EU X-ORG\n\n", "{p}:1: tag is not O, B-<type> or I-<type>: 'X-ORG'"),
         (
             "EU B-ORG\nGerman I-MISC\n\n",
@@ -126,14 +146,13 @@ def test_bioes(tmp_path: Path) -> None:
             "EU O\nGerman I-MISC\n\n",
             "{p}:2: I- tag after O (expected B-MISC; use repair to read it as B-): 'I-MISC'",
         ),
-        ("EU\n\n", "{p}:1: expected at least 2 columns (token and tag): 'EU'"),
     ],
 )
 def test_bad_rows(tmp_path: Path, content: str, message: str) -> None:
     f = tmp_path / "bad.txt"
     f.write_text(content, encoding="utf-8")
     with pytest.raises(SourceFormatError, match=re.escape(message.format(p=f))):
-        list(read(f, ReadReport(), scheme="bio"))
+        list(read(f, ReadReport(), columns="token,tag", scheme="bio"))
 
 
 def test_bioes_unclosed(tmp_path: Path) -> None:
@@ -143,7 +162,7 @@ def test_bioes_unclosed(tmp_path: Path) -> None:
         SourceFormatError,
         match=re.escape(f"{f}:2: BIOES entity 'LOC' not closed by E- before O: 'O'"),
     ):
-        list(read(f, ReadReport(), scheme="bioes"))
+        list(read(f, ReadReport(), columns="token,tag", scheme="bioes"))
 
 
 def test_non_utf8_byte(tmp_path: Path) -> None:
@@ -155,9 +174,14 @@ def test_non_utf8_byte(tmp_path: Path) -> None:
         list(read(f, ReadReport(), scheme="bio"))
 
 
-def test_unknown_scheme(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown tag scheme 'bilou'"):
-        list(read(tmp_path / "x", ReadReport(), scheme="bilou"))
+def test_one_column(tmp_path: Path) -> None:
+    f = tmp_path / "bad.txt"
+    f.write_text("\nEU\n\n", encoding="utf-8")
+    with pytest.raises(
+        SourceFormatError,
+        match=re.escape(f"{f}:2: expected at least 2 columns (token and tag): 'EU'"),
+    ):
+        list(read(f, ReadReport()))
 
 
 # ---------------------------------------------------------------- property tests
@@ -204,7 +228,7 @@ def test_decode_encode_round_trip(
     tags = encode(n, spans, scheme)
     f = tmp_path_factory.mktemp("rt") / "f.txt"
     f.write_text("".join(f"t{i}\t{t}\n" for i, t in enumerate(tags)) + "\n", encoding="utf-8")
-    (ex,) = read(f, ReadReport(), scheme=scheme, sep="\t")
+    (ex,) = read(f, ReadReport(), columns="token,tag", scheme=scheme, sep="\t")
     assert ex.spans == spans
     assert all(0 <= a < b <= n for a, b, _ in ex.spans)
 
@@ -218,7 +242,7 @@ def test_io_round_trip_merges_neighbours(tmp_path_factory: pytest.TempPathFactor
         "".join(f"t{i}\t{t}\n" for i, t in enumerate(encode(n, spans, "io"))) + "\n",
         encoding="utf-8",
     )
-    (ex,) = read(f, ReadReport(), scheme="io", sep="\t")
+    (ex,) = read(f, ReadReport(), columns="token,tag", scheme="io", sep="\t")
     merged: list[tuple[int, int, str]] = []
     for a, b, lab in spans:
         if merged and merged[-1][1] == a and merged[-1][2] == lab:

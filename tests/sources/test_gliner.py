@@ -120,7 +120,7 @@ def bad_cases() -> list[tuple[str, list | str, str]]:
         (
             "invalid",
             '[\n{"sentence": "x",}\n]',
-            "2: invalid JSON in record 1: Expecting property name "
+            "2: record 1: invalid JSON: Expecting property name "
             "enclosed in double quotes (column 18): '}\\n]'",
         ),
         (
@@ -132,22 +132,23 @@ def bad_cases() -> list[tuple[str, list | str, str]]:
             "unknown-shape",
             [{"text": "x", "spans": []}],
             "2: record 1: neither GLiNER training "
-            "('tokenized_text', 'ner') nor benchmark ('sentence', 'entities') json; keys: ['spans', 'text']",
+            "('tokenized_text', 'ner') nor benchmark ('sentence', 'entities') json; keys: "
+            '["spans", "text"]',
         ),
         (
             "mixed-shapes",
             [GOOD_TRAIN, GOOD_BENCH],
-            "3: record 2: no 'tokenized_text' key: ['entities', 'sentence']",
+            '3: record 2: no \'tokenized_text\' key: ["entities", "sentence"]',
         ),
         (
             "no-ner",
             [GOOD_TRAIN, {"tokenized_text": ["x"]}],
-            "3: record 2: no 'ner' key: ['tokenized_text']",
+            "3: record 2: no 'ner' key: [\"tokenized_text\"]",
         ),
         (
             "tokens-not-strings",
             [{"tokenized_text": ["x", 1], "ner": []}],
-            "2: record 1: 'tokenized_text' is not a list of strings: ['x', 1]",
+            "2: record 1: 'tokenized_text' is not a list of strings: [\"x\", 1]",
         ),
         (
             "pair",
@@ -157,37 +158,39 @@ def bad_cases() -> list[tuple[str, list | str, str]]:
         (
             "float-offset",
             [{"tokenized_text": ["x"], "ner": [[0, 0.0, "person"]]}],
-            "2: record 1: ner offsets are not integers: [0, 0.0, 'person']",
+            '2: record 1: ner offsets are not integers: [0, 0.0, "person"]',
         ),
         (
             "bool-offset",
             [{"tokenized_text": ["x"], "ner": [[0, True, "person"]]}],
-            "2: record 1: ner offsets are not integers: [0, True, 'person']",
+            '2: record 1: ner offsets are not integers: [0, true, "person"]',
         ),
         (
             "label",
             [{"tokenized_text": ["x"], "ner": [[0, 0, None]]}],
-            "2: record 1: ner label is not a string: [0, 0, None]",
+            "2: record 1: ner label is not a string: [0, 0, null]",
         ),
         (
             "reversed",
             [{"tokenized_text": ["x", "y"], "ner": [[1, 0, "person"]]}],
-            "2: record 1: ner end before start (end is inclusive): [1, 0, 'person']",
+            '2: record 1: ner end before start (end is inclusive): [1, 0, "person"]',
         ),
         (
             "out-of-range",
             [{"tokenized_text": ["x", "y"], "ner": [[1, 2, "person"]]}],
-            "2: span outside its sentence of 2 tokens (start, stop exclusive): (1, 3, 'person')",
+            "2: record 1: ner span outside the 2 tokens of 'tokenized_text' (end is inclusive): "
+            '[1, 2, "person"]',
         ),
         (
             "negatives",
             [{"tokenized_text": ["x"], "ner": [], "negatives": "city"}],
-            "2: record 1: 'negatives' is not a list of strings: 'city'",
+            "2: record 1: 'negatives' is not a list of strings: \"city\"",
         ),
         (
             "both-negative-keys",
             [{"tokenized_text": ["x"], "ner": [], "negatives": [], "negative": []}],
-            "2: record 1: both 'negatives' and 'negative' keys: ['negative', 'negatives', 'ner', 'tokenized_text']",
+            "2: record 1: label-level negatives under several keys (negatives, negative): "
+            '["negative", "negatives", "ner", "tokenized_text"]',
         ),
         (
             "entities",
@@ -197,29 +200,32 @@ def bad_cases() -> list[tuple[str, list | str, str]]:
         (
             "entity-keys",
             [{"sentence": "x", "entities": [{"name": "x", "pos": [0, 1]}]}],
-            "2: record 1: entity is not an object with name, type and pos: {'name': 'x', 'pos': [0, 1]}",
+            "2: record 1: entity is not an object with name, type and pos: "
+            '{"name": "x", "pos": [0, 1]}',
         ),
         (
             "pos-shape",
             [GOOD_BENCH, {"sentence": "Ada .", "entities": [ent | {"pos": [0, 3, 4]}]}],
-            "3: record 2: entity pos is not [char_start, char_end]: {'name': 'Ada', 'type': 'person', 'pos': [0, 3, 4]}",
+            "3: record 2: entity pos is not [char_start, char_end]: "
+            '{"name": "Ada", "type": "person", "pos": [0, 3, 4]}',
         ),
         (
             "pos-beyond",
             [{"sentence": "Ada .", "entities": [ent | {"pos": [0, 9]}]}],
             "2: record 1: entity pos outside the sentence of 5 characters (or empty): "
-            "{'name': 'Ada', 'type': 'person', 'pos': [0, 9]}",
+            '{"name": "Ada", "type": "person", "pos": [0, 9]}',
         ),
         (
             "pos-empty",
             [{"sentence": "Ada .", "entities": [ent | {"pos": [2, 2]}]}],
             "2: record 1: entity pos outside the sentence of 5 characters (or empty): "
-            "{'name': 'Ada', 'type': 'person', 'pos': [2, 2]}",
+            '{"name": "Ada", "type": "person", "pos": [2, 2]}',
         ),
         (
             "pos-on-space",
             [{"sentence": "Ada  .", "entities": [ent | {"pos": [3, 5]}]}],
-            "2: record 1: entity pos covers no token: {'name': 'Ada', 'type': 'person', 'pos': [3, 5]}",
+            "2: record 1: entity pos covers no token: "
+            '{"name": "Ada", "type": "person", "pos": [3, 5]}',
         ),
     ]
 

@@ -191,7 +191,11 @@ def test_fewnerd_like_fine_tags_column(tmp_path: Path, db: Path) -> None:
             store, "hf", str(folder), name="mine", options={"tags_column": "fine_ner_tags"}
         )
         coarse = ingest(store, "hf", str(folder), name="coarse")
-    assert result.splits[0].report["notes"] == [f"{folder}/test: tag scheme detected as IO"]
+    assert result.splits[0].report["notes"] == [
+        f"{folder}/test: tag scheme detected as IO",
+        f"{folder}/test: columns not read: id (2), ner_tags (2)",  # counted and named
+    ]
+    assert result.splits[0].report["counts"] == {"columns_not_read": 4}
     assert _mentions(db) == {
         "test": [
             [(6, 8, "event-sportsevent"), (10, 12, "event-sportsevent")],
@@ -299,3 +303,22 @@ def test_local_folder_reingest_follows_its_bytes(tmp_path: Path, db: Path) -> No
         ds.to_parquet(str(folder / "train.parquet"))  # the data changed: two rows now
         again = ingest(store, "hf", str(folder), name="mine")
     assert (again.status, again.sentences) == ("ingested", 2)
+
+
+def test_words_read_as_io_tags_are_refused(db: Path, tmp_path: Path) -> None:
+    """Tokens and tags swapped: the `ner_tags` column holds words, which IO would accept."""
+    folder = tmp_path / "swapped"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text(
+        '{"tokens": ["B-person", "O", "B-person"], "ner_tags": ["Ada", "met", "Alan"]}\n'
+        '{"tokens": ["O", "O"], "ner_tags": ["in", "Paris"]}\n',
+        encoding="utf-8",
+    )
+    with Store(db) as store, pytest.raises(SourceFormatError) as err:
+        ingest(store, "hf", str(folder))
+    assert str(err.value) == (
+        f"{folder}/train: column 'ner_tags' read as IO tags looks like words: the token column "
+        "holds only tags; its most frequent value is 'Ada' (1 rows). Choose the columns with "
+        "-o tokens_column=... -o tags_column=..., or pass -o scheme=io if these really are IO "
+        "types"
+    )

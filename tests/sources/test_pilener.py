@@ -179,7 +179,7 @@ def bad_cases() -> list[tuple[str, str, str]]:
         (
             "invalid",
             '[\n{"id": 1,\n "conversations": [}\n]',
-            "3: invalid JSON in record 1: Expecting value (column 20): '}\\n]'",
+            "3: record 1: invalid JSON: Expecting value (column 20): '}\\n]'",
         ),
         (
             "object",
@@ -197,12 +197,12 @@ def bad_cases() -> list[tuple[str, str, str]]:
         (
             "no-conversations",
             dump(GOOD, {"id": "7", "turns": []}),
-            "3: record 2: no 'conversations' key: ['id', 'turns']",
+            '3: record 2: no \'conversations\' key: ["id", "turns"]',
         ),
         (
             "no-text",
             dump(GOOD, no_text),
-            "3: record 2: first turn does not start with 'Text: ': 'Passage: x'",
+            "3: record 2: first turn does not start with 'Text: ': \"Passage: x\"",
         ),
         (
             "question",
@@ -216,33 +216,34 @@ def bad_cases() -> list[tuple[str, str, str]]:
                     ]
                 }
             ),
-            "2: record 1: question is not 'What describes <type> in the text?': 'Which persons are in the text?'",
+            "2: record 1: question is not 'What describes <type> in the text?': "
+            '"Which persons are in the text?"',
         ),
         (
             "alternation",
             dump(swapped),
             "2: record 1: turn 4 should come from 'gpt' (turns alternate): "
-            "{'from': 'human', 'value': '[]'}",
+            '{"from": "human", "value": "[]"}',
         ),
         (
             "unanswered",
             dump(odd),
-            "2: record 1: the last question has no answer: 'What describes person in the text?'",
+            '2: record 1: the last question has no answer: "What describes person in the text?"',
         ),
         (
             "answer-dict",
             dump(GOOD, conv("x", ("person", '{"a": 1}'))),
-            "3: record 2: answer is not a JSON list of strings: '{\"a\": 1}'",
+            '3: record 2: answer is not a JSON list of strings: "{\\"a\\": 1}"',
         ),
         (
             "answer-text",
             dump(conv("x", ("person", "Ada and Alan"))),
-            "2: record 1: answer is not a JSON list of strings: 'Ada and Alan'",
+            '2: record 1: answer is not a JSON list of strings: "Ada and Alan"',
         ),
         (
             "answer-numbers",
             dump(conv("x", ("person", "[1, 2]"))),
-            "2: record 1: answer is not a JSON list of strings: '[1, 2]'",
+            '2: record 1: answer is not a JSON list of strings: "[1, 2]"',
         ),
         (
             "answer-code",

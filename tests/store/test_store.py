@@ -88,7 +88,7 @@ def test_failed_ingest_leaves_store_unchanged(db: Path, data_dir: Path, tmp_path
         with pytest.raises(
             SourceFormatError, match=re.escape(f"{bad / 'train.txt'}:2: I- tag after")
         ):
-            ingest(store, "crossner-ai", bad)
+            ingest(store, "crossner-ai", bad, replace=True)
         assert snapshot(store) == before
         splits = store.con.execute("SELECT DISTINCT split FROM sentences").fetchall()
         assert splits == [("test",)]
@@ -100,8 +100,10 @@ def test_span_outside_sentence(db: Path, tmp_path: Path) -> None:
     pytest.importorskip("builders.sources.gliner")
     with Store(db) as store, pytest.raises(SourceFormatError) as err:
         ingest(store, "gliner", f)
+    # the record number and the span as the file writes it (end inclusive), on a one-line file
     assert str(err.value) == (
-        f"{f}:1: span outside its sentence of 2 tokens (start, stop exclusive): (1, 3, 'x')"
+        f"{f}:1: record 1: ner span outside the 2 tokens of 'tokenized_text' (end is inclusive): "
+        '[1, 2, "x"]'
     )
 
 
@@ -139,7 +141,7 @@ def test_empty_negative_label(db: Path, tmp_path: Path) -> None:
     f.write_text('[{"tokenized_text": ["a"], "ner": [], "negatives": ["  "]}]', encoding="utf-8")
     with Store(db) as store, pytest.raises(SourceFormatError) as err:
         ingest(store, "gliner", f)
-    assert str(err.value) == f"{f}:1: empty label: '  '"
+    assert str(err.value) == f"{f}:1: record 1: empty label: '  '"
 
 
 def test_read_only_store_must_exist(tmp_path: Path) -> None:
