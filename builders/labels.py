@@ -129,3 +129,63 @@ def label_sets(
 def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
     """The evaluation label set L_Z: the union of the sets' labels, first-seen order."""
     return tuple(dict.fromkeys(z for labels in sets.values() for z in labels))
+
+
+# ---------------------------------------------------------------------------- Few-NERD types
+# Few-NERD's type system and official INTRA / INTER parts are data (`data/fewnerd.toml`), read
+# here because both the Few-NERD builder and the benchmark resolver (its parts are benchmarks
+# too) need them.
+
+FEWNERD_MODES = ("intra", "inter")
+
+
+@cache
+def fewnerd_table() -> dict:
+    with resources.files("builders.data").joinpath("fewnerd.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def fewnerd_coarse_types() -> tuple[str, ...]:
+    """The 8 coarse types in `DFKI-SLT/few-nerd`'s ClassLabel order (without `O`)."""
+    return tuple(fewnerd_table()["coarse"])
+
+
+def fewnerd_fine_types() -> tuple[str, ...]:
+    """The 66 fine types, official spelling, in `DFKI-SLT/few-nerd`'s ClassLabel order."""
+    return tuple(fewnerd_table()["fine"])
+
+
+@cache
+def _fewnerd_names() -> dict[str, str]:
+    return {f.lower(): f for f in fewnerd_fine_types()}
+
+
+def fewnerd_official_name(label: str) -> str:
+    """The official spelling of a stored (lower-cased) fine type; unknown types stay as they are."""
+    return _fewnerd_names().get(label.lower(), label)
+
+
+def fewnerd_coarse_of(fine: str) -> str:
+    return fine.split("-", 1)[0].lower()
+
+
+def fewnerd_verbalise(fine: str) -> str:
+    """The label text embedded for Familiarity (`person-artist/author` -> "artist / author")."""
+    table = fewnerd_table()["verbalise"]
+    name = fewnerd_official_name(fine)
+    if name in table:
+        return str(table[name])
+    return name.split("-", 1)[-1].replace("/", " / ").lower()
+
+
+def fewnerd_official_parts(mode: str) -> dict[str, str]:
+    """Every official fine type -> its part (`train`, `dev`, `test`) in the official split:
+    INTRA by coarse type, INTER by fine type (dev and test listed, train the rest)."""
+    table = fewnerd_table()
+    if mode not in FEWNERD_MODES:
+        raise UnknownNameError("Few-NERD mode", mode, FEWNERD_MODES)
+    if mode == "intra":
+        by_coarse = {c: p for p, cs in table["intra"].items() for c in cs}
+        return {f: by_coarse[fewnerd_coarse_of(f)] for f in fewnerd_fine_types()}
+    owned = {t: p for p in ("dev", "test") for t in table["inter"][p]}
+    return {f: owned.get(f, "train") for f in fewnerd_fine_types()}

@@ -10,14 +10,16 @@ from typing import Any
 import click
 
 from builders.cli.common import (
+    benchmarks_option,
     common_options,
     emit_json,
+    ensure_ingested,
     handle_errors,
     note,
     open_store,
     print_table,
-    progress_bar,
 )
+from builders.cli.leakage import leakage_options, print_build_leakage, print_leakage
 from builders.defaults import (
     DEFAULT_MODEL,
     DEFAULT_STRATEGY,
@@ -29,27 +31,9 @@ from builders.defaults import (
     WEIGHTINGS,
     K,
 )
-from builders.labels import ZERO_SHOT, benchmarks
 from builders.shift.report import FamiliarityReport
 from builders.splits import SplitConfig, build
 from builders.splits.config import BuildResult
-
-
-def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> None:
-    """Ingest the source when it is not in the store yet, or when --path is given (a no-op
-    if that input is unchanged)."""
-    from builders.store.ingest import ingest
-
-    if path is None and store.has_source(source):
-        return
-    with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
-        res = ingest(store, source, path, progress=bar)
-    note(
-        f"{source}: {res.status} ({res.sentences:,} sentences, {res.mentions:,} mentions, "
-        f"{res.types:,} labels)",
-        quiet,
-    )
-
 
 #: Options that say where this machine keeps things or how it prints, not what is built.
 _LOCAL_OPTIONS = {"--db": True, "--out": True, "--json": False, "--quiet": False, "-q": False}
@@ -74,17 +58,6 @@ def _command_line(name: str, argv: list[str] | None = None) -> str:
             continue
         kept.append(arg)
     return shlex.join([name, *kept])
-
-
-def _benchmarks_option(f: Any) -> Any:
-    return click.option(
-        "--benchmarks",
-        default="all",
-        show_default=True,
-        help="Comma-separated benchmark names, or `all` (the seven zero-shot benchmarks: "
-        + ", ".join(ZERO_SHOT)
-        + f"). Known: {', '.join(benchmarks())}.",
-    )(f)
 
 
 def _model_option(f: Any) -> Any:
@@ -139,7 +112,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     "--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
 )
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
-@_benchmarks_option
+@benchmarks_option
 @_model_option
 @click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
 @click.option(
@@ -154,6 +127,13 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
+@leakage_options
+@click.option(
+    "--decontaminate",
+    is_flag=True,
+    help="Drop training sentences that overlap the benchmarks' sentences (exact or n-gram) "
+    "before cutting; the card says how many.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -177,7 +157,7 @@ def build_splits(
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
     command = _command_line("build-splits")
     with open_store(db) as store:
-        _ensure_ingested(store, cfg.source, path, quiet)
+        ensure_ingested(store, cfg.source, path, quiet)
         results = build(
             store, cfg, out, progress=not quiet, command=command, on_stage=lambda s: note(s, quiet)
         )
@@ -198,12 +178,14 @@ def build_splits(
                 f"{', '.join(f'{t:.4g}' for t in sel['thresholds'])} -> {sub.path}",
                 quiet,
             )
+        if res.leakage is not None:
+            print_build_leakage(cfg.source, res.leakage, quiet)
 
 
 @click.command("familiarity")
 @click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
-@_benchmarks_option
+@benchmarks_option
 @_model_option
 @click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
 @click.option(
@@ -215,18 +197,22 @@ def build_splits(
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
+@leakage_options
 @common_options
 @handle_errors
 def familiarity_cmd(
     source: str,
     path: str | None,
     benchmarks: str,
+    label_map: str | None,
     model: str,
     k: int,
     weighting: str,
     keep_misc: bool,
     seed: int,
     per_label: bool,
+    leakage: bool,
+    ngram: int,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -238,24 +224,25 @@ def familiarity_cmd(
 
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
-    from builders.labels import label_sets, resolve_benchmarks
+    from builders.shift.benchmarks import resolve
     from builders.shift.embedder import canonical_name
     from builders.shift.report import LabelTable, measure
 
     with open_store(db) as store:
-        _ensure_ingested(store, source, path, quiet)
-        sets = label_sets(resolve_benchmarks(benchmarks), keep_misc)
+        ensure_ingested(store, source, path, quiet)
+        evalsets = resolve(benchmarks, store=store, keep_misc=keep_misc, mapping=label_map)
         table = LabelTable.load(store, source)
         rep = measure(
             store,
             table,
-            sets,
+            {s.name: s.labels for s in evalsets},
             model=canonical_name(model),
             k=k,
             weighting=weighting,
             seed=seed,
             progress=not quiet,
         )
+        leak = _leakage(store, source, evalsets, ngram, model, quiet) if leakage else None
     if as_json:
         emit_json(
             {
@@ -266,10 +253,24 @@ def familiarity_cmd(
                 "labels": len(table.labels),
                 "mentions": int(table.mentions.sum()),
                 **rep.to_dict(),
+                "benchmarks": [s.describe() for s in evalsets],
+                "leakage": leak,
             }
         )
         return
     _print_familiarity(f"Familiarity of {source} ({model}, K={k}, {weighting})", rep, per_label)
+    if leak is not None:
+        print_leakage(f"Leakage of {source} (n = {ngram}; --no-leakage skips)", leak, quiet)
+
+
+def _leakage(
+    store: Any, source: str, evalsets: list, n: int, model: str, quiet: bool
+) -> dict[str, Any]:
+    from builders.shift.leakage import scan
+
+    note(f"leakage: scanning {source} for the benchmarks' sentences (n = {n})", quiet)
+    found = scan(store, source, evalsets, n=n, model=model, on_note=lambda s: note(s, quiet))
+    return found.report().to_dict()
 
 
 def _print_familiarity(title: str, rep: FamiliarityReport, per_label: bool) -> None:

@@ -22,10 +22,11 @@ from typing import Any
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.labels import union_labels
 from builders.scenarios.book import Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
+from builders.shift.benchmarks import evaluation_sets
 from builders.store import Store
 
 
@@ -39,8 +40,11 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "toolkit_version": __version__,
     }
     if sc.kind == "splits":
-        sets = label_sets(
-            resolve_benchmarks(list(sc.params["benchmarks"]) or None), sc.params["keep_misc"]
+        sets = evaluation_sets(
+            list(sc.params["benchmarks"]) or None,
+            store=store,
+            keep_misc=sc.params["keep_misc"],
+            mapping=sc.params.get("label_map"),
         )
         parts["eval_labels"] = {name: list(labels) for name, labels in sets.items()}
         parts["n_eval"] = len(union_labels(sets))

@@ -17,6 +17,7 @@ from builders.defaults import (
     DEFAULT_MODEL,
     DEFAULT_STRATEGY,
     LEVELS,
+    NGRAM,
     SEED,
     STRATEGIES,
     TEMPERATURE,
@@ -52,6 +53,10 @@ class SplitConfig:
     per_benchmark: bool = False
     keep_misc: bool = False
     seed: int = SEED
+    label_map: str | None = None
+    leakage: bool = True
+    decontaminate: bool = False
+    ngram: int = NGRAM
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
@@ -79,6 +84,8 @@ class SplitConfig:
             raise BuildersError(f"--k must be >= 1, got {self.k}")
         if self.temperature <= 0:
             raise BuildersError(f"temperature must be > 0, got {self.temperature}")
+        if self.ngram < 1:
+            raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -130,6 +137,8 @@ class BuildResult:
     scores: np.ndarray = field(repr=False)
     cuts: dict[str, SelectionResult] = field(repr=False)
     embedded_new: int = 0
+    #: `builders.splits.leakage.leakage_record`: {full, levels, decontaminated}, or None.
+    leakage: dict[str, Any] | None = None
 
     def selected(self, level: str) -> list[str]:
         """The training labels a level keeps."""
@@ -140,6 +149,16 @@ class BuildResult:
     def eval_labels(self) -> tuple[str, ...]:
         return union_labels(self.benchmarks)
 
+    def leakage_of(self, level: str) -> dict[str, Any] | None:
+        """build.json's `leakage` of one level: the full corpus's, the subset's, what was dropped."""
+        if self.leakage is None:
+            return None
+        return {
+            "full": self.leakage["full"],
+            "subset": self.leakage["levels"][level],
+            "decontaminated": self.leakage["decontaminated"],
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "toolkit_version": __version__,
@@ -149,4 +168,5 @@ class BuildResult:
             "embedded_new": self.embedded_new,
             "full": self.full.to_dict(),
             "subsets": [{**s.to_dict(), "path": s.path} for s in self.subsets],
+            "leakage": self.leakage,
         }

@@ -56,6 +56,8 @@ def build_record(
         "cuts": {lv: c.to_dict() for lv, c in res.cuts.items()},
         "num_bytes": sub.rows.nbytes if sub.rows is not None else None,
     }
+    if res.leakage is not None:
+        record["leakage"] = res.leakage_of(sub.level)
     if scenario is not None:
         record["scenario"] = dict(scenario)
     return record

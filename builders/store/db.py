@@ -10,7 +10,8 @@ Tables (token offsets, `stop` exclusive; a sentence is keyed by (source, split, 
     embeddings(model, label, vector FLOAT[])          -- the embedding cache
     label_counts (view): source, label, mentions, sentences
 
-This module owns the schema, the connection and the queries; `builders.store.writer` writes a
+This module owns the schema, the connection and the queries (the leakage queries are in
+`builders.store.overlap`); `builders.store.writer` writes a
 source into it (one transaction per ingest) and `builders.store.ingest` decides where it is read from.
 """
 
@@ -30,6 +31,7 @@ import pyarrow.compute as pc
 
 from builders.defaults import SPLITS, split_rank
 from builders.errors import StoreError
+from builders.store.overlap import OverlapQueries
 
 SCHEMA_VERSION = 1
 DEFAULT_DB = "labelshift.duckdb"
@@ -76,8 +78,10 @@ def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV, DEFAULT_DB))
 
 
-class Store:
-    """A connection to the span store. Use as a context manager or call `close()`."""
+class Store(OverlapQueries):
+    """A connection to the span store. Use as a context manager or call `close()`.
+
+    The leakage queries and the decontaminated view come from `OverlapQueries`."""
 
     def __init__(self, path: str | Path | None = None, read_only: bool = False):
         self.path = Path(path) if path is not None else default_db_path()
