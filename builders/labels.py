@@ -1,8 +1,9 @@
-"""Label normalisation, benchmark verbalisations and the packaged benchmark label sets.
+"""Label normalisation, benchmark verbalisations and the packaged benchmark tag lists.
 
 A label is compared in its normalised form (METHOD.md section 1): Unicode NFC, lower-cased,
 stripped, inner whitespace and `_` collapsed to one space. Benchmark tags are verbalised by the
-data table `builders/data/benchmarks.toml` (METHOD.md section 6).
+data table `builders/data/benchmarks.toml` (METHOD.md section 6). Every `--benchmarks` value
+becomes label sets in one place, `builders.shift.benchmarks`.
 """
 
 from __future__ import annotations
@@ -40,23 +41,12 @@ def normalise_label(raw: str) -> str:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark's label set: its raw tags and their verbalised, normalised labels."""
+    """A packaged benchmark: its raw tags (`builders.shift.benchmarks` verbalises them)."""
 
     name: str
     title: str
     tags: tuple[str, ...]
     zero_shot: bool
-
-    def labels(self, keep_misc: bool = False) -> tuple[str, ...]:
-        """Verbalised labels in tag order; `misc` is left out unless `keep_misc`."""
-        out: list[str] = []
-        for tag in self.tags:
-            label = verbalise(tag)
-            if label == MISC_LABEL and not keep_misc:
-                continue
-            if label not in out:
-                out.append(label)
-        return tuple(out)
 
 
 @cache
@@ -97,33 +87,6 @@ def get_benchmark(name: str) -> Benchmark:
     if name not in table:
         raise UnknownNameError("benchmark", name, list(table))
     return table[name]
-
-
-def resolve_benchmarks(spec: str | list[str] | tuple[str, ...] | None) -> list[Benchmark]:
-    """Parse a `--benchmarks` value: `all` (the seven zero-shot ones), or comma-separated names."""
-    if spec is None or spec == "all" or spec == ["all"]:
-        return [get_benchmark(n) for n in ZERO_SHOT]
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    out: list[Benchmark] = []
-    for raw in names:
-        name = raw.strip()
-        if not name:
-            continue
-        if name == "all":
-            out.extend(get_benchmark(n) for n in ZERO_SHOT)
-        else:
-            out.append(get_benchmark(name))
-    unique: dict[str, Benchmark] = {}
-    for b in out:
-        unique.setdefault(b.name, b)
-    return list(unique.values())
-
-
-def label_sets(
-    selected: Sequence[Benchmark], keep_misc: bool = False
-) -> dict[str, tuple[str, ...]]:
-    """Benchmark name -> its evaluation labels: the shape every Familiarity report takes."""
-    return {b.name: b.labels(keep_misc) for b in selected}
 
 
 def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:

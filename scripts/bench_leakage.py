@@ -157,16 +157,19 @@ def _sql_child(db: Path, benchmarks: list[str]) -> dict[str, Any]:
 
 
 def run_child(args: list[str]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bench-leakage-") as tmp:
-        with open(Path(tmp) / "out", "w+b") as fo, open(Path(tmp) / "err", "w+b") as fe:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(args, stdout=fo, stderr=fe, cwd=tmp)
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - t0
-            code = os.waitstatus_to_exitcode(status)
-            fo.seek(0)
-            fe.seek(0)
-            out, err = fo.read(), fe.read()
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-leakage-") as tmp,
+        open(Path(tmp) / "out", "w+b") as fo,
+        open(Path(tmp) / "err", "w+b") as fe,
+    ):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=fo, stderr=fe, cwd=tmp)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
     if code != 0:
         raise SystemExit(f"{args}: exit {code}: {err.decode(errors='replace')[-2000:]}")
     return {
@@ -178,7 +181,7 @@ def run_child(args: list[str]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- setup
-def setup(db: Path, model: str) -> list[str]:
+def setup(db: Path, model: str) -> None:
     from builders.labels import ZERO_SHOT
     from builders.shift.embedder import Embedder
     from builders.store import Store
@@ -209,7 +212,6 @@ def setup(db: Path, model: str) -> list[str]:
             f"{time.perf_counter() - t0:.0f} s",
             file=sys.stderr,
         )
-    return list(ZERO_SHOT)
 
 
 _LOCAL = {
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(fn(args.db, list(ZERO_SHOT))))
         return
 
-    benchmarks = setup(args.db, args.model)
+    setup(args.db, args.model)
     load = f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     print(f"load average before: {load}", file=sys.stderr)
     me = [sys.executable, str(Path(__file__).resolve()), "--db", str(args.db), "--child"]
@@ -255,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
         py["ngram"],
         py["seen"],
     )
-    print(f"| run | wall s | cpu s | peak RSS GB |\n|---|---:|---:|---:|")
+    print("| run | wall s | cpu s | peak RSS GB |\n|---|---:|---:|---:|")
     for name, r in rows.items():
         print(f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_gb']:.2f} |")
     print(

@@ -54,6 +54,8 @@ def db(tmp_path: Path) -> Path:
 def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample built once per session with MiniLM: every level, entropy and max.
 
+    The test excerpts of CrossNER AI, MIT Movie and MIT Restaurant are stored too, so the
+    leakage scan has their sentences (the other benchmarks are reported as not scanned).
     Returns the output folder holding `pilener-sample-{low,medium,high}-shift/`. Read only:
     tests that change a folder copy it first.
     """
@@ -64,6 +66,12 @@ def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sample-build")
     with Store(root / "s.duckdb") as store:
         ingest(store, "pilener-sample")
+        for name, path in (
+            ("crossner-ai", "crossner/ai-test.txt"),
+            ("mit-movie", "mit-movie/engtest.bio"),
+            ("mit-restaurant", "mit-restaurant/restauranttest.bio"),
+        ):
+            ingest(store, name, DATA / path)
         for strategy in ("entropy", "max"):
             build(
                 store,

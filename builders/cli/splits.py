@@ -268,7 +268,6 @@ def _leakage(
 ) -> dict[str, Any]:
     from builders.shift.leakage import scan
 
-    note(f"leakage: scanning {source} for the benchmarks' sentences (n = {n})", quiet)
     found = scan(store, source, evalsets, n=n, model=model, on_note=lambda s: note(s, quiet))
     return found.report().to_dict()
 

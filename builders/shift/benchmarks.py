@@ -314,7 +314,10 @@ def read_label_file(path: str | Path) -> tuple[list[str], dict[str, int] | None]
         return list(data), {k: _count(path, k, v) for k, v in data.items()}
     if not isinstance(data, list):
         raise SourceFormatError(path, None, "expected a list or an object", type(data).__name__)
-    if all(isinstance(x, str) for x in data):
+    if not data or isinstance(data[0], str):  # a list of labels (the first item says so)
+        for i, item in enumerate(data):
+            if not isinstance(item, str):
+                raise SourceFormatError(path, None, f"item {i}: expected a label", item)
         return list(data), None
     counts: dict[str, int] = {}
     for i, item in enumerate(data):
