@@ -82,3 +82,26 @@ def test_decontaminate_drops_the_overlapping_sentences(leaky_store: Path, tmp_pa
     assert "--decontaminate" in card  # the rebuild command
     with Store(leaky_store) as store:  # nothing was deleted
         assert store.count_sentences("leaky") == plain.full.sentences
+
+
+def test_user_benchmarks_are_named_in_cards_and_changelogs(
+    leaky_store: Path, tmp_path: Path
+) -> None:
+    from builders.hub.changelog import subset_metrics
+
+    labels = tmp_path / "medical.txt"
+    labels.write_text("disease\nchemical\n", encoding="utf-8")
+    cfg = SplitConfig(
+        "leaky", "max", benchmarks=("mine=crossner-ai:test", f"file:{labels}"), model=MINILM
+    )
+    with Store(leaky_store) as store:
+        [res] = build(store, cfg, tmp_path)
+    assert list(res.benchmarks) == ["mine", "medical"]
+    folder = tmp_path / res.subsets[0].name
+    card = (folder / "README.md").read_text()
+    assert "| mine | " in card and "| medical | " in card  # Familiarity rows
+    assert "| mine | 3 |" in card  # its leakage row
+    assert "Not scanned (no evaluation sentences" in card and "lists only): medical." in card
+    record = json.loads((folder / "max" / "build.json").read_text())
+    metrics = subset_metrics(record)
+    assert {"familiarity mine", "familiarity medical"} <= set(metrics)
