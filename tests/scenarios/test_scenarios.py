@@ -194,3 +194,17 @@ def test_regenerate_outputs_are_deterministic(book: Path, tmp_path: Path) -> Non
     assert trees[0].keys() == trees[1].keys()
     for name in trees[0]:
         assert trees[0][name] == trees[1][name], name
+
+
+def test_benchmark_files_and_label_maps_are_relative_to_the_scenarios_file(tmp_path: Path) -> None:
+    doc = {
+        "defaults": {"benchmarks": "crossner-ai,med=file:med.txt", "label_map": "map.json"},
+        "scenario": [
+            {"name": "a", "source": "columns"},
+            {"name": "b", "source": "columns", "benchmarks": ["file:/abs/x.json", "mine:dev"]},
+        ],
+    }
+    a, b = parse_scenarios(doc, tmp_path).scenarios
+    assert a.params["benchmarks"] == ["crossner-ai", f"med=file:{tmp_path / 'med.txt'}"]
+    assert a.params["label_map"] == str(tmp_path / "map.json")
+    assert b.params["benchmarks"] == ["file:/abs/x.json", "mine:dev"]
