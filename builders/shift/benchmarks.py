@@ -10,7 +10,7 @@ cards and changelogs use. An entry is one of:
 |---|---|---|
 | `all` | the seven zero-shot benchmarks (packaged) | theirs |
 | `crossner-ai`, `mit-movie`, ... | a packaged benchmark's tags (`data/benchmarks.toml`) | as given |
-| `SOURCE` or `SOURCE:SPLIT` | the labels of a stored source's mentions in SPLIT (default `test`; a source with one split: that split) | as given |
+| `SOURCE` or `SOURCE:SPLIT` | the labels of a stored source's mentions in SPLIT (default `test`; a source with one split: that split); a registered benchmark source missing from the store is ingested from `$LABELSHIFT_DATA` | as given |
 | `file:PATH` (or an existing `PATH` that is no other name) | a label file: `.txt` one label a line; `.json` a list of labels, a list of `[label, count]` pairs, or an object label -> count | the file's stem (the folder's name for `labels.*`) |
 | `fewnerd-intra[:PART]`, `fewnerd-inter[:PART]` | the fine types of a Few-NERD part (official split, default `test`) | as given |
 
@@ -187,7 +187,7 @@ def _resolve_entry(
         ]
     if entry in packaged:
         return [_packaged(entry, mapping, keep_misc)]
-    stored = store is not None and store.has_source(base)
+    stored = store is not None and (store.has_source(base) or ingest_local(store, base))
     path = Path(entry)
     is_file = path.suffix.lower() in LABEL_FILE_SUFFIXES and path.is_file()
     if stored and is_file:
@@ -201,6 +201,20 @@ def _resolve_entry(
     if is_file:
         return [_from_file(path, mapping, keep_misc)]
     raise BuildersError(_unknown(entry, base, store))
+
+
+def ingest_local(store: Store, source: str) -> bool:
+    """Ingest a registered benchmark source (`crossner-ai`, `fewnerd`, ...) from its local copy
+    (`$LABELSHIFT_DATA`), as commands ingest their training source; False if it has none."""
+    from builders.sources import SOURCES
+    from builders.store.ingest import ingest
+
+    spec = SOURCES.get(source)
+    local = spec.default_path() if spec is not None and spec.kind == "benchmark" else None
+    if local is None:
+        return False
+    ingest(store, source, local)
+    return True
 
 
 def _unknown(entry: str, base: str, store: Store | None) -> str:

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from builders.defaults import DEFAULT_MODEL, FAMILIAR_SIM, NGRAM
 from builders.errors import BuildersError
-from builders.shift.benchmarks import EvalSet
+from builders.shift.benchmarks import EvalSet, ingest_local
 
 if TYPE_CHECKING:
     from builders.store import Store
@@ -201,9 +201,6 @@ def _benchmark_sources(
     store: Store, sets: Sequence[EvalSet], note: Callable[[str], None]
 ) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
     """(benchmark, source, split) of the sets with sentences; why the others have none."""
-    from builders.sources import SOURCES
-    from builders.store.ingest import ingest
-
     rows, skipped = [], {}
     for s in sets:
         if s.sentences is None:
@@ -211,16 +208,13 @@ def _benchmark_sources(
             continue
         src, split = s.sentences
         if not store.has_source(src):
-            spec = SOURCES.get(src)
-            local = spec.default_path() if spec is not None else None
-            if local is None:
+            if not ingest_local(store, src):
                 skipped[s.name] = (
                     f"{src} is not in the store and has no local copy: set LABELSHIFT_DATA "
                     f"or run `builders ingest {src} --path ...`"
                 )
                 continue
-            res = ingest(store, src, local)
-            note(f"{src}: {res.status} from {local} ({res.sentences:,} sentences)")
+            note(f"{src}: ingested from its local copy ({store.count_sentences(src):,} sentences)")
         if split not in store.splits_of(src):
             skipped[s.name] = f"{src} has no {split} split"
             continue

@@ -192,3 +192,24 @@ def test_empty_set_is_an_error(tmp_path: Path) -> None:
     path.write_text("misc\n", encoding="utf-8")
     with pytest.raises(BuildersError, match=r"has no labels \(misc is left out; --keep-misc"):
         resolve(f"file:{path}")
+
+
+def test_registered_benchmark_is_ingested_from_its_local_copy(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--benchmarks fewnerd` with $LABELSHIFT_DATA set: read like `familiarity` reads its source."""
+    local = tmp_path / "data" / "fewnerd" / "inter"
+    local.mkdir(parents=True)
+    for name in ("dev.txt", "test.txt"):
+        (local / name).write_bytes((DATA / "fewnerd" / name).read_bytes())
+    with Store(db) as store:
+        with pytest.raises(BuildersError, match="unknown benchmark 'fewnerd'"):
+            resolve("fewnerd", store=store)
+        monkeypatch.setenv("LABELSHIFT_DATA", str(tmp_path / "data"))
+        [s] = resolve("fewnerd", store=store)
+        assert store.splits_of("fewnerd") == ["dev", "test"]
+    assert (s.kind, s.origin, s.labels) == (
+        "fewnerd",
+        "fewnerd:test",
+        ("music", "athlete", "car", "weapon"),
+    )
