@@ -14,7 +14,7 @@ Timed, each in its own child process (wall time around it; CPU time and peak RSS
 - `cli`: `builders leakage --source nuner --benchmarks all --json` as a user runs it (the SQL,
   the familiar-label check of the seen mentions, the figures, the pairs parquet);
 - `python`: a plain Python set-based scan of the same rows (streamed from the same store):
-  sets of normalised sentences and n-gram tuples, and of mention surfaces.
+  sets of normalised sentences, n-gram tuples and mention token tuples.
 The figures of `python` and `cli` must agree (exact, n-gram and seen counts); the script says so.
 Targets (issue 12): under 60 s and 4 GB on 2 cores. The machine may be shared: the load
 average is printed before and after.
@@ -54,12 +54,12 @@ def python_scan(
     bench: list[list[str]],
     train: Iterable[list[str]],
     n: int,
-    bench_mentions: list[str] | None = None,
-    train_mentions: Iterable[str] | None = None,
+    bench_mentions: list[tuple[str, ...]] | None = None,
+    train_mentions: Iterable[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """Plain Python sets: how many benchmark sentences occur whole in `train` (exact), share
-    an n-gram with it (of those with >= n tokens), and how many benchmark mention surfaces
-    occur as training mention surfaces (`seen`)."""
+    an n-gram with it (of those with >= n tokens), and how many benchmark mentions' normalised
+    tokens occur as a training mention's (`seen`)."""
     sents = [norm(s) for s in bench]
     whole = set(sents)
     grams = {s[i : i + n] for s in sents for i in range(len(s) - n + 1)}
@@ -88,12 +88,8 @@ def python_scan(
     return out
 
 
-def _surface(tokens: list[str], start: int, stop: int) -> str:
-    return unicodedata.normalize("NFC", " ".join(tokens[start:stop])).lower()
-
-
 def _stream(con: Any, sql: str, params: list[Any], size: int = 20_000) -> Iterator[tuple]:
-    cur = con.execute(sql, params)
+    cur = con.cursor().execute(sql, params)  # a cursor each: two streams read side by side
     while rows := cur.fetchmany(size):
         yield from rows
 
@@ -114,7 +110,7 @@ def _python_child(db: Path, benchmarks: list[str]) -> dict[str, Any]:
         for idx, start, stop in con.execute(
             "SELECT idx, start, stop FROM mentions WHERE source = ? AND split = 'test'", [b]
         ).fetchall():
-            bench_mentions.append(_surface(tokens[idx], start, stop))
+            bench_mentions.append(norm(tokens[idx][start:stop]))
     t0 = time.perf_counter()
     sentences = _stream(
         con,
@@ -126,14 +122,14 @@ def _python_child(db: Path, benchmarks: list[str]) -> dict[str, Any]:
         "SELECT split, idx, start, stop FROM mentions WHERE source = 'nuner' ORDER BY split, idx",
         [],
     )
-    surfaces: list[str] = []
+    surfaces: list[tuple[str, ...]] = []
 
     def corpus() -> Iterator[list[str]]:
         pending = next(mentions, None)
         for split, idx, tokens in sentences:
             while pending is not None and (pending[0], pending[1]) <= (split, idx):
                 if (pending[0], pending[1]) == (split, idx):
-                    surfaces.append(_surface(tokens, pending[2], pending[3]))
+                    surfaces.append(norm(tokens[pending[2] : pending[3]]))
                 pending = next(mentions, None)
             yield tokens
 
@@ -163,7 +159,8 @@ def run_child(args: list[str]) -> dict[str, Any]:
         open(Path(tmp) / "err", "w+b") as fe,
     ):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=fo, stderr=fe, cwd=tmp)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's `builders`
+        proc = subprocess.Popen(args, stdout=fo, stderr=fe, cwd=tmp, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         code = os.waitstatus_to_exitcode(status)

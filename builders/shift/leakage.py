@@ -11,10 +11,10 @@ METHOD.md section 7, per benchmark and over the union of the benchmarks' sentenc
   training sentence; a copy that differs only in case is exact;
 - n-gram: benchmark sentences of at least n tokens sharing a token n-gram with a training
   sentence, and their containment (the share of their n-grams found in the corpus);
-- mentions: benchmark mentions whose normalised surface text is a training mention ("seen"),
-  and among those the ones whose training label is familiar (one of the labels the text has in
-  the corpus is the benchmark label, or has sim >= 0.8 to it). Every mention of the benchmark
-  counts, `misc` ones included (their label is "else").
+- mentions: benchmark mentions whose normalised surface (its token sequence) is a training
+  mention's ("seen"), and among those the ones whose training label is familiar (one of the
+  labels that surface has in the corpus is the benchmark label, or has sim >= 0.8 to it).
+  Every mention of the benchmark counts, `misc` ones included (their label is "else").
 The SQL is the store's (`builders.store.overlap`); this module adds the figures.
 """
 
@@ -24,7 +24,6 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -98,8 +97,9 @@ class LeakageScan:
     model: str
     sentences: pl.DataFrame  # benchmark, sentence_id, n_tokens
     pairs: pl.DataFrame  # see `OverlapTables.pairs`
-    mentions: pl.DataFrame  # `OverlapTables.mentions` with each tag's eval_label
-    familiar: pl.DataFrame  # eval_label, train_label, familiar
+    #: `OverlapTables.mentions` with each tag's eval_label and familiar_labels (the training
+    #: labels of the mention's text that are familiar with its eval_label)
+    mentions: pl.DataFrame
     not_scanned: dict[str, str]
 
     def report(
@@ -109,13 +109,12 @@ class LeakageScan:
         (only those mentions kept, as `build-splits` cuts), for all or some benchmarks."""
         sent, pairs, men = self._frames(labels, benchmarks)
         names = list(dict.fromkeys(sent["benchmark"].to_list()))
-        per = {b: _figures(*_only(b, sent, pairs, men), self.n, self.familiar) for b in names}
+        per = {b: _figures(*_only(b, sent, pairs, men), self.n) for b in names}
         union = _figures(
             sent.unique("sentence_id", keep="first", maintain_order=True),
             pairs.with_columns(benchmark=pl.lit("union")),
             men.unique(["sentence_id", "start", "stop", "label"], maintain_order=True),
             self.n,
-            self.familiar,
         )
         skip = {k: v for k, v in self.not_scanned.items() if benchmarks is None or k in benchmarks}
         return LeakageReport(self.source, self.n, self.threshold, self.model, per, union, skip)
@@ -139,7 +138,8 @@ class LeakageScan:
                 pl.col("training_labels").list.eval(pl.element().is_in(chosen)).list.any()
             )
             men = men.with_columns(
-                pl.col("training_labels").list.eval(pl.element().filter(pl.element().is_in(chosen)))
+                pl.col(c).list.eval(pl.element().filter(pl.element().is_in(chosen)))
+                for c in ("training_labels", "familiar_labels")
             )
         return sent, pairs, men
 
@@ -184,8 +184,8 @@ def scan(
     sent, pairs, men = (_frame(t) for t in (tables.sentences, tables.pairs, tables.mentions))
     men = _eval_labels(men, {s.name: s for s in sets})
     model = canonical_name(model)
-    familiar = _familiar_pairs(store, model, men, threshold)
-    return LeakageScan(source, n, threshold, model, sent, pairs, men, familiar, skipped)
+    men = _familiar_labels(store, model, men, threshold)
+    return LeakageScan(source, n, threshold, model, sent, pairs, men, skipped)
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:
@@ -222,35 +222,32 @@ def _benchmark_sources(
     return rows, skipped
 
 
-def _familiar_pairs(store: Store, model: str, men: pl.DataFrame, threshold: float) -> pl.DataFrame:
-    """(eval_label, train_label, familiar) for every pair a seen mention brings together:
-    the same label, or sim >= threshold (the labels are embedded through the store's cache)."""
-    pairs = (
-        men.select("eval_label", train_label="training_labels")
-        .explode("train_label")
-        .drop_nulls()
-        .unique()
-        .sort("eval_label", "train_label")
-    )
-    if pairs.is_empty():
-        return pairs.with_columns(familiar=pl.lit(False))
-    same = pairs["eval_label"] == pairs["train_label"]
-    todo = pairs.filter(~same)
-    sims = np.zeros(0, dtype=np.float32)
-    if not todo.is_empty():
+def _familiar_labels(store: Store, model: str, men: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """Add `familiar_labels`: the mention's training labels that are its eval_label or have
+    sim >= threshold to it (labels embedded through the store's cache). Few training labels
+    are familiar with a benchmark label, so each eval label gets its familiar set once and the
+    mentions intersect their label lists with it."""
+    train = men.select(pl.col("training_labels").explode().drop_nulls().unique().sort()).to_series()
+    evals = men["eval_label"].unique().sort()
+    sets: list[list[str]] = [[z] for z in evals]
+    if len(train):
         from builders.shift.report import similarity_matrix
 
-        evals = todo["eval_label"].unique(maintain_order=True).to_list()
-        train = todo["train_label"].unique(maintain_order=True).to_list()
-        m, _ = similarity_matrix(store, model, train, evals)
-        d = {lab: i for i, lab in enumerate(train)}
-        z = {lab: i for i, lab in enumerate(evals)}
-        rows = np.array([d[t] for t in todo["train_label"]], dtype=np.int64)
-        cols = np.array([z[e] for e in todo["eval_label"]], dtype=np.int64)
-        sims = m[rows, cols]
-    flags = np.ones(pairs.height, dtype=bool)
-    flags[np.flatnonzero(~same.to_numpy())] = sims >= threshold
-    return pairs.with_columns(familiar=pl.Series(flags))
+        m, _ = similarity_matrix(store, model, train.to_list(), evals.to_list())
+        close = m >= threshold  # (training labels, eval labels)
+        for j in range(len(evals)):
+            sets[j] += train.filter(pl.Series(close[:, j])).to_list()
+    table = pl.DataFrame(
+        {"eval_label": evals, "familiar_set": sets},
+        schema={"eval_label": pl.String, "familiar_set": pl.List(pl.String)},
+    )
+    return (
+        men.join(table, on="eval_label", how="left", maintain_order="left")
+        .with_columns(
+            familiar_labels=pl.col("training_labels").list.set_intersection("familiar_set")
+        )
+        .drop("familiar_set")
+    )
 
 
 def _eval_labels(men: pl.DataFrame, sets: dict[str, EvalSet]) -> pl.DataFrame:
@@ -275,9 +272,7 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _figures(
-    sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int, familiar: pl.DataFrame
-) -> dict[str, Any]:
+def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int) -> dict[str, Any]:
     """One benchmark's (or the union's) figures, named as in `FIELDS`."""
     found = pairs.group_by("benchmark_sentence_id").agg(
         exact=pl.col("exact").any(),
@@ -289,7 +284,7 @@ def _figures(
     eligible = per.filter(pl.col("n_tokens") >= n)
     hit = eligible.filter(pl.col("found") > 0)
     containment = hit["found"] / (hit["n_tokens"] - n + 1)
-    seen, fam = _mention_counts(men, familiar)
+    seen, fam = _mention_counts(men)
     exact = int(per["exact"].sum())
     out: dict[str, Any] = {
         "sentences": per.height,
@@ -312,16 +307,7 @@ def _figures(
     return {k: out[k] for k in FIELDS}
 
 
-def _mention_counts(men: pl.DataFrame, familiar: pl.DataFrame) -> tuple[int, int]:
+def _mention_counts(men: pl.DataFrame) -> tuple[int, int]:
     """(seen mentions, seen mentions with a familiar training label)."""
-    if men.is_empty():
-        return 0, 0
-    seen = men.filter(pl.col("training_labels").list.len() > 0).with_row_index("mid")
-    if seen.is_empty():
-        return 0, 0
-    labelled = seen.select("mid", "eval_label", train_label="training_labels").explode(
-        "train_label"
-    )
-    flags = labelled.join(familiar, on=["eval_label", "train_label"], how="left")
-    fam = flags.group_by("mid").agg(pl.col("familiar").fill_null(False).any())
-    return seen.height, int(fam["familiar"].sum())
+    seen = int((men["training_labels"].list.len() > 0).sum())
+    return seen, int((men["familiar_labels"].list.len() > 0).sum())

@@ -3,12 +3,13 @@
     tables = store.overlap_tables("pilener", pa.table({"benchmark", "source", "split"}), n=13)
     with store.without_sentences("pilener", ids):   every query sees the corpus without them
 
-Tokens are compared normalised (NFC, lower-cased, METHOD.md section 7). A sentence is hashed
-as its normalised token list and an n-gram as the hash of its n token hashes (64-bit), then
-the training corpus's hashes are joined with the benchmarks'. Exact hits are checked token by
-token. N-gram hits are not: a false one needs a 64-bit collision, about one in 10^7 scans of a
-NuNER-sized corpus against the seven zero-shot test sets (30M x 70k hashes / 2^64), while
-checking every hit token by token doubles the time of a corpus that holds many copies.
+Tokens are compared normalised (NFC, lower-cased, METHOD.md section 7). The corpus is read
+once: every token is normalised and hashed (64-bit); a sentence is keyed by the hash of its
+token hashes, an n-gram and a mention by the hash of theirs, and these are joined with the
+benchmarks' keys. Exact hits are checked token by token. N-gram and mention hits are not: a
+false one needs a 64-bit collision, about one in 10^7 scans of a NuNER-sized corpus against
+the seven zero-shot test sets (30M x 70k keys / 2^64), while checking every hit doubles the
+time of a corpus that holds many copies.
 `Store` inherits these methods (`builders.store.db`).
 """
 
@@ -24,7 +25,7 @@ import pyarrow as pa
 _NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"
 _NORM_HASH = "list_transform({col}, lambda x: hash(lower(nfc_normalize(x))))"
 #: Temporary tables of one scan (connection-local, dropped when it ends).
-_TEMP = ("_lk_bs", "_lk_bg", "_lk_exact", "_lk_hits")
+_TEMP = ("_lk_bs", "_lk_bg", "_lk_t", "_lk_hits", "_lk_ts")
 #: The tables a decontaminated view shadows, and what each is keyed by.
 _SHADOWED = ("sentences", "mentions", "negatives")
 
@@ -45,8 +46,8 @@ class OverlapTables:
             n-grams found in the training sentence), training_labels (the training
             sentence's labels), benchmark_text, training_text.
         mentions: every benchmark mention: benchmark, sentence_id, start, stop, raw_label,
-            label, text (normalised surface), training_labels (the labels the same text has
-            as a training mention; empty: unseen).
+            label, text (normalised surface), training_labels (the labels of the training
+            mentions with the same normalised tokens; empty: unseen).
     """
 
     sentences: pa.Table
@@ -88,8 +89,7 @@ class OverlapQueries:
             self._overlap_prepare(source, n)
             return OverlapTables(
                 sentences=self.con.sql(
-                    "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs "
-                    "ORDER BY benchmark, split, idx"
+                    "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
                 ).to_arrow_table(),
                 pairs=self._overlap_pairs(source),
                 mentions=self._overlap_mentions(source),
@@ -100,110 +100,111 @@ class OverlapQueries:
                 self.con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
 
     def _overlap_prepare(self, source: str, n: int) -> None:
-        """Benchmark sentences, their n-gram hashes, and the training corpus's candidate hits:
-        whole-sentence hashes and n-gram hashes that some benchmark sentence has."""
+        """One pass over the corpus: every sentence's normalised token hashes (`_lk_t`), then
+        the candidate hits (`_lk_hits`): sentences whose whole hash (tpos 0) or n-gram hash
+        (tpos >= 1) some benchmark sentence has."""
         con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_bs AS "
-            "SELECT q.benchmark, s.source, s.split, s.idx, s.sentence_id, s.tokens, "
-            f"{_NORM.format(col='s.tokens')} AS norm "
+            "SELECT row_number() OVER (ORDER BY q.benchmark, s.split, s.idx)::INTEGER AS bno, "
+            "q.benchmark, s.source, s.split, s.idx, s.sentence_id, s.tokens, "
+            f"{_NORM.format(col='s.tokens')} AS norm, {_NORM_HASH.format(col='s.tokens')} AS th "
             "FROM sentences s JOIN _lk_query q ON s.source = q.source AND s.split = q.split"
         )
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_bg AS "
-            f"SELECT benchmark, sentence_id, pos, {_gram('pos', n)} AS h FROM ("
-            "  SELECT benchmark, sentence_id, th, unnest(generate_series(1, len(th) - $n + 1)) AS pos"
-            "  FROM (SELECT benchmark, sentence_id, list_transform(norm, lambda x: hash(x)) AS th"
-            "        FROM _lk_bs))",
+            f"SELECT bno, pos, {_gram('pos', n)} AS h FROM ("
+            "  SELECT bno, th, unnest(generate_series(1, len(th) - $n + 1)) AS pos FROM _lk_bs)",
             {"n": n},
         )
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_exact AS "
-            "SELECT t.split, t.idx, t.sentence_id, b.benchmark, b.sentence_id AS bid FROM ("
-            f"  SELECT split, idx, sentence_id, hash({_NORM.format(col='tokens')}) AS h"
-            "  FROM sentences WHERE source = $src) t "
-            "JOIN (SELECT benchmark, sentence_id, hash(norm) AS h FROM _lk_bs) b ON t.h = b.h",
+            "CREATE OR REPLACE TEMP TABLE _lk_t AS "
+            f"SELECT split, idx, {_NORM_HASH.format(col='tokens')} AS th "
+            "FROM sentences WHERE source = $src",
             {"src": source},
         )
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_hits AS "
-            f"SELECT split, idx, sentence_id, tpos, h FROM ("
-            f"  SELECT split, idx, sentence_id, tpos, {_gram('tpos', n)} AS h"
-            "  FROM (SELECT split, idx, sentence_id, th,"
-            "               unnest(generate_series(1, len(th) - $n + 1)) AS tpos"
-            f"        FROM (SELECT split, idx, sentence_id, {_NORM_HASH.format(col='tokens')} AS th"
-            "              FROM sentences WHERE source = $src)))"
+            "SELECT split, idx, 0 AS tpos, hash(th) AS h FROM _lk_t "
+            "WHERE hash(th) IN (SELECT hash(th) FROM _lk_bs) "
+            "UNION ALL "
+            f"SELECT split, idx, tpos, h FROM ("
+            f"  SELECT split, idx, tpos, {_gram('tpos', n)} AS h FROM ("
+            "    SELECT split, idx, th, unnest(generate_series(1, len(th) - $n + 1)) AS tpos"
+            "    FROM _lk_t)) "
             "WHERE h IN (SELECT h FROM _lk_bg)",
-            {"src": source, "n": n},
+            {"n": n},
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_ts AS "
+            "SELECT s.split, s.idx, s.sentence_id, s.tokens FROM sentences s "
+            "SEMI JOIN _lk_hits h ON s.split = h.split AND s.idx = h.idx WHERE s.source = $src",
+            {"src": source},
         )
 
     def _overlap_pairs(self, source: str) -> pa.Table:
-        """Checked hits, one row per (benchmark sentence, training sentence)."""
+        """The hits as one row per (benchmark sentence, training sentence); exact hits are
+        checked token by token."""
         return self.con.sql(
             f"""
             WITH ex AS (
-                SELECT e.benchmark, e.bid, e.split, e.idx, e.sentence_id AS tid
-                FROM _lk_exact e
-                JOIN sentences s ON s.source = $src AND s.split = e.split AND s.idx = e.idx
-                JOIN _lk_bs b ON b.benchmark = e.benchmark AND b.sentence_id = e.bid
-                WHERE {_NORM.format(col="s.tokens")} = b.norm
+                SELECT b.bno, h.split, h.idx, true AS exact, NULL::INTEGER AS pos
+                FROM _lk_hits h
+                JOIN _lk_bs b ON hash(b.th) = h.h
+                JOIN _lk_ts t ON t.split = h.split AND t.idx = h.idx
+                WHERE h.tpos = 0 AND {_NORM.format(col="t.tokens")} = b.norm
             ), ng AS (
-                SELECT g.benchmark, g.sentence_id AS bid, h.split, h.idx, h.sentence_id AS tid,
-                       g.pos
+                SELECT g.bno, h.split, h.idx, false AS exact, g.pos::INTEGER AS pos
                 FROM _lk_hits h JOIN _lk_bg g ON g.h = h.h
+                WHERE h.tpos > 0
             ), p AS (
-                SELECT benchmark, bid, split, idx, tid, bool_or(exact) AS exact,
-                       coalesce(list(DISTINCT pos ORDER BY pos) FILTER (pos IS NOT NULL),
-                                []::INTEGER[]) AS positions
-                FROM (SELECT benchmark, bid, split, idx, tid, true AS exact, NULL::INTEGER AS pos
-                      FROM ex
-                      UNION ALL
-                      SELECT benchmark, bid, split, idx, tid, false, pos::INTEGER FROM ng)
-                GROUP BY benchmark, bid, split, idx, tid
+                SELECT bno, split, idx, bool_or(exact) AS exact,
+                       list_sort(list_distinct(list(pos))) AS positions
+                FROM (SELECT * FROM ex UNION ALL SELECT * FROM ng)
+                GROUP BY bno, split, idx
             ), tl AS (
                 SELECT m.split, m.idx, list(DISTINCT m.label ORDER BY m.label) AS labels
-                FROM mentions m SEMI JOIN p ON m.split = p.split AND m.idx = p.idx
+                FROM mentions m SEMI JOIN _lk_ts t ON m.split = t.split AND m.idx = t.idx
                 WHERE m.source = $src
                 GROUP BY m.split, m.idx
             )
-            SELECT p.benchmark, p.bid AS benchmark_sentence_id, p.tid AS training_sentence_id,
-                   p.exact, p.positions,
+            SELECT b.benchmark, b.sentence_id AS benchmark_sentence_id,
+                   t.sentence_id AS training_sentence_id, p.exact, p.positions,
                    coalesce(tl.labels, []::VARCHAR[]) AS training_labels,
                    array_to_string(b.tokens, ' ') AS benchmark_text,
-                   array_to_string(s.tokens, ' ') AS training_text
+                   array_to_string(t.tokens, ' ') AS training_text
             FROM p
-            JOIN _lk_bs b ON b.benchmark = p.benchmark AND b.sentence_id = p.bid
-            JOIN sentences s ON s.source = $src AND s.split = p.split AND s.idx = p.idx
+            JOIN _lk_bs b ON b.bno = p.bno
+            JOIN _lk_ts t ON t.split = p.split AND t.idx = p.idx
             LEFT JOIN tl ON tl.split = p.split AND tl.idx = p.idx
-            ORDER BY p.benchmark, b.split, b.idx, p.split, p.idx
+            ORDER BY p.bno, p.split, p.idx
             """,
             params={"src": source},
         ).to_arrow_table()
 
     def _overlap_mentions(self, source: str) -> pa.Table:
-        """Every benchmark mention with the labels its normalised text has in the corpus."""
-        text = "lower(nfc_normalize(array_to_string({t}[{m}.start + 1 : {m}.stop], ' ')))"
+        """Every benchmark mention with the labels its normalised token sequence has as a
+        training mention (matched by the hash of its token hashes, as n-grams are)."""
         return self.con.sql(
-            f"""
+            """
             WITH bm AS (
-                SELECT b.benchmark, b.sentence_id, b.split, b.idx, m.start, m.stop,
-                       m.raw_label, m.label, {text.format(t="b.tokens", m="m")} AS text
+                SELECT b.bno, b.benchmark, b.sentence_id, m.start, m.stop, m.raw_label, m.label,
+                       array_to_string(b.norm[m.start + 1 : m.stop], ' ') AS text,
+                       hash(b.th[m.start + 1 : m.stop]) AS mh
                 FROM _lk_bs b
                 JOIN mentions m ON m.source = b.source AND m.split = b.split AND m.idx = b.idx
             ), tm AS (
-                SELECT text, list(DISTINCT label ORDER BY label) AS labels FROM (
-                    SELECT {text.format(t="s.tokens", m="m")} AS text, m.label
-                    FROM mentions m
-                    JOIN sentences s
-                      ON s.source = m.source AND s.split = m.split AND s.idx = m.idx
-                    WHERE m.source = $src AND s.source = $src)
-                WHERE text IN (SELECT text FROM bm)
-                GROUP BY text
+                SELECT mh, list(DISTINCT label ORDER BY label) AS labels FROM (
+                    SELECT hash(t.th[m.start + 1 : m.stop]) AS mh, m.label
+                    FROM mentions m JOIN _lk_t t ON t.split = m.split AND t.idx = m.idx
+                    WHERE m.source = $src)
+                WHERE mh IN (SELECT mh FROM bm)
+                GROUP BY mh
             )
             SELECT bm.benchmark, bm.sentence_id, bm.start, bm.stop, bm.raw_label, bm.label,
                    bm.text, coalesce(tm.labels, []::VARCHAR[]) AS training_labels
-            FROM bm LEFT JOIN tm USING (text)
-            ORDER BY bm.benchmark, bm.split, bm.idx, bm.start, bm.stop, bm.label
+            FROM bm LEFT JOIN tm USING (mh)
+            ORDER BY bm.bno, bm.start, bm.stop, bm.label
             """,
             params={"src": source},
         ).to_arrow_table()
