@@ -4,7 +4,8 @@
     regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
 
 A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
-evaluation label sets and the toolkit version. `regenerate` ingests each source (a no-op when
+evaluation label sets, the fingerprints of the benchmarks' evaluation sentences (when leakage
+is measured) and the toolkit version. `regenerate` ingests each source (a no-op when
 unchanged) and rebuilds a scenario only when no folder records its key; otherwise nothing is
 loaded, embedded or written. A rebuild (`builders.scenarios.rebuild`) is compared with the
 previous build (rows, mentions, labels, Familiarity macro and per benchmark) and the
