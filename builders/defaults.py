@@ -18,6 +18,10 @@ WEIGHTING = "zipf"
 TEMPERATURE = 0.01
 #: Seed of the bootstrap CI, Few-NERD picks and samplers.
 SEED = 0
+#: Leakage (METHOD.md section 7): the n-gram length, and the similarity at which a seen
+#: mention's training label counts as familiar with its benchmark label.
+NGRAM = 13
+FAMILIAR_SIM = 0.8
 
 #: How label sets, label spellings, the headline figure and the splits are computed:
 #: `ours` (METHOD.md's definitions) or `paper` (the Familiarity authors' code; METHOD.md

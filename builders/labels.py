@@ -1,8 +1,9 @@
-"""Label normalisation, benchmark verbalisations and the packaged benchmark label sets.
+"""Label normalisation, benchmark verbalisations and the packaged benchmark tag lists.
 
 A label is compared in its normalised form (METHOD.md section 1): Unicode NFC, lower-cased,
 stripped, inner whitespace and `_` collapsed to one space. Benchmark tags are verbalised by the
-data table `builders/data/benchmarks.toml` (METHOD.md section 6).
+data table `builders/data/benchmarks.toml` (METHOD.md section 6). Every `--benchmarks` value
+becomes label sets in one place, `builders.shift.benchmarks`.
 """
 
 from __future__ import annotations
@@ -40,23 +41,12 @@ def normalise_label(raw: str) -> str:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark's label set: its raw tags and their verbalised, normalised labels."""
+    """A packaged benchmark: its raw tags (`builders.shift.benchmarks` verbalises them)."""
 
     name: str
     title: str
     tags: tuple[str, ...]
     zero_shot: bool
-
-    def labels(self, keep_misc: bool = False) -> tuple[str, ...]:
-        """Verbalised labels in tag order; `misc` is left out unless `keep_misc`."""
-        out: list[str] = []
-        for tag in self.tags:
-            label = verbalise(tag)
-            if label == MISC_LABEL and not keep_misc:
-                continue
-            if label not in out:
-                out.append(label)
-        return tuple(out)
 
 
 @cache
@@ -99,33 +89,6 @@ def get_benchmark(name: str) -> Benchmark:
     return table[name]
 
 
-def resolve_benchmarks(spec: str | list[str] | tuple[str, ...] | None) -> list[Benchmark]:
-    """Parse a `--benchmarks` value: `all` (the seven zero-shot ones), or comma-separated names."""
-    if spec is None or spec == "all" or spec == ["all"]:
-        return [get_benchmark(n) for n in ZERO_SHOT]
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    out: list[Benchmark] = []
-    for raw in names:
-        name = raw.strip()
-        if not name:
-            continue
-        if name == "all":
-            out.extend(get_benchmark(n) for n in ZERO_SHOT)
-        else:
-            out.append(get_benchmark(name))
-    unique: dict[str, Benchmark] = {}
-    for b in out:
-        unique.setdefault(b.name, b)
-    return list(unique.values())
-
-
-def label_sets(
-    selected: Sequence[Benchmark], keep_misc: bool = False
-) -> dict[str, tuple[str, ...]]:
-    """Benchmark name -> its evaluation labels: the shape every Familiarity report takes."""
-    return {b.name: b.labels(keep_misc) for b in selected}
-
-
 def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
     """The evaluation label set L_Z: the union of the sets' labels, first-seen order."""
     return tuple(dict.fromkeys(z for labels in sets.values() for z in labels))
@@ -149,17 +112,6 @@ def paper_label_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
     return {n: tuple(table[n]) for n in names}
 
 
-def benchmark_sets(
-    spec: str | Sequence[str] | None, keep_misc: bool = False, protocol: str = "ours"
-) -> dict[str, tuple[str, ...]]:
-    """Benchmark name -> evaluation labels, as the protocol has them: our verbalisations
-    (`misc` left out unless `keep_misc`), or GLiNER's lists under `paper`."""
-    benches = resolve_benchmarks(spec if isinstance(spec, str) or spec is None else list(spec))
-    if protocol == "paper":
-        return paper_label_sets([b.name for b in benches])
-    return label_sets(benches, keep_misc)
-
-
 def paper_training_label(label: str, coarse: str | None = None) -> str:
     """A training label as the authors' code spells it: lower-cased; a Few-NERD fine type
     (`coarse` given) as the text after its last `-`, and `X-other` as `X (other)`."""
@@ -180,3 +132,63 @@ def reference_splits(corpus: str, strategy: str) -> dict[str, float] | None:
     """The Familiarity of the authors' published low / medium / high splits, or None."""
     row = paper_table()["reference"]["splits"].get(corpus, {}).get(strategy)
     return None if row is None else {k: float(v) for k, v in row.items()}
+
+
+# ---------------------------------------------------------------------------- Few-NERD types
+# Few-NERD's type system and official INTRA / INTER parts are data (`data/fewnerd.toml`), read
+# here because both the Few-NERD builder and the benchmark resolver (its parts are benchmarks
+# too) need them.
+
+FEWNERD_MODES = ("intra", "inter")
+
+
+@cache
+def fewnerd_table() -> dict:
+    with resources.files("builders.data").joinpath("fewnerd.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def fewnerd_coarse_types() -> tuple[str, ...]:
+    """The 8 coarse types in `DFKI-SLT/few-nerd`'s ClassLabel order (without `O`)."""
+    return tuple(fewnerd_table()["coarse"])
+
+
+def fewnerd_fine_types() -> tuple[str, ...]:
+    """The 66 fine types, official spelling, in `DFKI-SLT/few-nerd`'s ClassLabel order."""
+    return tuple(fewnerd_table()["fine"])
+
+
+@cache
+def _fewnerd_names() -> dict[str, str]:
+    return {f.lower(): f for f in fewnerd_fine_types()}
+
+
+def fewnerd_official_name(label: str) -> str:
+    """The official spelling of a stored (lower-cased) fine type; unknown types stay as they are."""
+    return _fewnerd_names().get(label.lower(), label)
+
+
+def fewnerd_coarse_of(fine: str) -> str:
+    return fine.split("-", 1)[0].lower()
+
+
+def fewnerd_verbalise(fine: str) -> str:
+    """The label text embedded for Familiarity (`person-artist/author` -> "artist / author")."""
+    table = fewnerd_table()["verbalise"]
+    name = fewnerd_official_name(fine)
+    if name in table:
+        return str(table[name])
+    return name.split("-", 1)[-1].replace("/", " / ").lower()
+
+
+def fewnerd_official_parts(mode: str) -> dict[str, str]:
+    """Every official fine type -> its part (`train`, `dev`, `test`) in the official split:
+    INTRA by coarse type, INTER by fine type (dev and test listed, train the rest)."""
+    table = fewnerd_table()
+    if mode not in FEWNERD_MODES:
+        raise UnknownNameError("Few-NERD mode", mode, FEWNERD_MODES)
+    if mode == "intra":
+        by_coarse = {c: p for p, cs in table["intra"].items() for c in cs}
+        return {f: by_coarse[fewnerd_coarse_of(f)] for f in fewnerd_fine_types()}
+    owned = {t: p for p in ("dev", "test") for t in table["inter"][p]}
+    return {f: owned.get(f, "train") for f in fewnerd_fine_types()}

@@ -58,6 +58,8 @@ def db(tmp_path: Path) -> Path:
 def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The bundled sample built once per session with MiniLM: every level, entropy and max.
 
+    The test excerpts of CrossNER AI, MIT Movie and MIT Restaurant are stored too, so the
+    leakage scan has their sentences (the other benchmarks are reported as not scanned).
     Returns {"db": the store, "out": the folder holding `pilener-sample-{low,medium,high}-shift/`,
     "entropy": BuildResult, "max": BuildResult}. Read only: tests that change a folder or the
     store copy it first.
@@ -70,6 +72,12 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out: dict = {"db": root / "s.duckdb", "out": root / "out"}
     with Store(out["db"]) as store:
         ingest(store, "pilener-sample")
+        for name, path in (
+            ("crossner-ai", "crossner/ai-test.txt"),
+            ("mit-movie", "mit-movie/engtest.bio"),
+            ("mit-restaurant", "mit-restaurant/restauranttest.bio"),
+        ):
+            ingest(store, name, DATA / path)
         for strategy in ("entropy", "max"):
             cfg = SplitConfig(
                 "pilener-sample", strategy, model="all-MiniLM-L6-v2", medium_q=SAMPLE_MEDIUM

@@ -8,6 +8,7 @@ from pathlib import Path
 from builders.store import Store
 
 TESTS = Path(__file__).parent
+ROOT = TESTS.parent
 DATA = TESTS / "data"
 SHARED = Path(os.environ.get("LABELSHIFT_SHARED_DATA", TESTS.parent.parent / "shared" / "data"))
 

@@ -50,6 +50,55 @@ def open_store(db: Path, read_only: bool = False) -> Store:
     return Store(db, read_only=read_only)
 
 
+def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) -> None:
+    """Ingest the source when it is not in the store yet, or when --path is given (a no-op
+    if that input is unchanged)."""
+    from builders.store.ingest import ingest
+
+    if path is None and store.has_source(source):
+        return
+    with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
+        res = ingest(store, source, path, progress=bar)
+    note(
+        f"{source}: {res.status} ({res.sentences:,} sentences, {res.mentions:,} mentions, "
+        f"{res.types:,} labels)",
+        quiet,
+    )
+
+
+def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """`--benchmarks ''` (or only commas) names no benchmark: say so instead of failing later."""
+    if not value.replace(",", "").strip():
+        raise click.BadParameter("name at least one benchmark, or `all`")
+    return value
+
+
+def benchmarks_option(f: Callable) -> Callable:
+    """`--benchmarks` and `--label-map`: the evaluation label sets
+    (`builders.shift.benchmarks.resolve` reads them)."""
+    from builders.labels import ZERO_SHOT, benchmarks
+
+    f = click.option(
+        "--label-map",
+        type=click.Path(dir_okay=False, exists=True),
+        help="Verbalisation map (raw tag -> label) for the benchmarks' tags: a JSON object or "
+        "a TOML [verbalise] table; it comes before the packaged table.",
+    )(f)
+    return click.option(
+        "--benchmarks",
+        default="all",
+        show_default=True,
+        help="Comma-separated: `all` ("
+        + ", ".join(ZERO_SHOT)
+        + "), a packaged name ("
+        + ", ".join(benchmarks())
+        + "), a stored source (`mine`: its test split; `mine:dev`), a label file "
+        "(`file:labels.txt`, one a line; `file:labels.json`, a list or label -> count), a "
+        "Few-NERD part (`fewnerd-inter`, `fewnerd-intra:dev`); `NAME=...` names an entry.",
+        callback=_some_benchmarks,
+    )(f)
+
+
 def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
 

@@ -10,15 +10,17 @@ from typing import Any
 import click
 
 from builders.cli.common import (
+    benchmarks_option,
     common_options,
     emit_json,
+    ensure_ingested,
     handle_errors,
     note,
     open_store,
     org_option,
     print_table,
-    progress_bar,
 )
+from builders.cli.leakage import leakage_options, print_build_leakage, print_leakage
 from builders.defaults import (
     DEFAULT_MODEL,
     DEFAULT_PROTOCOL,
@@ -35,27 +37,10 @@ from builders.defaults import (
     WEIGHTINGS,
     K,
 )
-from builders.labels import ZERO_SHOT, benchmarks, reference_splits
+from builders.labels import reference_splits
 from builders.shift.report import FamiliarityReport
 from builders.splits import SplitConfig, build
 from builders.splits.config import BuildResult
-
-
-def _ensure_ingested(store: Any, source: str, path: str | None, quiet: bool) -> None:
-    """Ingest the source when it is not in the store yet, or when --path is given (a no-op
-    if that input is unchanged)."""
-    from builders.store.ingest import ingest
-
-    if path is None and store.has_source(source):
-        return
-    with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
-        res = ingest(store, source, path, progress=bar)
-    note(
-        f"{source}: {res.status} ({res.sentences:,} sentences, {res.mentions:,} mentions, "
-        f"{res.types:,} labels)",
-        quiet,
-    )
-
 
 #: Options that say where this machine keeps things or how it prints, not what is built.
 _LOCAL_OPTIONS = {"--db": True, "--out": True, "--json": False, "--quiet": False, "-q": False}
@@ -82,18 +67,6 @@ def _command_line(name: str, argv: list[str] | None = None) -> str:
     return shlex.join([name, *kept])
 
 
-def _benchmarks_option(f: Any) -> Any:
-    return click.option(
-        "--benchmarks",
-        default="all",
-        show_default=True,
-        help="Comma-separated benchmark names, or `all` (the seven zero-shot benchmarks: "
-        + ", ".join(ZERO_SHOT)
-        + f"). Known: {', '.join(benchmarks())}.",
-        callback=_some_benchmarks,
-    )(f)
-
-
 def _protocol_option(f: Any) -> Any:
     return click.option(
         "--protocol",
@@ -105,13 +78,6 @@ def _protocol_option(f: Any) -> Any:
         "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
         "Both headline figures are reported either way.",
     )(f)
-
-
-def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """`--benchmarks ''` (or only commas) names no benchmark: say so instead of failing later."""
-    if not value.replace(",", "").strip():
-        raise click.BadParameter("name at least one benchmark, or `all`")
-    return value
 
 
 def _model_option(f: Any) -> Any:
@@ -163,7 +129,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     "--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
 )
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
-@_benchmarks_option
+@benchmarks_option
 @_model_option
 @_protocol_option
 @click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
@@ -201,6 +167,13 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     help="Cut every level to the same number of mentions (or labels), in score order, so "
     "that the levels differ in label shift and not in size.",
 )
+@leakage_options
+@click.option(
+    "--decontaminate",
+    is_flag=True,
+    help="Drop training sentences that overlap the benchmarks' sentences (exact or n-gram) "
+    "before cutting; the card says how many.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -231,7 +204,7 @@ def build_splits(
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
     command = _command_line("build-splits")
     with open_store(db) as store:
-        _ensure_ingested(store, cfg.source, path, quiet)
+        ensure_ingested(store, cfg.source, path, quiet)
         results = build(
             store,
             cfg,
@@ -259,6 +232,8 @@ def build_splits(
                 quiet,
             )
         _print_verdicts(res)
+        if res.leakage is not None:
+            print_build_leakage(cfg.source, res.leakage, quiet)
 
 
 def _print_verdicts(res: BuildResult) -> None:
@@ -288,7 +263,7 @@ def _print_verdicts(res: BuildResult) -> None:
 @click.command("familiarity")
 @click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
-@_benchmarks_option
+@benchmarks_option
 @_model_option
 @_protocol_option
 @click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
@@ -307,12 +282,14 @@ def _print_verdicts(res: BuildResult) -> None:
     help="Show the Familiarity paper's figures for CORPUS (pilener, nuner, fewnerd, ...) beside "
     "ours [default: the source's name, when the authors measured a corpus by that name].",
 )
+@leakage_options
 @common_options
 @handle_errors
 def familiarity_cmd(
     source: str,
     path: str | None,
     benchmarks: str,
+    label_map: str | None,
     model: str,
     protocol: str,
     k: int,
@@ -321,6 +298,8 @@ def familiarity_cmd(
     seed: int,
     per_label: bool,
     reference: str | None,
+    leakage: bool,
+    ngram: int,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -334,7 +313,8 @@ def familiarity_cmd(
 
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
-    from builders.labels import benchmark_sets, reference_familiarity
+    from builders.labels import reference_familiarity
+    from builders.shift.benchmarks import resolve
     from builders.shift.embedder import canonical_name
     from builders.shift.report import LabelTable, measure
 
@@ -344,13 +324,15 @@ def familiarity_cmd(
             f"the authors measured no corpus {reference!r}", param_hint="--reference"
         )
     with open_store(db) as store:
-        _ensure_ingested(store, source, path, quiet)
-        sets = benchmark_sets(benchmarks, keep_misc, protocol)
+        ensure_ingested(store, source, path, quiet)
+        evalsets = resolve(
+            benchmarks, store=store, keep_misc=keep_misc, mapping=label_map, protocol=protocol
+        )
         table = LabelTable.load(store, source, protocol)
         rep = measure(
             store,
             table,
-            sets,
+            {s.name: s.labels for s in evalsets},
             model=canonical_name(model),
             k=k,
             weighting=weighting,
@@ -358,6 +340,7 @@ def familiarity_cmd(
             progress=not quiet,
             protocol=protocol,
         )
+        leak = _leakage(store, source, evalsets, ngram, model, quiet) if leakage else None
     if as_json:
         emit_json(
             {
@@ -368,6 +351,8 @@ def familiarity_cmd(
                 "labels": len(table.labels),
                 "mentions": int(table.mentions.sum()),
                 **rep.to_dict(),
+                "benchmarks": [s.describe() for s in evalsets],
+                "leakage": leak,
                 "reference": _reference_json(authors, reference or source),
             }
         )
@@ -381,6 +366,17 @@ def familiarity_cmd(
             "when this source holds that same corpus and the same options are used",
             quiet,
         )
+    if leak is not None:
+        print_leakage(f"Leakage of {source} (n = {ngram}; --no-leakage skips)", leak, quiet)
+
+
+def _leakage(
+    store: Any, source: str, evalsets: list, n: int, model: str, quiet: bool
+) -> dict[str, Any]:
+    from builders.shift.leakage import scan
+
+    found = scan(store, source, evalsets, n=n, model=model, on_note=lambda s: note(s, quiet))
+    return found.report().to_dict()
 
 
 def _reference_json(authors: dict[str, float] | None, corpus: str) -> dict[str, Any] | None:

@@ -18,16 +18,19 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from builders.defaults import SPLITS, WEIGHTING, K, hub_split
 from builders.errors import BuildersError
+from builders.labels import fewnerd_coarse_of as coarse_of
+from builders.labels import fewnerd_coarse_types as coarse_types
+from builders.labels import fewnerd_fine_types as fine_types
+from builders.labels import fewnerd_official_name as official_name
+from builders.labels import fewnerd_official_parts
+from builders.labels import fewnerd_verbalise as verbalise
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.sources.base import Example
 from builders.store import Store
@@ -38,45 +41,6 @@ ASSIGNMENTS = ("official", "random")
 PARTS = SPLITS
 #: Fraction of each coarse type's fine types sent to dev and to test by the random INTER split.
 RANDOM_SHARE = 0.2
-
-
-@cache
-def _table() -> dict[str, Any]:
-    with resources.files("builders.data").joinpath("fewnerd.toml").open("rb") as fh:
-        return tomllib.load(fh)
-
-
-def coarse_types() -> tuple[str, ...]:
-    """The 8 coarse types in `DFKI-SLT/few-nerd`'s ClassLabel order (without `O`)."""
-    return tuple(_table()["coarse"])
-
-
-def fine_types() -> tuple[str, ...]:
-    """The 66 fine types, official spelling, in `DFKI-SLT/few-nerd`'s ClassLabel order."""
-    return tuple(_table()["fine"])
-
-
-@cache
-def _official_names() -> dict[str, str]:
-    return {f.lower(): f for f in fine_types()}
-
-
-def official_name(label: str) -> str:
-    """The official spelling of a stored (lower-cased) fine type; unknown types stay as they are."""
-    return _official_names().get(label.lower(), label)
-
-
-def coarse_of(fine: str) -> str:
-    return fine.split("-", 1)[0].lower()
-
-
-def verbalise(fine: str) -> str:
-    """The label text embedded for Familiarity (`person-artist/author` -> "artist / author")."""
-    table = _table()["verbalise"]
-    name = official_name(fine)
-    if name in table:
-        return str(table[name])
-    return name.split("-", 1)[-1].replace("/", " / ").lower()
 
 
 def assign_parts(
@@ -105,17 +69,17 @@ def assign_parts(
     if mode == "intra":
         if assignment != "official":
             raise BuildersError("INTRA has only the official assignment (by coarse type)")
-        by_coarse = {c: p for p in PARTS for c in _table()["intra"][p]}
+        by_coarse = {coarse_of(f): p for f, p in fewnerd_official_parts("intra").items()}
         return {n: by_coarse[coarse_of(n)] for n in names}
     if assignment == "official":
-        owned = {t: p for p in ("dev", "test") for t in _table()["inter"][p]}
-        extra = [n for n in names if n not in _official_names().values()]
+        owned = fewnerd_official_parts("inter")
+        extra = [n for n in names if n not in owned]
         if extra:
             raise BuildersError(
                 f"the official INTER assignment does not know {', '.join(extra)}; "
                 "use --assignment random for new types"
             )
-        return {n: owned.get(n, "train") for n in names}
+        return {n: owned[n] for n in names}
     out: dict[str, str] = {}
     for coarse in sorted({coarse_of(n) for n in names}):
         group = [n for n in names if coarse_of(n) == coarse]

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builders.defaults import LEVELS
+from builders.defaults import LEVELS, NGRAM
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
     card_header,
@@ -65,6 +65,14 @@ def rebuild_command(build: Mapping[str, Any]) -> str:
         if c.get(key)
     ]
     args += ["--seed", str(c["seed"])]
+    if c.get("label_map"):
+        args += ["--label-map", c["label_map"]]
+    if c.get("leakage") is False:
+        args.append("--no-leakage")
+    if c.get("decontaminate"):
+        args.append("--decontaminate")
+    if c.get("ngram") not in (None, NGRAM):
+        args += ["--ngram", str(c["ngram"])]
     return redact(" ".join(shlex.quote(a) for a in args))
 
 
@@ -175,6 +183,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": rebuild_command(b),
         "version": b.get("toolkit_version", "unknown"),
+        "leakage": b.get("leakage"),
     }
 
 

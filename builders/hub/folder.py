@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import datasets
 import pyarrow as pa
@@ -212,13 +212,16 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_open(path: Path) -> Iterator[TextIO]:
-    """A text file (UTF-8, `\\n` newlines) that appears at `path` only when the block succeeds:
-    written to a temp file beside it and renamed into place; removed on failure."""
+def atomic_open(path: Path, binary: bool = False) -> Iterator[Any]:
+    """A file (text: UTF-8, `\\n` newlines) that appears at `path` only when the block
+    succeeds: written to a temp file beside it and renamed into place; removed on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        opened = (
+            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        )
+        with opened as fh:
             yield fh
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would survive the rename
         os.replace(tmp, path)

@@ -123,9 +123,12 @@ def parse_scenarios(
         if kind == "splits":
             params["levels"] = list(params["levels"])
             b = params["benchmarks"]
-            params["benchmarks"] = (
-                [x.strip() for x in b.split(",")] if isinstance(b, str) else list(b)
-            )
+            params["benchmarks"] = [
+                _relative(x.strip(), base)
+                for x in (b.split(",") if isinstance(b, str) else list(b))
+            ]
+            if params["label_map"] is not None:
+                params["label_map"] = str(base / os.path.expanduser(str(params["label_map"])))
             if params["medium_q"] is not None:
                 params["medium_q"] = list(params["medium_q"])
         p = raw.get("path")
@@ -153,3 +156,13 @@ def parse_scenarios(
     if dup:
         raise BuildersError(f"{origin}: scenario name {dup[0]!r} is used twice")
     return ScenarioBook(scenarios, out, None)
+
+
+def _relative(entry: str, base: Path) -> str:
+    """A `file:PATH` benchmark entry (`NAME=file:PATH` too) with PATH taken from the scenarios
+    file's folder, as `path` is."""
+    name, sep, rest = entry.rpartition("=") if "=file:" in entry else ("", "", entry)
+    if not rest.startswith("file:"):
+        return entry
+    path = base / os.path.expanduser(rest[len("file:") :])
+    return f"{name}{sep}file:{path}"

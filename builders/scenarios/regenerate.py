@@ -4,7 +4,8 @@
     regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
 
 A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
-evaluation label sets and the toolkit version. `regenerate` ingests each source (a no-op when
+evaluation label sets, the fingerprints of the benchmarks' evaluation sentences (when leakage
+is measured) and the toolkit version. `regenerate` ingests each source (a no-op when
 unchanged) and rebuilds a scenario only when no folder records its key; otherwise nothing is
 loaded, embedded or written. A rebuild (`builders.scenarios.rebuild`) is compared with the
 previous build (rows, mentions, labels, Familiarity macro and per benchmark) and the
@@ -22,10 +23,11 @@ from typing import Any
 
 from builders import __version__
 from builders.errors import BuildersError
-from builders.labels import benchmark_sets, union_labels
+from builders.labels import union_labels
 from builders.scenarios.book import Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
+from builders.shift.benchmarks import EvalSet, ingest_local, resolve
 from builders.store import Store
 
 
@@ -39,12 +41,35 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "toolkit_version": __version__,
     }
     if sc.kind == "splits":
-        p = sc.params
-        sets = benchmark_sets(list(p["benchmarks"]) or None, p["keep_misc"], p["protocol"])
+        evalsets = resolve(
+            list(sc.params["benchmarks"]) or None,
+            store=store,
+            keep_misc=sc.params["keep_misc"],
+            mapping=sc.params.get("label_map"),
+            protocol=sc.params["protocol"],
+        )
+        sets = {s.name: s.labels for s in evalsets}
         parts["eval_labels"] = {name: list(labels) for name, labels in sets.items()}
         parts["n_eval"] = len(union_labels(sets))
+        if sc.params.get("leakage") or sc.params.get("decontaminate"):
+            parts["benchmark_fingerprints"] = _sentence_fingerprints(store, evalsets)
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest(), parts
+
+
+def _sentence_fingerprints(store: Store, evalsets: list[EvalSet]) -> dict[str, str | None]:
+    """The fingerprint of each benchmark's evaluation sentences (the leakage scan reads them),
+    a packaged one ingested from its local copy first as the scan would; None if unavailable."""
+    out: dict[str, str | None] = {}
+    for s in evalsets:
+        if s.sentences is None:
+            continue
+        src, split = s.sentences
+        if not store.has_source(src):
+            ingest_local(store, src)
+        found = dict((sp, fp) for _, sp, fp in store.fingerprints(src))
+        out[s.name] = found.get(split)
+    return out
 
 
 def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
@@ -63,6 +88,8 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
         reasons.append(f"parameters changed ({', '.join(keys)})")
     if old.get("eval_labels") != new.get("eval_labels"):
         reasons.append("benchmark label sets changed")
+    if old.get("benchmark_fingerprints") != new.get("benchmark_fingerprints"):
+        reasons.append("benchmark sentences changed")
     if old.get("toolkit_version") != new["toolkit_version"]:
         reasons.append(f"toolkit {old.get('toolkit_version')} -> {new['toolkit_version']}")
     if not reasons:

@@ -21,6 +21,7 @@ from builders.defaults import (
     MATCH_MODES,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
+    NGRAM,
     PROTOCOLS,
     SEED,
     STRATEGIES,
@@ -61,6 +62,10 @@ class SplitConfig:
     min_mentions: int = MIN_LEVEL_MENTIONS
     match: str = "none"
     protocol: str = DEFAULT_PROTOCOL
+    label_map: str | None = None
+    leakage: bool = True
+    decontaminate: bool = False
+    ngram: int = NGRAM
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
@@ -104,6 +109,8 @@ class SplitConfig:
             raise BuildersError(f"--k must be >= 1, got {self.k}")
         if self.temperature <= 0:
             raise BuildersError(f"temperature must be > 0, got {self.temperature}")
+        if self.ngram < 1:
+            raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -158,6 +165,8 @@ class BuildResult:
     levels: list[Any] = field(default_factory=list, repr=False)  # splits.levels.Level
     verdicts: Any = None  # splits.levels.Verdicts
     embedded_new: int = 0
+    #: `builders.splits.leakage.leakage_record`: {full, levels, decontaminated}, or None.
+    leakage: dict[str, Any] | None = None
 
     def selected(self, level: str) -> list[str]:
         """The training labels a level keeps (whole, and a size-matched level's partial one)."""
@@ -167,6 +176,16 @@ class BuildResult:
     @property
     def eval_labels(self) -> tuple[str, ...]:
         return union_labels(self.benchmarks)
+
+    def leakage_of(self, level: str) -> dict[str, Any] | None:
+        """build.json's `leakage` of one level: the full corpus's, the subset's, what was dropped."""
+        if self.leakage is None:
+            return None
+        return {
+            "full": self.leakage["full"],
+            "subset": self.leakage["levels"][level],
+            "decontaminated": self.leakage["decontaminated"],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,4 +197,5 @@ class BuildResult:
             "full": self.full.to_dict(),
             "subsets": [{**s.to_dict(), "path": s.path} for s in self.subsets],
             "verdicts": self.verdicts.to_dict() if self.verdicts is not None else None,
+            "leakage": self.leakage,
         }

@@ -14,13 +14,16 @@ to its labels, which is what its Familiarity is computed from.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
 
-from builders.labels import benchmark_sets, union_labels
+from builders.labels import union_labels
+from builders.shift.benchmarks import EvalSet, resolve
 from builders.shift.embedder import canonical_name
+from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
     FamiliarityReport,
     LabelTable,
@@ -39,6 +42,7 @@ from builders.shift.scoring import (
     select_pooled,
 )
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
+from builders.splits.leakage import leakage_record
 from builders.splits.levels import Level, check_levels, from_cuts, match_levels, verdicts
 from builders.store import Store
 
@@ -87,9 +91,43 @@ def build(
     Returns one result per benchmark group: with `per_benchmark`, each benchmark gets its own
     scores and subsets; otherwise the scores are over the union of the benchmarks' labels (the
     paper's definition). Every level of every group is computed before anything is written.
+    With `leakage` (or `decontaminate`) the corpus is scanned for the benchmarks' sentences
+    first; `decontaminate` builds from the corpus without the overlapping sentences.
     """
     stage = on_stage or (lambda s: None)
-    sets = benchmark_sets(list(cfg.benchmarks) or None, cfg.keep_misc, cfg.protocol)
+    evalsets = resolve(
+        list(cfg.benchmarks) or None,
+        store=store,
+        keep_misc=cfg.keep_misc,
+        mapping=cfg.label_map,
+        protocol=cfg.protocol,
+    )
+    sets = {s.name: s.labels for s in evalsets}
+    found = _scan(store, cfg, evalsets, stage)
+    drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
+    clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext(0)
+    with clean as dropped:
+        results = _measure(store, cfg, sets, progress, stage)
+        after = _scan(store, cfg, evalsets, stage) if cfg.decontaminate else found
+    if found is not None and after is not None:
+        for res in results:
+            res.leakage = leakage_record(res, found, after, dropped if cfg.decontaminate else None)
+    if out is not None:
+        from builders.splits.subsets import write_results
+
+        stage(f"writing {sum(len(r.subsets) for r in results)} folders to {out}")
+        write_results(Path(out), results, command=command, org=org)
+    return results
+
+
+def _measure(
+    store: Store,
+    cfg: SplitConfig,
+    sets: dict[str, tuple[str, ...]],
+    progress: bool,
+    stage: Callable[[str], None],
+) -> list[BuildResult]:
+    """Every group's scores, cuts, subsets and Familiarity."""
     table = LabelTable.load(store, cfg.source, cfg.protocol)
     all_evals = union_labels(sets)
     stage(f"embedding {len(table.labels):,} training and {len(all_evals)} evaluation labels")
@@ -101,12 +139,17 @@ def build(
         res = _build_group(store, cfg, table, group, m_all[:, cols], stage)
         res.embedded_new = new
         results.append(res)
-    if out is not None:
-        from builders.splits.subsets import write_results
-
-        stage(f"writing {sum(len(r.subsets) for r in results)} folders to {out}")
-        write_results(Path(out), results, command=command, org=org)
     return results
+
+
+def _scan(
+    store: Store, cfg: SplitConfig, evalsets: list[EvalSet], stage: Callable[[str], None]
+) -> LeakageScan | None:
+    """The leakage scan of the corpus (as the store shows it now), or None when not asked."""
+    if not (cfg.leakage or cfg.decontaminate):
+        return None
+    stage(f"leakage: scanning {cfg.source} for the benchmarks' sentences (n = {cfg.ngram})")
+    return scan(store, cfg.source, evalsets, n=cfg.ngram, model=cfg.model, on_note=stage)
 
 
 def _subset(

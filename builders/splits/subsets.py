@@ -58,6 +58,8 @@ def build_record(
         },
         "verdicts": res.verdicts.to_dict() if res.verdicts is not None else None,
     }
+    if res.leakage is not None:
+        record["leakage"] = res.leakage_of(sub.level)
     if scenario is not None:
         record["scenario"] = dict(scenario)
     return record

@@ -14,7 +14,8 @@ Tables (token offsets, `stop` exclusive; a sentence is keyed by (source, split, 
 `sources.inputs` is a JSON list of the split's inputs in reading order, `[{input,
 fingerprint, sentences}]`: what `--append` adds to and what a refusal names.
 
-This module owns the schema, the connection and the queries; `builders.store.writer` writes a
+This module owns the schema, the connection and the queries (the leakage queries are in
+`builders.store.overlap`); `builders.store.writer` writes a
 source into it (one transaction per ingest) and `builders.store.ingest` decides where it is read from.
 """
 
@@ -39,6 +40,7 @@ from builders.errors import StoreError
 from builders.store.schema import SCHEMA_VERSION, TABLES, create, one, stored_version
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoredSplit", "one"]
+from builders.store.overlap import OverlapQueries
 
 DEFAULT_DB = "labelshift.duckdb"
 DB_ENV = "LABELSHIFT_DB"
@@ -69,8 +71,10 @@ def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV, DEFAULT_DB))
 
 
-class Store:
-    """A connection to the span store. Use as a context manager or call `close()`."""
+class Store(OverlapQueries):
+    """A connection to the span store. Use as a context manager or call `close()`.
+
+    The leakage queries and the decontaminated view come from `OverlapQueries`."""
 
     def __init__(self, path: str | Path | None = None, read_only: bool = False):
         self.path = Path(path) if path is not None else default_db_path()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -235,3 +236,43 @@ def test_regenerate_takes_publishs_options(book: Path, tmp_path: Path, hub: HubS
     ]
     assert all(p["dry_run"] for p in rep["published"])
     assert hub.calls == []
+
+
+def test_benchmark_files_and_label_maps_are_relative_to_the_scenarios_file(tmp_path: Path) -> None:
+    doc = {
+        "defaults": {"benchmarks": "crossner-ai,med=file:med.txt", "label_map": "map.json"},
+        "scenario": [
+            {"name": "a", "source": "columns"},
+            {"name": "b", "source": "columns", "benchmarks": ["file:/abs/x.json", "mine:dev"]},
+        ],
+    }
+    a, b = parse_scenarios(doc, tmp_path).scenarios
+    assert a.params["benchmarks"] == ["crossner-ai", f"med=file:{tmp_path / 'med.txt'}"]
+    assert a.params["label_map"] == str(tmp_path / "map.json")
+    assert b.params["benchmarks"] == ["file:/abs/x.json", "mine:dev"]
+
+
+def test_scenario_key_follows_the_benchmark_sentences(tmp_path: Path) -> None:
+    from helpers import DATA
+
+    from builders.scenarios.regenerate import _why, scenario_key
+    from builders.store.ingest import ingest
+
+    [sc] = parse_scenarios(
+        {"scenario": [{"name": "a", "source": "columns", "benchmarks": "crossner-ai"}]}, tmp_path
+    ).scenarios
+    bench = tmp_path / "ai-test.txt"
+    bench.write_bytes((DATA / "crossner" / "ai-test.txt").read_bytes())
+    with Store(tmp_path / "s.duckdb") as store:
+        key0, parts0 = scenario_key(store, sc)
+        assert parts0["benchmark_fingerprints"] == {"crossner-ai": None}  # no copy anywhere
+        ingest(store, "crossner-ai", bench)
+        key1, parts1 = scenario_key(store, sc)
+        bench.write_text(bench.read_text(encoding="utf-8").replace("Typical", "Usual"), "utf-8")
+        ingest(store, "crossner-ai", bench)
+        key2, parts2 = scenario_key(store, sc)
+    assert len({key0, key1, key2}) == 3
+    assert _why(parts1, parts2, False) == "benchmark sentences changed"
+    off = dataclasses.replace(sc, params={**sc.params, "leakage": False})
+    with Store(tmp_path / "s.duckdb") as store:
+        assert "benchmark_fingerprints" not in scenario_key(store, off)[1]

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.labels import benchmark_sets, paper_training_label, reference_familiarity
+from builders.labels import paper_training_label, reference_familiarity
+from builders.shift.benchmarks import evaluation_sets
 from builders.shift.report import LabelTable, familiarity_report
 from builders.shift.scoring import default_rule, paper_scores, select_pooled
 from builders.splits import SplitConfig, build
@@ -120,11 +121,11 @@ def test_paper_entropy_is_the_authors_float32_formula() -> None:
 
 
 def test_paper_label_sets_and_spellings() -> None:
-    sets = benchmark_sets("all", protocol="paper")
+    sets = evaluation_sets("all", protocol="paper")
     assert sum(len(v) for v in sets.values()) == 85  # 87 in the authors' run (music: 15)
     assert all("else" in v for k, v in sets.items() if k.startswith("crossner"))
     assert sets["mit-restaurant"][0] == "Rating"  # verbatim, as GLiNER's labels.json has it
-    assert "else" not in benchmark_sets("all")["crossner-ai"]  # ours leaves misc out
+    assert "else" not in evaluation_sets("all")["crossner-ai"]  # ours leaves misc out
     assert paper_training_label("location-gpe", "location") == "gpe"
     assert paper_training_label("person-other", "person") == "person (other)"
     assert paper_training_label("event-attack/battle/war/militaryconflict", "event") == (
@@ -132,7 +133,7 @@ def test_paper_label_sets_and_spellings() -> None:
     )
     assert paper_training_label("field of study") == "field of study"
     with pytest.raises(BuildersError, match="unknown benchmark"):
-        benchmark_sets("nope", protocol="paper")
+        evaluation_sets("nope", protocol="paper")
 
 
 def test_both_headline_figures() -> None:

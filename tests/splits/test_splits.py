@@ -11,7 +11,8 @@ import pytest
 from helpers import SAMPLE_MEDIUM
 
 from builders.errors import BuildersError
-from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.labels import union_labels
+from builders.shift.benchmarks import evaluation_sets
 from builders.shift.report import LabelTable
 from builders.shift.scoring import default_rule
 from builders.splits import SplitConfig, build
@@ -162,7 +163,7 @@ def test_familiarity_ordering_on_real_data(builds: dict) -> None:
 def test_full_corpus_familiarity_is_macro_of_union(builds: dict) -> None:
     f = builds["entropy"].full.familiarity
     assert f.union_macro == pytest.approx(np.mean(list(f.per_label.values())))
-    union = union_labels(label_sets(resolve_benchmarks("all")))
+    union = union_labels(evaluation_sets("all"))
     assert list(f.per_label) == list(union)
     assert 0 <= f.union_macro <= 1
     assert f.summary["ci_low"] <= f.union_macro <= f.summary["ci_high"]

@@ -1,0 +1,196 @@
+"""`leakage`: benchmark sentences and mentions inside a training corpus; and the leakage
+tables `familiarity` and `build-splits` print beside Familiarity."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builders.cli.common import (
+    benchmarks_option,
+    common_options,
+    emit_json,
+    ensure_ingested,
+    handle_errors,
+    note,
+    open_store,
+    print_table,
+)
+from builders.defaults import DEFAULT_MODEL, FAMILIAR_SIM, NGRAM
+from builders.shift.leakage import LeakageReport
+
+
+def leakage_options(f: Callable) -> Callable:
+    """`--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside
+    Familiarity."""
+    f = click.option(
+        "--ngram",
+        type=int,
+        default=NGRAM,
+        show_default=True,
+        help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
+    )(f)
+    return click.option(
+        "--leakage/--no-leakage",
+        default=True,
+        show_default=True,
+        help="Scan the corpus for the benchmarks' sentences and mentions (METHOD.md section 7).",
+    )(f)
+
+
+def _count(part: int | None, share: float | None, whole: int | None = None) -> str:
+    if part is None:
+        return "–"
+    of = f"/{whole:,}" if whole is not None else ""
+    return f"{part:,}{of}" + ("" if share is None else f" ({share:.1%})")
+
+
+def _row(name: str, f: Mapping[str, Any]) -> list[Any]:
+    cont = f["containment_mean"]
+    return [
+        name,
+        f["sentences"],
+        _count(f["exact_sentences"], f["exact_share"]),
+        _count(f["ngram_sentences"], f["ngram_share"], f["ngram_eligible_sentences"]),
+        "–" if cont is None else f"{cont:.2f}",
+        f["mentions"],
+        _count(f["seen_mentions"], f["seen_share"]),
+        _count(f["seen_familiar_mentions"], f["seen_familiar_share"]),
+        f["training_sentences_overlapping"],
+    ]
+
+
+COLUMNS = [
+    "benchmark",
+    "sentences",
+    "exact",
+    "n-gram / >=n",
+    "contain.",
+    "mentions",
+    "seen",
+    "familiar",
+    "train sent.",
+]
+
+
+def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> None:
+    """A leakage report (its `to_dict()`): one row per benchmark, then the union."""
+    rows = [_row(name, f) for name, f in rep["per_benchmark"].items()]
+    if len(rows) > 1:
+        rows.append(_row("union", rep["union"]))
+    if rows:
+        print_table(title, COLUMNS, rows)
+    for name, why in rep["not_scanned"].items():
+        note(f"leakage: {name} not scanned: {why}", quiet)
+
+
+def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> None:
+    """A build's leakage: the full corpus per benchmark, then each level over the union."""
+    full = rec["full"]
+    print_leakage(f"Leakage of {source} (n = {full['n']}; --no-leakage skips)", full, quiet)
+    if not full["per_benchmark"]:
+        return
+    by_set = {"full": full, **rec["levels"]}
+    print_table(
+        "Leakage by set (union of the benchmarks)",
+        ["set", *COLUMNS[1:]],
+        [_row(name, r["union"]) for name, r in by_set.items()],
+    )
+    if rec.get("decontaminated"):
+        note(
+            f"decontaminated: {rec['decontaminated']['dropped_sentences']:,} overlapping "
+            "training sentences dropped before cutting",
+            quiet,
+        )
+
+
+@click.command("leakage")
+@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
+@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@benchmarks_option
+@click.option("--ngram", "n", type=int, default=NGRAM, show_default=True, help="The n-gram length.")
+@click.option(
+    "--threshold",
+    type=float,
+    default=FAMILIAR_SIM,
+    show_default=True,
+    help="A seen mention's training label is familiar at this similarity to its benchmark label.",
+)
+@click.option(
+    "--model",
+    default=DEFAULT_MODEL,
+    show_default=True,
+    help="Sentence-transformer comparing seen mentions' labels (embeddings cached in the store).",
+)
+@click.option(
+    "--pairs",
+    "pairs_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where the overlapping sentence pairs go (parquet) [default: leakage-SOURCE.parquet].",
+)
+@common_options
+@handle_errors
+def leakage_cmd(
+    source: str,
+    path: str | None,
+    benchmarks: str,
+    label_map: str | None,
+    n: int,
+    threshold: float,
+    model: str,
+    pairs_path: Path | None,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Is my zero-shot score zero-shot? Benchmark sentences and mentions in a training corpus.
+
+    Per benchmark and over their union: exact sentence overlap (normalised tokens), n-gram
+    overlap with its containment ratio, and seen mentions (and how many of those carry a
+    familiar training label). Benchmarks are read from the store (packaged ones are ingested
+    from $LABELSHIFT_DATA when missing). The overlapping (benchmark sentence, training
+    sentence) pairs are written to a parquet file for inspection.
+
+    Example: builders leakage --source pilener --benchmarks crossner-ai,crossner-music
+    """
+    import pyarrow.parquet as pq
+
+    from builders.hub.folder import atomic_open
+    from builders.shift.benchmarks import resolve
+    from builders.shift.leakage import scan
+
+    with open_store(db) as store:
+        ensure_ingested(store, source, path, quiet)
+        sets = resolve(benchmarks, store=store, mapping=label_map)
+        found = scan(
+            store, source, sets, n=n, model=model, threshold=threshold,
+            on_note=lambda s: note(s, quiet),
+        )  # fmt: skip
+        rep = found.report()
+    pairs = found.pairs_table()
+    out = pairs_path or Path(f"leakage-{source.replace('/', '_')}.parquet")
+    with atomic_open(out, binary=True) as fh:
+        pq.write_table(pairs, fh, compression="zstd")
+    if as_json:
+        emit_json(
+            {
+                **rep.to_dict(),
+                "benchmarks": [s.describe() for s in sets],
+                "pairs_file": str(out),
+                "pairs": pairs.num_rows,
+            }
+        )
+        return
+    _print_report(rep, quiet)
+    note(f"{pairs.num_rows:,} overlapping sentence pairs -> {out}", quiet)
+
+
+def _print_report(rep: LeakageReport, quiet: bool) -> None:
+    title = (
+        f"Leakage of {rep.source} into the benchmarks (n = {rep.n}; familiar: sim >= "
+        f"{rep.threshold:g} with {rep.model} or the same label)"
+    )
+    print_leakage(title, rep.to_dict(), quiet)

@@ -1,0 +1,127 @@
+"""Familiarity from plain Python lists, mirroring the authors' `compute_metric`: no store to set up.
+
+    from builders import familiarity_of
+
+    report = familiarity_of(
+        ["person", "person", "location", "programming language"],   # one label per mention
+        {"crossner-ai": ["person", "program language", "algorithm"]},
+        model="all-MiniLM-L6-v2",
+    )
+    report.union_macro, report.per_benchmark["crossner-ai"].familiarity, report.to_dict()
+
+The report is the `FamiliarityReport` that `builders familiarity` prints, computed the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builders.defaults import DEFAULT_MODEL, SEED, WEIGHTING, WEIGHTINGS, K
+from builders.errors import BuildersError
+from builders.labels import normalise_label
+from builders.shift.report import FamiliarityReport, LabelTable, measure
+
+if TYPE_CHECKING:
+    from builders.store import Store
+
+#: The benchmark name a plain list of evaluation labels is reported under.
+EVALUATION = "evaluation"
+
+
+def familiarity_of(
+    train: Mapping[str, int] | Sequence[str],
+    evaluation: Mapping[str, Sequence[str]] | Sequence[str],
+    *,
+    model: str = DEFAULT_MODEL,
+    k: int = K,
+    weighting: str = WEIGHTING,
+    seed: int = SEED,
+    cache: Store | str | Path | None = None,
+    progress: bool = False,
+) -> FamiliarityReport:
+    """Familiarity of training labels against evaluation labels (METHOD.md section 2).
+
+    Args:
+        train: label -> mention count, or one label per mention (as the authors'
+            `compute_metric` takes them: a label's count is how often it occurs).
+        evaluation: benchmark name -> its labels, or one list (reported as `evaluation`).
+            Repeated labels count once.
+        model: the sentence-transformer (`all-mpnet-base-v2`, the paper's; `all-MiniLM-L6-v2`).
+        k, weighting, seed: K, `zipf` | `linear` | `unweighted`, the bootstrap seed.
+        cache: where label embeddings are cached: a store path (created if missing), an open
+            `Store`, or None (in memory, for this call only).
+
+    Labels are compared normalised (NFC, lower case, `_` and spaces collapsed), as everywhere.
+    """
+    if weighting not in WEIGHTINGS:
+        raise BuildersError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
+    if k < 1:
+        raise BuildersError(f"k must be >= 1, got {k}")
+    table = LabelTable.from_counts(_train_counts(train))
+    sets = _evaluation_sets(evaluation)
+    from builders.shift.embedder import canonical_name
+
+    with _cache(cache) as store:
+        return measure(
+            store,
+            table,
+            sets,
+            model=canonical_name(model),
+            k=k,
+            weighting=weighting,
+            seed=seed,
+            progress=progress,
+        )
+
+
+def _train_counts(train: Mapping[str, int] | Sequence[str]) -> Counter[str]:
+    if isinstance(train, str):
+        raise BuildersError("train is one string: give a list of labels or label -> count")
+    counts: Counter[str] = Counter()
+    items = train.items() if isinstance(train, Mapping) else ((lab, 1) for lab in train)
+    for label, n in items:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise BuildersError(f"count of training label {label!r} is not an integer >= 0: {n!r}")
+        counts[_label(label, "training")] += n
+    if not +counts:
+        raise BuildersError("no training label has a mention: Familiarity is undefined")
+    return +counts
+
+
+def _evaluation_sets(
+    evaluation: Mapping[str, Sequence[str]] | Sequence[str],
+) -> dict[str, tuple[str, ...]]:
+    if isinstance(evaluation, str):
+        raise BuildersError("evaluation is one string: give a list of labels or name -> labels")
+    named = evaluation if isinstance(evaluation, Mapping) else {EVALUATION: evaluation}
+    out = {}
+    for name, labels in named.items():
+        if isinstance(labels, str):
+            raise BuildersError(f"the labels of {name!r} are one string: give a list")
+        out[str(name)] = tuple(dict.fromkeys(_label(z, "evaluation") for z in labels))
+        if not out[str(name)]:
+            raise BuildersError(f"benchmark {name!r} has no labels")
+    if not out:
+        raise BuildersError("no evaluation labels given")
+    return out
+
+
+def _label(raw: object, what: str) -> str:
+    if not isinstance(raw, str) or not normalise_label(raw):
+        raise BuildersError(f"{what} label {raw!r} is not a non-empty string")
+    return normalise_label(raw)
+
+
+@contextmanager
+def _cache(cache: Store | str | Path | None) -> Iterator[Store]:
+    from builders.store import Store
+
+    if isinstance(cache, Store):
+        yield cache
+        return
+    with Store(":memory:" if cache is None else cache) as store:
+        yield store

@@ -1,0 +1,313 @@
+"""Leakage beyond label names: benchmark sentences and mentions inside a training corpus.
+
+    found = scan(store, "pilener", resolve("all", store=store), n=13, model=...)
+    report = found.report()                      the whole corpus
+    report = found.report(labels=selected)       a label subset (a sentence is in it when it has
+                                                 a mention of a selected label)
+    found.overlapping_training_ids()             what `--decontaminate` drops
+
+METHOD.md section 7, per benchmark and over the union of the benchmarks' sentences:
+- exact: benchmark sentences whose normalised token sequence (NFC, lower-cased) is a
+  training sentence; a copy that differs only in case is exact;
+- n-gram: benchmark sentences of at least n tokens sharing a token n-gram with a training
+  sentence, and their containment (the share of their n-grams found in the corpus);
+- mentions: benchmark mentions whose normalised surface (its token sequence) is a training
+  mention's ("seen"), and among those the ones whose training label is familiar (one of the
+  labels that surface has in the corpus is the benchmark label, or has sim >= 0.8 to it).
+  Every mention of the benchmark counts, `misc` ones included (their label is "else").
+The SQL is the store's (`builders.store.overlap`); this module adds the figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+import pyarrow as pa
+
+from builders.defaults import DEFAULT_MODEL, FAMILIAR_SIM, NGRAM
+from builders.errors import BuildersError
+from builders.shift.benchmarks import EvalSet, ingest_local
+
+if TYPE_CHECKING:
+    from builders.store import Store
+
+#: What the figures of one benchmark (and of the union) are called, in order.
+FIELDS = (
+    "sentences",
+    "exact_sentences",
+    "exact_share",
+    "ngram_eligible_sentences",
+    "ngram_sentences",
+    "ngram_share",
+    "containment_mean",
+    "containment_max",
+    "mentions",
+    "seen_mentions",
+    "seen_share",
+    "unseen_mentions",
+    "seen_familiar_mentions",
+    "seen_familiar_share",
+    "training_sentences_exact",
+    "training_sentences_overlapping",
+)
+
+
+@dataclass(frozen=True)
+class LeakageReport:
+    """Leakage of one training corpus (or subset) into the benchmarks' evaluation data.
+
+    Attributes:
+        per_benchmark: name -> figures (`FIELDS`): counts, and shares of the benchmark's
+            sentences (`exact_share`), of its sentences of >= n tokens (`ngram_share`), of
+            its mentions (`seen_share`) and of its seen mentions (`seen_familiar_share`).
+        union: the same over the union of the scanned benchmarks' sentences.
+        not_scanned: name -> why its sentences could not be scanned (labels only, ...).
+    """
+
+    source: str
+    n: int
+    threshold: float
+    model: str
+    per_benchmark: dict[str, dict[str, Any]]
+    union: dict[str, Any]
+    not_scanned: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "n": self.n,
+            "familiar_threshold": self.threshold,
+            "model": self.model,
+            "per_benchmark": self.per_benchmark,
+            "union": self.union,
+            "not_scanned": self.not_scanned,
+        }
+
+
+@dataclass
+class LeakageScan:
+    """What one scan of a corpus found; `report()` turns it into figures for any label subset."""
+
+    source: str
+    n: int
+    threshold: float
+    model: str
+    sentences: pl.DataFrame  # benchmark, sentence_id, n_tokens
+    pairs: pl.DataFrame  # see `OverlapTables.pairs`
+    #: `OverlapTables.mentions` with each tag's eval_label and familiar_labels (the training
+    #: labels of the mention's text that are familiar with its eval_label)
+    mentions: pl.DataFrame
+    not_scanned: dict[str, str]
+
+    def report(
+        self, labels: Collection[str] | None = None, benchmarks: Sequence[str] | None = None
+    ) -> LeakageReport:
+        """Figures of the corpus, or of its subset of sentences with a mention of `labels`
+        (only those mentions kept, as `build-splits` cuts), for all or some benchmarks."""
+        sent, pairs, men = self._frames(labels, benchmarks)
+        names = list(dict.fromkeys(sent["benchmark"].to_list()))
+        per = {b: _figures(*_only(b, sent, pairs, men), self.n) for b in names}
+        union = _figures(
+            sent.unique("sentence_id", keep="first", maintain_order=True),
+            pairs.with_columns(benchmark=pl.lit("union")),
+            men.unique(["sentence_id", "start", "stop", "label"], maintain_order=True),
+            self.n,
+        )
+        skip = {k: v for k, v in self.not_scanned.items() if benchmarks is None or k in benchmarks}
+        return LeakageReport(self.source, self.n, self.threshold, self.model, per, union, skip)
+
+    def overlapping_training_ids(self, benchmarks: Sequence[str] | None = None) -> list[str]:
+        """Training sentences with an exact or n-gram overlap (what decontamination drops)."""
+        _, pairs, _ = self._frames(None, benchmarks)
+        return sorted(set(pairs["training_sentence_id"].to_list()))
+
+    def _frames(
+        self, labels: Collection[str] | None, benchmarks: Sequence[str] | None
+    ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """The scan restricted to some benchmarks and to a training label subset."""
+        sent, pairs, men = self.sentences, self.pairs, self.mentions
+        if benchmarks is not None:
+            keep = pl.col("benchmark").is_in(list(benchmarks))
+            sent, pairs, men = sent.filter(keep), pairs.filter(keep), men.filter(keep)
+        if labels is not None:
+            chosen = list(labels)
+            pairs = pairs.filter(
+                pl.col("training_labels").list.eval(pl.element().is_in(chosen)).list.any()
+            )
+            men = men.with_columns(
+                pl.col(c).list.eval(pl.element().filter(pl.element().is_in(chosen)))
+                for c in ("training_labels", "familiar_labels")
+            )
+        return sent, pairs, men
+
+    def pairs_table(self) -> pa.Table:
+        """The overlapping (benchmark sentence, training sentence) pairs, for inspection:
+        whether they are equal, and how many of the benchmark sentence's n-grams they share."""
+        return self.pairs.select(
+            "benchmark",
+            "benchmark_sentence_id",
+            "training_sentence_id",
+            "exact",
+            pl.col("positions").list.len().alias("shared_ngrams"),
+            "benchmark_text",
+            "training_text",
+        ).to_arrow()
+
+
+def scan(
+    store: Store,
+    source: str,
+    sets: Sequence[EvalSet],
+    *,
+    n: int = NGRAM,
+    model: str = DEFAULT_MODEL,
+    threshold: float = FAMILIAR_SIM,
+    on_note: Callable[[str], None] | None = None,
+) -> LeakageScan:
+    """Scan `source` for the evaluation sentences and mentions of `sets`.
+
+    Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
+    store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
+    Few-NERD parts, packaged ones with no local copy) are listed in `not_scanned` with why.
+    """
+    from builders.shift.embedder import canonical_name
+
+    if n < 1:
+        raise BuildersError(f"the n-gram length must be >= 1, got {n}")
+    store.require_source(source)
+    rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
+    query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
+    tables = store.overlap_tables(source, query, n)
+    sent, pairs, men = (_frame(t) for t in (tables.sentences, tables.pairs, tables.mentions))
+    men = _eval_labels(men, {s.name: s for s in sets})
+    model = canonical_name(model)
+    men = _familiar_labels(store, model, men, threshold)
+    return LeakageScan(source, n, threshold, model, sent, pairs, men, skipped)
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+_QUERY = ("benchmark", "source", "split")
+
+
+def _benchmark_sources(
+    store: Store, sets: Sequence[EvalSet], note: Callable[[str], None]
+) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """(benchmark, source, split) of the sets with sentences; why the others have none."""
+    rows, skipped = [], {}
+    for s in sets:
+        if s.sentences is None:
+            skipped[s.name] = f"{s.kind} benchmark ({s.origin}): labels only, no sentences"
+            continue
+        src, split = s.sentences
+        if not store.has_source(src):
+            if not ingest_local(store, src):
+                skipped[s.name] = (
+                    f"{src} is not in the store and has no local copy: set LABELSHIFT_DATA "
+                    f"or run `builders ingest {src} --path ...`"
+                )
+                continue
+            note(f"{src}: ingested from its local copy ({store.count_sentences(src):,} sentences)")
+        if split not in store.splits_of(src):
+            skipped[s.name] = f"{src} has no {split} split"
+            continue
+        rows.append((s.name, src, split))
+    return rows, skipped
+
+
+def _familiar_labels(store: Store, model: str, men: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """Add `familiar_labels`: the mention's training labels that are its eval_label or have
+    sim >= threshold to it (labels embedded through the store's cache). Few training labels
+    are familiar with a benchmark label, so each eval label gets its familiar set once and the
+    mentions intersect their label lists with it."""
+    train = men.select(pl.col("training_labels").explode().drop_nulls().unique().sort()).to_series()
+    evals = men["eval_label"].unique().sort()
+    sets: list[list[str]] = [[z] for z in evals]
+    if len(train):
+        from builders.shift.report import similarity_matrix
+
+        m, _ = similarity_matrix(store, model, train.to_list(), evals.to_list())
+        close = m >= threshold  # (training labels, eval labels)
+        for j in range(len(evals)):
+            sets[j] += train.filter(pl.Series(close[:, j])).to_list()
+    table = pl.DataFrame(
+        {"eval_label": evals, "familiar_set": sets},
+        schema={"eval_label": pl.String, "familiar_set": pl.List(pl.String)},
+    )
+    return (
+        men.join(table, on="eval_label", how="left", maintain_order="left")
+        .with_columns(
+            familiar_labels=pl.col("training_labels").list.set_intersection("familiar_set")
+        )
+        .drop("familiar_set")
+    )
+
+
+def _eval_labels(men: pl.DataFrame, sets: dict[str, EvalSet]) -> pl.DataFrame:
+    """Each mention's tag as its benchmark's evaluation label (`EvalSet.label_of`)."""
+    keys = men.select("benchmark", "raw_label", "label").unique(maintain_order=True)
+    keys = keys.with_columns(
+        eval_label=pl.Series(
+            [sets[b].label_of(r, s) for b, r, s in keys.iter_rows()], dtype=pl.String
+        )
+    )
+    return men.join(keys, on=["benchmark", "raw_label", "label"], how="left", maintain_order="left")
+
+
+def _only(
+    name: str, sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    keep = pl.col("benchmark") == name
+    return sent.filter(keep), pairs.filter(keep), men.filter(keep)
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int) -> dict[str, Any]:
+    """One benchmark's (or the union's) figures, named as in `FIELDS`."""
+    found = pairs.group_by("benchmark_sentence_id").agg(
+        exact=pl.col("exact").any(),
+        found=pl.col("positions").explode().drop_nulls().n_unique(),
+    )
+    per = sent.join(
+        found, left_on="sentence_id", right_on="benchmark_sentence_id", how="left"
+    ).with_columns(pl.col("exact").fill_null(False), pl.col("found").fill_null(0))
+    eligible = per.filter(pl.col("n_tokens") >= n)
+    hit = eligible.filter(pl.col("found") > 0)
+    containment = hit["found"] / (hit["n_tokens"] - n + 1)
+    seen, fam = _mention_counts(men)
+    exact = int(per["exact"].sum())
+    out: dict[str, Any] = {
+        "sentences": per.height,
+        "exact_sentences": exact,
+        "exact_share": _share(exact, per.height),
+        "ngram_eligible_sentences": eligible.height,
+        "ngram_sentences": hit.height,
+        "ngram_share": _share(hit.height, eligible.height),
+        "containment_mean": float(containment.mean()) if hit.height else None,  # type: ignore[arg-type]
+        "containment_max": float(containment.max()) if hit.height else None,  # type: ignore[arg-type]
+        "mentions": men.height,
+        "seen_mentions": seen,
+        "seen_share": _share(seen, men.height),
+        "unseen_mentions": men.height - seen,
+        "seen_familiar_mentions": fam,
+        "seen_familiar_share": _share(fam, seen),
+        "training_sentences_exact": pairs.filter("exact")["training_sentence_id"].n_unique(),
+        "training_sentences_overlapping": pairs["training_sentence_id"].n_unique(),
+    }
+    return {k: out[k] for k in FIELDS}
+
+
+def _mention_counts(men: pl.DataFrame) -> tuple[int, int]:
+    """(seen mentions, seen mentions with a familiar training label)."""
+    seen = int((men["training_labels"].list.len() > 0).sum())
+    return seen, int((men["familiar_labels"].list.len() > 0).sum())

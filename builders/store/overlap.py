@@ -1,0 +1,253 @@
+"""The store's leakage queries: benchmark sentences and mentions found in a training corpus.
+
+    tables = store.overlap_tables("pilener", pa.table({"benchmark", "source", "split"}), n=13)
+    with store.without_sentences("pilener", ids):   every query sees the corpus without them
+
+Tokens are compared normalised (NFC, lower-cased, METHOD.md section 7). The corpus is read
+once: every token is normalised and hashed (64-bit); a sentence is keyed by the hash of its
+token hashes, an n-gram and a mention by the hash of theirs, and these are joined with the
+benchmarks' keys. Exact hits are checked token by token. N-gram and mention hits are not: a
+false one needs a 64-bit collision, about one in 10^7 scans of a NuNER-sized corpus against
+the seven zero-shot test sets (30M x 70k keys / 2^64), while checking every hit doubles the
+time of a corpus that holds many copies.
+`Store` inherits these methods (`builders.store.db`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+_NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"
+_NORM_HASH = "list_transform({col}, lambda x: hash(lower(nfc_normalize(x))))"
+#: Temporary tables of one scan (connection-local, dropped when it ends).
+_TEMP = ("_lk_bs", "_lk_bg", "_lk_t", "_lk_hits", "_lk_ts")
+#: The tables a decontaminated view shadows, and what each is keyed by.
+_SHADOWED = ("sentences", "mentions", "negatives", "negative_spans")
+
+
+def _gram(pos: str, n: int) -> str:
+    """SQL: the hash of the n token hashes of `th` from position `pos` (1-based)."""
+    return "hash(" + ", ".join(f"th[{pos} + {k}]" for k in range(n)) + ")"
+
+
+@dataclass(frozen=True)
+class OverlapTables:
+    """What one scan found (Arrow tables, in a fixed order).
+
+    Attributes:
+        sentences: every benchmark sentence: benchmark, sentence_id, n_tokens.
+        pairs: benchmark, benchmark_sentence_id, training_sentence_id, exact (the normalised
+            sentences are equal), positions (1-based starts of the benchmark sentence's
+            n-grams found in the training sentence), training_labels (the training
+            sentence's labels), benchmark_text, training_text.
+        mentions: every benchmark mention: benchmark, sentence_id, start, stop, raw_label,
+            label, text (normalised surface), training_labels (the labels of the training
+            mentions with the same normalised tokens; empty: unseen).
+    """
+
+    sentences: pa.Table
+    pairs: pa.Table
+    mentions: pa.Table
+
+
+class OverlapQueries:
+    """Mixed into `Store`: the leakage scan and the decontaminated view."""
+
+    con: duckdb.DuckDBPyConnection
+
+    def source_names(self) -> list[str]:
+        """Every stored source, sorted."""
+        rows = self.con.execute("SELECT DISTINCT source FROM sources ORDER BY source").fetchall()
+        return [r[0] for r in rows]
+
+    def raw_labels(self, source: str, split: str) -> list[tuple[str, str, str | None]]:
+        """Distinct (raw_label, label, coarse) of a split's mentions, by label."""
+        rows = self.con.execute(
+            "SELECT DISTINCT raw_label, label, coarse FROM mentions "
+            "WHERE source = ? AND split = ? ORDER BY label, raw_label",
+            [source, split],
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def overlap_tables(self, source: str, benchmarks: pa.Table, n: int) -> OverlapTables:
+        """Scan the training source `source` for the benchmarks' sentences and mentions.
+
+        Args:
+            benchmarks: columns benchmark, source, split: where each benchmark's evaluation
+                sentences are stored.
+            n: the n-gram length; sentences shorter than n take part in the exact figure only.
+        """
+        if n < 1:
+            raise ValueError(f"n-gram length must be >= 1, got {n}")
+        self.con.register("_lk_query", benchmarks)
+        try:
+            self._overlap_prepare(source, n)
+            return OverlapTables(
+                sentences=self.con.sql(
+                    "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
+                ).to_arrow_table(),
+                pairs=self._overlap_pairs(source),
+                mentions=self._overlap_mentions(source),
+            )
+        finally:
+            self.con.unregister("_lk_query")
+            for name in _TEMP:
+                self.con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+
+    def _overlap_prepare(self, source: str, n: int) -> None:
+        """One pass over the corpus: every sentence's normalised token hashes (`_lk_t`), then
+        the candidate hits (`_lk_hits`): sentences whose whole hash (tpos 0) or n-gram hash
+        (tpos >= 1) some benchmark sentence has."""
+        con = self.con
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_bs AS "
+            "SELECT row_number() OVER (ORDER BY q.benchmark, s.split, s.idx)::INTEGER AS bno, "
+            "q.benchmark, s.source, s.split, s.idx, s.sentence_id, s.tokens, "
+            f"{_NORM.format(col='s.tokens')} AS norm, {_NORM_HASH.format(col='s.tokens')} AS th "
+            "FROM sentences s JOIN _lk_query q ON s.source = q.source AND s.split = q.split"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_bg AS "
+            f"SELECT bno, pos, {_gram('pos', n)} AS h FROM ("
+            "  SELECT bno, th, unnest(generate_series(1, len(th) - $n + 1)) AS pos FROM _lk_bs)",
+            {"n": n},
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_t AS "
+            f"SELECT split, idx, {_NORM_HASH.format(col='tokens')} AS th "
+            "FROM sentences WHERE source = $src",
+            {"src": source},
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_hits AS "
+            "SELECT split, idx, 0 AS tpos, hash(th) AS h FROM _lk_t "
+            "WHERE hash(th) IN (SELECT hash(th) FROM _lk_bs) "
+            "UNION ALL "
+            f"SELECT split, idx, tpos, h FROM ("
+            f"  SELECT split, idx, tpos, {_gram('tpos', n)} AS h FROM ("
+            "    SELECT split, idx, th, unnest(generate_series(1, len(th) - $n + 1)) AS tpos"
+            "    FROM _lk_t)) "
+            "WHERE h IN (SELECT h FROM _lk_bg)",
+            {"n": n},
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_ts AS "
+            "SELECT s.split, s.idx, s.sentence_id, s.tokens FROM sentences s "
+            "SEMI JOIN _lk_hits h ON s.split = h.split AND s.idx = h.idx WHERE s.source = $src",
+            {"src": source},
+        )
+
+    def _overlap_pairs(self, source: str) -> pa.Table:
+        """The hits as one row per (benchmark sentence, training sentence); exact hits are
+        checked token by token."""
+        return self.con.sql(
+            f"""
+            WITH ex AS (
+                SELECT b.bno, h.split, h.idx, true AS exact, NULL::INTEGER AS pos
+                FROM _lk_hits h
+                JOIN _lk_bs b ON hash(b.th) = h.h
+                JOIN _lk_ts t ON t.split = h.split AND t.idx = h.idx
+                WHERE h.tpos = 0 AND {_NORM.format(col="t.tokens")} = b.norm
+            ), ng AS (
+                SELECT g.bno, h.split, h.idx, false AS exact, g.pos::INTEGER AS pos
+                FROM _lk_hits h JOIN _lk_bg g ON g.h = h.h
+                WHERE h.tpos > 0
+            ), p AS (
+                SELECT bno, split, idx, bool_or(exact) AS exact,
+                       list_sort(list_distinct(list(pos))) AS positions
+                FROM (SELECT * FROM ex UNION ALL SELECT * FROM ng)
+                GROUP BY bno, split, idx
+            ), tl AS (
+                SELECT m.split, m.idx, list(DISTINCT m.label ORDER BY m.label) AS labels
+                FROM mentions m SEMI JOIN _lk_ts t ON m.split = t.split AND m.idx = t.idx
+                WHERE m.source = $src
+                GROUP BY m.split, m.idx
+            )
+            SELECT b.benchmark, b.sentence_id AS benchmark_sentence_id,
+                   t.sentence_id AS training_sentence_id, p.exact, p.positions,
+                   coalesce(tl.labels, []::VARCHAR[]) AS training_labels,
+                   array_to_string(b.tokens, ' ') AS benchmark_text,
+                   array_to_string(t.tokens, ' ') AS training_text
+            FROM p
+            JOIN _lk_bs b ON b.bno = p.bno
+            JOIN _lk_ts t ON t.split = p.split AND t.idx = p.idx
+            LEFT JOIN tl ON tl.split = p.split AND tl.idx = p.idx
+            ORDER BY p.bno, p.split, p.idx
+            """,
+            params={"src": source},
+        ).to_arrow_table()
+
+    def _overlap_mentions(self, source: str) -> pa.Table:
+        """Every benchmark mention with the labels its normalised token sequence has as a
+        training mention (matched by the hash of its token hashes, as n-grams are)."""
+        return self.con.sql(
+            """
+            WITH bm AS (
+                SELECT b.bno, b.benchmark, b.sentence_id, m.start, m.stop, m.raw_label, m.label,
+                       array_to_string(b.norm[m.start + 1 : m.stop], ' ') AS text,
+                       hash(b.th[m.start + 1 : m.stop]) AS mh
+                FROM _lk_bs b
+                JOIN mentions m ON m.source = b.source AND m.split = b.split AND m.idx = b.idx
+            ), tm AS (
+                SELECT mh, list(DISTINCT label ORDER BY label) AS labels FROM (
+                    SELECT hash(t.th[m.start + 1 : m.stop]) AS mh, m.label
+                    FROM mentions m JOIN _lk_t t ON t.split = m.split AND t.idx = m.idx
+                    WHERE m.source = $src)
+                WHERE mh IN (SELECT mh FROM bm)
+                GROUP BY mh
+            )
+            SELECT bm.benchmark, bm.sentence_id, bm.start, bm.stop, bm.raw_label, bm.label,
+                   bm.text, coalesce(tm.labels, []::VARCHAR[]) AS training_labels
+            FROM bm LEFT JOIN tm USING (mh)
+            ORDER BY bm.bno, bm.start, bm.stop, bm.label
+            """,
+            params={"src": source},
+        ).to_arrow_table()
+
+    @contextmanager
+    def without_sentences(self, source: str, sentence_ids: Sequence[str]) -> Iterator[int]:
+        """Within the block, every query of this connection sees `source` without these
+        sentences, their mentions and their negatives (a decontaminated corpus); nothing is
+        deleted. Yields how many stored sentences are left out.
+
+        Temporary views named like the tables shadow them for this connection only.
+        """
+        ids = pa.table({"sentence_id": pa.array(list(sentence_ids), pa.string())})
+        db = self.con.execute("SELECT current_database()").fetchall()[0][0]
+        main = '"' + str(db).replace('"', '""') + '".main'
+        self.con.register("_drop_ids", ids)
+        try:
+            self.con.execute(
+                "CREATE OR REPLACE TEMP TABLE _dropped AS SELECT source, split, idx "
+                f"FROM {main}.sentences WHERE source = ? "
+                "AND sentence_id IN (SELECT sentence_id FROM _drop_ids)",
+                [source],
+            )
+        finally:
+            self.con.unregister("_drop_ids")
+        keep = (
+            "WHERE NOT EXISTS (SELECT 1 FROM temp.main._dropped d "
+            "WHERE d.source = t.source AND d.split = t.split AND d.idx = t.idx)"
+        )
+        try:
+            for table in _SHADOWED:
+                self.con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM {main}.{table} t {keep}"
+                )
+            self.con.execute(
+                "CREATE OR REPLACE TEMP VIEW label_counts AS "
+                "SELECT source, label, count(*) AS mentions, "
+                "count(DISTINCT (split, idx)) AS sentences "
+                "FROM temp.main.mentions GROUP BY source, label"
+            )
+            (dropped,) = self.con.execute("SELECT count(*) FROM temp.main._dropped").fetchall()[0]
+            yield int(dropped)
+        finally:
+            for view in ("label_counts", *_SHADOWED):
+                self.con.execute(f"DROP VIEW IF EXISTS temp.main.{view}")
+            self.con.execute("DROP TABLE IF EXISTS temp.main._dropped")
