@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata as md
+import json
 import os
 import shutil
 import tempfile
@@ -23,8 +24,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.defaults import DEFAULT_MODEL
+from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION
 from builders.errors import BuildersError
+from builders.shift.runtime import (
+    Runner,
+    TorchRunner,
+    check_choice,
+    ensure_export,
+    export_dir,
+    load_exported,
+    require_extra,
+)
 
 if TYPE_CHECKING:
     from builders.store import Store
@@ -39,6 +49,9 @@ CACHE_ENV = "LABELSHIFT_CACHE"
 _MODEL_FILES = ("modules.json", "config.json")
 _HASHED = {"config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json"}
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".onnx")
+#: Rows per batch by default: on a CPU, and on an accelerator (labels are a few tokens long).
+CPU_BATCH = 256
+GPU_BATCH = 8192
 
 
 @dataclass(frozen=True)
@@ -245,34 +258,116 @@ def auto_device() -> str:
     return "mps" if mps is not None and mps.is_available() else "cpu"
 
 
+def weights_fingerprint(folder: Path) -> str:
+    """sha256 (12 hex digits) of a model folder's weight files, read once and remembered under
+    the model cache by (file, size, mtime)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHTS)
+    if not files:
+        raise BuildersError(f"{folder}: no weight files ({', '.join(_WEIGHTS)})")
+    stamp = [
+        [f.relative_to(folder).as_posix(), f.stat().st_size, f.stat().st_mtime_ns] for f in files
+    ]
+    memo_dir = model_cache_dir() / "fingerprints"
+    memo = memo_dir / (hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:16] + ".json")
+    try:
+        seen = json.loads(memo.read_text(encoding="utf-8"))
+        if seen.get("files") == stamp:
+            return str(seen["sha256"])
+    except (OSError, ValueError, KeyError):
+        pass
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(16 << 20):
+                h.update(chunk)
+    digest = h.hexdigest()[:12]
+    memo_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=memo.name, dir=memo_dir)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump({"folder": str(folder.resolve()), "files": stamp, "sha256": digest}, out)
+    os.replace(tmp, memo)
+    return digest
+
+
 class Embedder:
-    """Sentence-transformer label embeddings; the model loads on first use."""
+    """Sentence-transformer label embeddings through a runtime; the model loads on first use.
+
+    `backend` is torch, onnx or openvino (`builders.shift.runtime`); `precision` fp32, fp16 or
+    bf16. Vectors are cached in the store under `cache_key`: the model, its weights' hash, the
+    backend and the precision, so vectors of different runtimes never mix.
+    """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, device: str | None = None, batch_size: int = 256
+        self,
+        model: str = DEFAULT_MODEL,
+        device: str | None = None,
+        batch_size: int | None = None,
+        backend: str = DEFAULT_BACKEND,
+        precision: str = DEFAULT_PRECISION,
     ):
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise BuildersError(f"batch_size must be at least 1, got {batch_size}")
+        check_choice(backend, precision)
+        if backend != "torch" and device not in (None, "auto", "cpu"):
+            raise BuildersError(f"--backend {backend} runs on the CPU, not on {device!r}")
         self.model = model
+        self.backend = backend
+        self.precision = precision
         self.device: str | None = None if device in (None, "auto") else device  # auto: on load
-        self.batch_size = batch_size
+        if backend != "torch":
+            self.device = "cpu"
+        self._batch_size = batch_size
         self._canonical: str | None = None
-        self.resolved: ResolvedModel | None = None  # set when the model loads
+        self._key: str | None = None
+        self.resolved: ResolvedModel | None = None  # set when the model is located
         self._st: Any = None
+        self._runner: Runner | None = None
         self.last_stats: CacheStats | None = None
 
     @property
     def model_name(self) -> str:
-        """The canonical name embeddings are cached under."""
+        """The canonical model name (what reports name)."""
         if self._canonical is None:
             self._canonical = canonical_name(self.model)
         return self._canonical
 
     @property
+    def batch_size(self) -> int:
+        """Rows per batch: as given, else 256 on a CPU and 8192 on an accelerator."""
+        if self._batch_size is not None:
+            return self._batch_size
+        return CPU_BATCH if (self.device or "cpu") == "cpu" else GPU_BATCH
+
+    def _resolve(self) -> ResolvedModel:
+        if self.resolved is None:
+            self.resolved = resolve_model(self.model)
+        return self.resolved
+
+    @property
+    def weights(self) -> str:
+        """The weights' hash (locates the model, never loads it; a Hub model is downloaded)."""
+        folder = Path(self._resolve().path_or_name)
+        if not folder.is_dir():  # a Hub name, online: loading downloads it into the HF cache
+            _ = self.st
+            folder = _from_hub_cache(self.model_name) or folder
+            if not folder.is_dir():
+                raise BuildersError(f"cannot locate the weights of {self.model!r} to hash them")
+        return weights_fingerprint(folder)
+
+    @property
+    def cache_key(self) -> str:
+        """What vectors are cached under: `model|backend|precision|weights-hash`."""
+        if self._key is None:
+            parts = (self.model_name, self.backend, self.precision, self.weights)
+            self._key = "|".join(parts)
+        return self._key
+
+    @property
     def st(self) -> Any:
         """The loaded `SentenceTransformer` (loads it on first access)."""
         if self._st is None:
-            res = self.resolved = resolve_model(self.model)
+            res = self._resolve()
             self.device = self.device or auto_device()
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
@@ -286,33 +381,49 @@ class Embedder:
                 raise BuildersError(
                     f"cannot load model {self.model!r} from {res.path_or_name}: {exc}"
                 ) from exc
+            self._st.eval()
         return self._st
 
     @property
+    def runner(self) -> Runner:
+        """The runtime (loads the model, or the export made once from it, on first access)."""
+        if self._runner is None:
+            if self.backend == "torch":
+                self._runner = TorchRunner(self.st, self.precision)
+            else:
+                require_extra(self.backend)
+                slug = self.model_name.replace("/", "--").replace("@", "-")
+                target = export_dir(model_cache_dir(), slug, self.weights, self.backend)
+                folder = ensure_export(target, self.backend, lambda: self.st, self.cache_key)
+                self._runner = load_exported(folder, self.backend, self.precision)
+        return self._runner
+
+    @property
     def dimension(self) -> int:
-        st = self.st
-        return int(getattr(st, "get_embedding_dimension", st.get_sentence_embedding_dimension)())
+        return self.runner.dim
 
     @property
     def last_new(self) -> int:
         return self.last_stats.new if self.last_stats else 0
 
     def encode(self, labels: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Embed `labels` in order: float32 rows of unit length, shape (len(labels), dim)."""
+        """Embed `labels` in order: float32 rows of unit length, shape (len(labels), dim).
+
+        One tokenizer call, labels bucketed by token length (no padding), the runtime's batches
+        written at their input positions (`builders.shift.buckets`)."""
         labels = list(labels)
         if not labels:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        kw = {"batch_size": self.batch_size, "show_progress_bar": progress}
-        out = self.st.encode(labels, convert_to_numpy=True, normalize_embeddings=True, **kw)
+        out = self.runner.encode(labels, self.batch_size, progress=progress)
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def embed_cached(
         self, store: Store, labels: Sequence[str], progress: bool = False
     ) -> np.ndarray:
         """Embed `labels` (duplicates allowed) in order, encoding only those not in the store's
-        embedding cache, and caching those. A warm cache never loads the model. Sets
-        `self.last_stats`."""
-        model = self.model_name
+        embedding cache (under `cache_key`), and caching those. A warm cache never loads the
+        model. Sets `self.last_stats`."""
+        model = self.cache_key
         arr = pa.array(list(labels), pa.string())
         uniq = pc.unique(arr)  # first-occurrence order
         pos, cached = store.cached_vectors(model, uniq)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from builders.defaults import SEED, WEIGHTING, K
+from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION, SEED, WEIGHTING, K
 from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.shift.familiarity import exact_overlap, familiarity, summarise
@@ -60,13 +60,21 @@ class LabelTable:
 
 
 def similarity_matrix(
-    store: Store, model: str, train: Sequence[str], evals: Sequence[str], progress: bool = False
+    store: Store,
+    model: str,
+    train: Sequence[str],
+    evals: Sequence[str],
+    progress: bool = False,
+    *,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
-    many labels had to be embedded (the rest came from the store's cache)."""
+    many labels had to be embedded (the rest came from the store's cache, per backend and
+    precision)."""
     from builders.shift.embedder import Embedder, cosine_clipped
 
-    emb = Embedder(model)
+    emb = Embedder(model, backend=backend, precision=precision)
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
     m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
     return m, emb.last_new
@@ -217,9 +225,14 @@ def measure(
     weighting: str = WEIGHTING,
     seed: int = SEED,
     progress: bool = False,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> FamiliarityReport:
     """Embed (through the store's cache) and report: the whole walk for one label table."""
-    m, _ = similarity_matrix(store, model, table.labels, union_labels(benchmarks), progress)
+    evals = union_labels(benchmarks)
+    m, _ = similarity_matrix(
+        store, model, table.labels, evals, progress, backend=backend, precision=precision
+    )
     return familiarity_report(
         np.ascontiguousarray(m.T),
         table.mentions,

@@ -1,0 +1,87 @@
+"""Labels as length buckets: one tokenizer call, no padding, large batches, one copy back.
+
+    plan = tokenise(tokenizer, labels, max_length)      one call of the Rust fast tokenizer
+    for positions, ids in plan.batches(rows, tokens):   every row of a batch has the same length
+        vectors[positions] = run(ids)                    (the runtime: torch, ONNX or OpenVINO)
+
+Labels are 3-8 tokens: padding a batch to its longest label and tokenising batch by batch
+cost more than the model on a GPU. Here every label is tokenised in one call, labels of the same
+token length are run together (so the attention mask is all ones and nothing is padded), and
+the runtime writes each batch's vectors at their input positions, so the result is in input
+order whatever the bucket order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+#: Tokens per batch at most (rows x length), whatever the row limit: bounds activation memory.
+TOKENS_PER_ROW = 32
+
+
+@dataclass(frozen=True)
+class TokenPlan:
+    """Every label's token ids, flat, with offsets and lengths: what the batches are cut from."""
+
+    flat: np.ndarray  # int64, every label's ids one after another
+    offsets: np.ndarray  # int64 (n,): where each label's ids start in `flat`
+    lengths: np.ndarray  # int64 (n,)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def batches(self, rows: int, tokens: int | None = None) -> Iterator[tuple[np.ndarray, int]]:
+        """(input positions, token length) per batch: one length per batch, shortest first, at
+        most `rows` rows and `tokens` tokens (default rows x TOKENS_PER_ROW)."""
+        budget = tokens or rows * TOKENS_PER_ROW
+        order = np.argsort(self.lengths, kind="stable")
+        sorted_len = self.lengths[order]
+        bounds = np.flatnonzero(np.diff(sorted_len)) + 1
+        for group in np.split(order, bounds):
+            if not len(group):
+                continue
+            length = int(self.lengths[group[0]])
+            step = max(1, min(rows, budget // max(length, 1)))
+            for start in range(0, len(group), step):
+                yield group[start : start + step], length
+
+    def ids(self, positions: np.ndarray, length: int) -> np.ndarray:
+        """The (len(positions), length) int64 id matrix of one batch (its labels have `length`)."""
+        return self.flat[self.offsets[positions][:, None] + np.arange(length)]
+
+
+def tokenise(tokenizer: Any, labels: Sequence[str], max_length: int) -> TokenPlan:
+    """Tokenise every label in one call of a `tokenizers.Tokenizer` (a copy is truncated at
+    `max_length` and never padded; the caller's tokenizer is left as it is)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(tokenizer.to_str())
+    tok.no_padding()
+    tok.enable_truncation(max_length)
+    encodings = tok.encode_batch_fast(list(labels), add_special_tokens=True)
+    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+    total = int(lengths.sum())
+    flat = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=total)
+    offsets = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    return TokenPlan(flat, offsets, lengths)
+
+
+def progress_bar(total: int, enabled: bool, desc: str = "embedding") -> Any:
+    """A tqdm bar counting labels: labels/s and the time left, whatever the runtime."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=" labels",
+        unit_scale=True,
+        disable=not enabled,
+        dynamic_ncols=True,
+        smoothing=0.1,
+    )
