@@ -11,6 +11,7 @@ import click
 
 from builders.cli.common import (
     common_options,
+    embedding_options,
     emit_json,
     handle_errors,
     note,
@@ -154,6 +155,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
+@embedding_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -215,6 +217,7 @@ def build_splits(
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
+@embedding_options
 @common_options
 @handle_errors
 def familiarity_cmd(
@@ -227,6 +230,8 @@ def familiarity_cmd(
     keep_misc: bool,
     seed: int,
     per_label: bool,
+    backend: str,
+    precision: str,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -255,6 +260,8 @@ def familiarity_cmd(
             weighting=weighting,
             seed=seed,
             progress=not quiet,
+            backend=backend,
+            precision=precision,
         )
     if as_json:
         emit_json(
@@ -263,6 +270,8 @@ def familiarity_cmd(
                 "model": model,
                 "k": k,
                 "weighting": weighting,
+                "backend": backend,
+                "precision": precision,
                 "labels": len(table.labels),
                 "mentions": int(table.mentions.sum()),
                 **rep.to_dict(),

@@ -26,7 +26,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from builders.defaults import SPLITS, WEIGHTING, K, hub_split
+from builders.defaults import (
+    DEFAULT_BACKEND,
+    DEFAULT_PRECISION,
+    SPLITS,
+    WEIGHTING,
+    K,
+    hub_split,
+)
 from builders.errors import BuildersError
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.sources.base import Example
@@ -271,7 +278,13 @@ def build_split(
 
 
 def familiarity_summary(
-    store: Store, build: SplitBuild, model: str, k: int = K, weighting: str = WEIGHTING
+    store: Store,
+    build: SplitBuild,
+    model: str,
+    k: int = K,
+    weighting: str = WEIGHTING,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> FamiliarityReport:
     """Familiarity of the validation and test types against the train types (METHOD.md 2).
 
@@ -301,6 +314,8 @@ def familiarity_summary(
         model=canonical_name(model),
         k=k,
         weighting=weighting,
+        backend=backend,
+        precision=precision,
     )
 
 

@@ -14,7 +14,9 @@ import pyarrow as pa
 
 from builders import __version__
 from builders.defaults import (
+    DEFAULT_BACKEND,
     DEFAULT_MODEL,
+    DEFAULT_PRECISION,
     DEFAULT_STRATEGY,
     LEVELS,
     SEED,
@@ -27,6 +29,7 @@ from builders.defaults import (
 from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.shift.report import FamiliarityReport, LabelTable
+from builders.shift.runtime import check_choice
 from builders.shift.scoring import SelectionResult
 
 
@@ -52,6 +55,8 @@ class SplitConfig:
     per_benchmark: bool = False
     keep_misc: bool = False
     seed: int = SEED
+    backend: str = DEFAULT_BACKEND
+    precision: str = DEFAULT_PRECISION
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
@@ -75,6 +80,7 @@ class SplitConfig:
             raise BuildersError(
                 f"unknown weighting {self.weighting!r}. Valid: {', '.join(WEIGHTINGS)}"
             )
+        check_choice(self.backend, self.precision)
         if self.k < 1:
             raise BuildersError(f"--k must be >= 1, got {self.k}")
         if self.temperature <= 0:
