@@ -155,11 +155,15 @@ def main(argv: list[str] | None = None) -> None:
     for emb in runners.values():
         emb.encode(labels[:64])  # load, export once, warm up kernels
     st.encode(labels[:64], batch_size=args.raw_batch_size)
+    plan_t: list[float] = []
+    for emb in runners.values():
+        best_of(lambda e=emb: e.runner.plan(labels), plan_t)
     print(f"model      {raw_model.model_name}  ({raw_model.resolved.path_or_name})")
     print(f"device     {device}   torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(
         f"labels     {len(labels):,} distinct   raw batch {args.raw_batch_size}   best of {args.repeat}"
     )
+    print(f"tokenise   {min(plan_t):.3f}s, all labels in one call (inside each encode below)")
 
     def raw_encode(texts: list[str]) -> np.ndarray:
         return st.encode(texts, batch_size=args.raw_batch_size, normalize_embeddings=True)
