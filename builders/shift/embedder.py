@@ -381,7 +381,8 @@ class Embedder:
                 raise BuildersError(
                     f"cannot load model {self.model!r} from {res.path_or_name}: {exc}"
                 ) from exc
-            self._st.eval()
+            # fp32 whatever the checkpoint holds: the runner casts to --precision
+            self._st.float().eval()
         return self._st
 
     @property
