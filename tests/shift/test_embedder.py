@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from builders.errors import BuildersError
-from builders.shift import embedder as emb
+from builders.shift import embedder
+from builders.shift import models as emb
 from builders.shift.embedder import (
     MINILM,
     MPNET,
@@ -160,8 +161,8 @@ def test_constructing_is_lazy() -> None:
         e.encode(["x"])
     with pytest.raises(BuildersError, match="batch_size"):
         Embedder(batch_size=0)
-    assert Embedder(device="cpu").batch_size == emb.CPU_BATCH
-    assert Embedder(device="cuda").batch_size == emb.GPU_BATCH
+    assert Embedder(device="cpu").batch_size == embedder.CPU_BATCH
+    assert Embedder(device="cuda").batch_size == embedder.GPU_BATCH
 
 
 # ------------------------------------------------------------------ the real model

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from builders.errors import BuildersError
-from builders.shift import embedder as emb
+from builders.shift import models as emb
 from builders.shift import runtime
 from builders.shift.buckets import tokenise
 from builders.shift.embedder import Embedder, weights_fingerprint
