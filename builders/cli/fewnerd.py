@@ -122,6 +122,9 @@ def fewnerd_splits_cmd(
     """
     from builders.fewnerd.folder import write_split
     from builders.fewnerd.splits import build_split, familiarity_summary
+    from builders.shift.runtime import check_choice
+
+    check_choice(backend, precision)  # before any ingest or split
 
     with open_store(db) as store:
         _ensure_source(store, source, path, quiet)

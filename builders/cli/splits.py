@@ -246,6 +246,9 @@ def familiarity_cmd(
     from builders.labels import label_sets, resolve_benchmarks
     from builders.shift.embedder import canonical_name
     from builders.shift.report import LabelTable, measure
+    from builders.shift.runtime import check_choice
+
+    check_choice(backend, precision)  # before any ingest or load
 
     with open_store(db) as store:
         _ensure_ingested(store, source, path, quiet)

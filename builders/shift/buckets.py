@@ -55,14 +55,21 @@ class TokenPlan:
         return self.flat[self.offsets[positions][:, None] + np.arange(length)]
 
 
-def tokenise(tokenizer: Any, labels: Sequence[str], max_length: int) -> TokenPlan:
-    """Tokenise every label in one call of a `tokenizers.Tokenizer` (a copy is truncated at
-    `max_length` and never padded; the caller's tokenizer is left as it is)."""
+def label_tokenizer(tokenizer: Any, max_length: int) -> Any:
+    """A copy of a `tokenizers.Tokenizer` that truncates at `max_length` and never pads (the
+    model's own is left as it is)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(tokenizer.to_str())
     tok.no_padding()
     tok.enable_truncation(max_length)
+    return tok
+
+
+def tokenise(tokenizer: Any, labels: Sequence[str], max_length: int | None = None) -> TokenPlan:
+    """Tokenise every label in one call of a `tokenizers.Tokenizer` (with `max_length`, through
+    a `label_tokenizer` copy; without, as it is)."""
+    tok = tokenizer if max_length is None else label_tokenizer(tokenizer, max_length)
     encodings = tok.encode_batch_fast(list(labels), add_special_tokens=True)
     lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
     total = int(lengths.sum())

@@ -32,7 +32,7 @@ import numpy as np
 
 from builders.defaults import BACKENDS, PRECISIONS
 from builders.errors import BuildersError
-from builders.shift.buckets import TokenPlan, progress_bar, tokenise
+from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
 
 #: The precisions each backend runs; the others are refused with this list.
 SUPPORTED = {"torch": PRECISIONS, "onnx": ("fp32",), "openvino": ("fp32", "bf16")}
@@ -92,9 +92,10 @@ class Runner:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.dim = dim
+        self._labels_tok = label_tokenizer(tokenizer, max_length)
 
     def plan(self, labels: Sequence[str]) -> TokenPlan:
-        return tokenise(self.tokenizer, labels, self.max_length)
+        return tokenise(self._labels_tok, labels)
 
     def encode(self, labels: Sequence[str], rows: int, progress: bool = False) -> np.ndarray:
         plan = self.plan(labels)
