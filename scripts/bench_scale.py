@@ -80,10 +80,12 @@ def main() -> None:
         ingest += ["--db", str(db), "-q", "--json", "--replace"]
         ingest_s, ingest_gb, out = run_child(ingest)
         info = json.loads(out)
+        print(f"{tag}: ingest {ingest_s:.1f}s, peak {ingest_gb:.2f} GB", flush=True)
         build = [*exe, "build-splits", "--source", source, "--model", args.model]
         build += ["--backend", args.backend, "--precision", args.precision]
         build += ["--db", str(db), "--out", str(args.dir / f"out-{tag}"), "-q", "--json"]
         cold_s, _, _ = run_child(build)
+        print(f"{tag}: first build-splits (fills the cache) {cold_s:.1f}s", flush=True)
         warm_s, warm_gb, _ = run_child(build)
         row = {
             "scale": tag,
