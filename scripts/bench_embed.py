@@ -1,11 +1,21 @@
-"""Benchmark label embedding: raw SentenceTransformer.encode vs Embedder.embed_cached.
+"""Benchmark label embedding: each backend x precision on a device against raw `encode`.
 
-Example:
-    HF_HUB_OFFLINE=1 python scripts/bench_embed.py --model minilm --labels 20000
-    HF_HUB_OFFLINE=1 python scripts/bench_embed.py --model mpnet --labels 5000
+    HF_HUB_OFFLINE=1 python scripts/bench_embed.py --backend onnx --precision fp32 \\
+        --model all-mpnet-base-v2 --labels 2000
+    HF_HUB_OFFLINE=1 python scripts/bench_embed.py --backend torch,openvino --precision fp32,bf16
 
-Labels come from the shared data (NuNER top tags, PileNER labels, Few-NERD types) when present,
-suffixed deterministically (" 2", " 3", ...) until there are N distinct strings.
+For every backend x precision asked (combinations a backend cannot run are skipped), it times
+the toolkit's `Embedder.encode` (one tokenizer call, length buckets, the runtime) against the
+raw sentence-transformers `encode` (torch fp32, padded batches of --raw-batch-size) on the same
+N labels and device, interleaved and best of --repeat. It then measures the Familiarity of a
+corpus (default: the bundled Pile-NER sample) against the seven zero-shot benchmarks with the
+backend's vectors and with raw `encode`'s: max_abs_delta_familiarity is the largest difference
+over the benchmarks and the union macro (per-label F(z) differences are printed too).
+
+Labels come from the shared data (NuNER top tags, Pile-NER labels, Few-NERD types) when present,
+suffixed deterministically (" 2", " 3", ...) until there are N distinct strings. The last lines
+are one per combination:
+    backend=B precision=P device=D ratio_vs_raw=R max_abs_delta_familiarity=X
 """
 
 from __future__ import annotations
@@ -17,13 +27,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from builders.shift.embedder import Embedder
-from builders.store import Store
+from builders.defaults import BACKENDS, PRECISIONS
+from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.shift.embedder import Embedder, cosine_clipped
+from builders.shift.report import FamiliarityReport, LabelTable, familiarity_report
+from builders.shift.runtime import SUPPORTED
 
 SHARED = Path(
     os.environ.get("LABELSHIFT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data")
@@ -57,74 +71,170 @@ def make_labels(n: int, base: list[str]) -> list[str]:
     return out
 
 
+def load_table(args: argparse.Namespace) -> LabelTable:
+    """The corpus's labels and counts: from --table (JSON), else from a store (ingested)."""
+    if args.table:
+        doc = json.loads(Path(args.table).read_text(encoding="utf-8"))
+        return LabelTable.from_counts(dict(zip(doc["labels"], doc["mentions"], strict=True)))
+    from builders.store import Store
+    from builders.store.ingest import ingest
+
+    db = args.db or Path(tempfile.mkdtemp(prefix="bench-embed-")) / "bench.duckdb"
+    with Store(db) as store:
+        if not store.has_source(args.corpus) or args.path:
+            ingest(store, args.corpus, args.path)
+        return LabelTable.load(store, args.corpus)
+
+
+def familiarity_of(vecs: np.ndarray, table: LabelTable, sets: dict, model: str) -> Any:
+    n = len(table.labels)
+    sims = cosine_clipped(vecs[n:], vecs[:n], dtype=np.float32)
+    return familiarity_report(sims, table.mentions, table.labels, sets, model=model)
+
+
+def deviation(a: FamiliarityReport, b: FamiliarityReport) -> tuple[float, float]:
+    """(max |delta| over the benchmarks and the union macro, max |delta| over F(z))."""
+    per_bench = [
+        abs(a.per_benchmark[k].familiarity - b.per_benchmark[k].familiarity)
+        for k in a.per_benchmark
+    ]
+    per_label = [abs(a.per_label[z] - b.per_label[z]) for z in a.per_label]
+    return max([abs(a.union_macro - b.union_macro), *per_bench]), max(per_label)
+
+
+def best_of(fn: Any, times: list[float]) -> Any:
+    t0 = time.perf_counter()
+    out = fn()
+    times.append(time.perf_counter() - t0)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--backend", default="torch", help=f"comma list of {', '.join(BACKENDS)}")
+    ap.add_argument("--precision", default="fp32", help=f"comma list of {', '.join(PRECISIONS)}")
     ap.add_argument("--model", default="minilm", help="minilm, mpnet or a model folder")
     ap.add_argument("--labels", type=int, default=20_000, help="number of distinct labels")
-    ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    ap.add_argument(
+        "--batch-size", type=int, help="toolkit rows per batch (default: 256 CPU, 8192 GPU)"
+    )
+    ap.add_argument("--raw-batch-size", type=int, default=256, help="raw encode's batch size")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each; the best is reported")
+    ap.add_argument(
+        "--corpus", default="pilener-sample", help="source whose Familiarity is compared"
+    )
+    ap.add_argument("--path", help="files of --corpus to ingest (default: its default origin)")
+    ap.add_argument("--db", type=Path, help="store holding --corpus (default: a temporary one)")
+    ap.add_argument("--table", help="JSON {labels, mentions} instead of a store (no duckdb needed)")
+    ap.add_argument("--save-table", type=Path, help="write --corpus's table as JSON and stop")
+    ap.add_argument("--json", type=Path, help="also write every figure here")
     args = ap.parse_args(argv)
 
+    table = load_table(args)
+    if args.save_table:
+        doc = {"labels": table.labels, "mentions": table.mentions.tolist()}
+        args.save_table.write_text(json.dumps(doc), encoding="utf-8")
+        print(f"wrote {args.save_table}: {len(table.labels):,} labels of {args.corpus}")
+        return
+    combos = [
+        (b, p)
+        for b in args.backend.split(",")
+        for p in args.precision.split(",")
+        if p in SUPPORTED.get(b, PRECISIONS)
+    ]
+    if not combos:
+        sys.exit(f"no backend x precision to run in {args.backend} x {args.precision}")
     import torch
 
-    base = base_labels()
-    labels = make_labels(args.labels, base)
-    assert len(set(labels)) == len(labels) == args.labels
-    emb = Embedder(args.model, device=args.device, batch_size=args.batch_size)
-    t0 = time.perf_counter()
-    st = emb.st
-    load_s = time.perf_counter() - t0
-    print(f"model      {emb.model_name}  ({emb.resolved.path_or_name if emb.resolved else '?'})")
+    labels = make_labels(args.labels, base_labels())
+    raw_model = Embedder(args.model, device=args.device)
+    st = raw_model.st  # torch fp32: the reference
+    device = raw_model.device or "cpu"
+    runners = {c: Embedder(args.model, args.device, args.batch_size, *c) for c in combos}
+    for emb in runners.values():
+        emb.encode(labels[:64])  # load, export once, warm up kernels
+    st.encode(labels[:64], batch_size=args.raw_batch_size)
+    plan_t: list[float] = []
+    for emb in runners.values():
+        best_of(lambda e=emb: e.runner.plan(labels), plan_t)
+    print(f"model      {raw_model.model_name}  ({raw_model.resolved.path_or_name})")
+    print(f"device     {device}   torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(
-        f"device     {emb.device}   torch threads {torch.get_num_threads()}   torch {torch.__version__}"
+        f"labels     {len(labels):,} distinct   raw batch {args.raw_batch_size}   best of {args.repeat}"
     )
-    print(f"labels     {len(labels):,} distinct ({len(base):,} real, then suffixed)")
-    print(f"batch size {args.batch_size}   model load {load_s:.2f}s   best of {args.repeat}")
-    emb.encode(labels[:64])  # warm-up: kernels, allocator, tokenizer
+    print(f"tokenise   {min(plan_t):.3f}s, all labels in one call (inside each encode below)")
 
-    # This machine's timings drift by tens of percent run to run: interleave raw and cached
-    # runs and keep the best of each (as timeit does).
-    raw_s = cold_s = warm_s = overhead_s = float("inf")
-    inner = emb.encode
-    spent = [0.0]
+    def raw_encode(texts: list[str]) -> np.ndarray:
+        return st.encode(texts, batch_size=args.raw_batch_size, normalize_embeddings=True)
 
-    def timed_encode(*a, **kw):  # time the model inside embed_cached, to isolate the cache cost
-        t = time.perf_counter()
-        try:
-            return inner(*a, **kw)
-        finally:
-            spent[0] += time.perf_counter() - t
+    raw_t: list[float] = []
+    times: dict[tuple[str, str], list[float]] = {c: [] for c in combos}
+    outs: dict[tuple[str, str], np.ndarray] = {}
+    for _ in range(args.repeat):  # interleaved: these machines drift run to run
+        raw = best_of(lambda: raw_encode(labels), raw_t)
+        for c, emb in runners.items():
+            outs[c] = best_of(lambda e=emb: e.encode(labels), times[c])
 
-    emb.encode = timed_encode  # type: ignore[method-assign]
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        raw = st.encode(
-            labels, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True
+    sets = label_sets(resolve_benchmarks(None))
+    fam_labels = table.labels + list(union_labels(sets))
+    ref_fam = familiarity_of(raw_encode(fam_labels), table, sets, raw_model.model_name)
+    raw_s = min(raw_t)
+    rows = [
+        {
+            "backend": "raw encode",
+            "precision": "fp32",
+            "device": device,
+            "labels_per_s": len(labels) / raw_s,
+            "seconds": raw_s,
+        }
+    ]
+    for c, emb in runners.items():
+        secs = min(times[c])
+        fam = familiarity_of(emb.encode(fam_labels), table, sets, raw_model.model_name)
+        d_fam, d_label = deviation(fam, ref_fam)
+        cos = (outs[c] * raw).sum(axis=1)
+        rows.append(
+            {
+                "backend": c[0],
+                "precision": c[1],
+                "device": device,
+                "seconds": secs,
+                "labels_per_s": len(labels) / secs,
+                "ratio_vs_raw": raw_s / secs,
+                "min_cosine": float(cos.min()),
+                "max_abs_delta_familiarity": d_fam,
+                "max_abs_delta_f_label": d_label,
+            }
         )
-        raw_s = min(raw_s, time.perf_counter() - t0)
-        with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.duckdb") as store:
-            spent[0] = 0.0
-            t0 = time.perf_counter()
-            cold = emb.embed_cached(store, labels)
-            cold_s = min(cold_s, time.perf_counter() - t0)
-            overhead_s = min(overhead_s, time.perf_counter() - t0 - spent[0])
-            assert emb.last_new == len(labels)
-            t0 = time.perf_counter()
-            warm = emb.embed_cached(store, labels)
-            warm_s = min(warm_s, time.perf_counter() - t0)
-            assert emb.last_new == 0 and warm.tobytes() == cold.tobytes()
-
-    n = len(labels)
-    raw_rate, cold_rate = n / raw_s, n / cold_s
-    print(f"raw encode        {raw_s:8.2f}s  {raw_rate:10,.0f} labels/s")
-    print(f"embed_cached cold {cold_s:8.2f}s  {cold_rate:10,.0f} labels/s")
-    print(f"embed_cached warm {warm_s:8.3f}s  {n / warm_s:10,.0f} labels/s")
-    ratio = cold_rate / raw_rate
-    verdict = "OK" if ratio >= 0.9 else "SLOWER THAN 10% BUDGET"
-    print(f"cold/raw ratio    {ratio:.3f}  ({verdict})")
-    print(f"cache overhead    {overhead_s:8.3f}s  (lookup + insert + reorder, cold run, no model)")
-    print(f"max |cold - raw|  {float(np.abs(cold - raw).max()):.2e}")
+    print(
+        f"Familiarity on {args.corpus}: {len(table.labels):,} training labels vs "
+        f"{len(union_labels(sets))} evaluation labels (7 benchmarks); raw union macro "
+        f"{ref_fam.union_macro:.6f}"
+    )
+    print(
+        f"{'backend':<11} {'precision':<9} {'device':<6} {'labels/s':>10} {'seconds':>8} "
+        f"{'x raw':>6} {'min cos':>10} {'|dF| bench':>10} {'|dF(z)|':>9}"
+    )
+    for r in rows:
+        extra = (
+            f"{r['ratio_vs_raw']:6.2f} {r['min_cosine']:10.7f} "
+            f"{r['max_abs_delta_familiarity']:10.2e} {r['max_abs_delta_f_label']:9.2e}"
+            if "ratio_vs_raw" in r
+            else ""
+        )
+        print(
+            f"{r['backend']:<11} {r['precision']:<9} {r['device']:<6} "
+            f"{r['labels_per_s']:10,.0f} {r['seconds']:8.2f} {extra}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"labels": len(labels), "rows": rows}, indent=2))
+    for r in rows[1:]:
+        print(
+            f"backend={r['backend']} precision={r['precision']} device={r['device']} "
+            f"ratio_vs_raw={r['ratio_vs_raw']:.2f} "
+            f"max_abs_delta_familiarity={r['max_abs_delta_familiarity']:.2e}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,27 @@ def common_options(f: Callable) -> Callable:
     return f
 
 
+def embedding_options(f: Callable) -> Callable:
+    """--backend and --precision: the runtime that embeds labels (cached apart per choice)."""
+    from builders.defaults import BACKENDS, DEFAULT_BACKEND, DEFAULT_PRECISION, PRECISIONS
+
+    f = click.option(
+        "--precision",
+        type=click.Choice(PRECISIONS),
+        default=DEFAULT_PRECISION,
+        show_default=True,
+        help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
+    )(f)
+    return click.option(
+        "--backend",
+        type=click.Choice(BACKENDS),
+        default=DEFAULT_BACKEND,
+        show_default=True,
+        help="Embedding runtime: torch (any device), onnx or openvino (CPU; "
+        "pip install 'labelshift-builders[onnx]' / '[openvino]').",
+    )(f)
+
+
 def handle_errors(f: Callable) -> Callable:
     """Turn the library's errors into clean `click.ClickException`s."""
 

@@ -10,6 +10,7 @@ import click
 
 from builders.cli.common import (
     common_options,
+    embedding_options,
     emit_json,
     handle_errors,
     note,
@@ -91,6 +92,7 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
     help="Embedding model for Familiarity.",
 )
 @click.option("-k", "k", type=int, default=K, show_default=True, help="K of Familiarity.")
+@embedding_options
 @common_options
 @handle_errors
 def fewnerd_splits_cmd(
@@ -103,6 +105,8 @@ def fewnerd_splits_cmd(
     no_familiarity: bool,
     model: str,
     k: int,
+    backend: str,
+    precision: str,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -118,6 +122,9 @@ def fewnerd_splits_cmd(
     """
     from builders.fewnerd.folder import write_split
     from builders.fewnerd.splits import build_split, familiarity_summary
+    from builders.shift.runtime import check_choice
+
+    check_choice(backend, precision)  # before any ingest or split
 
     with open_store(db) as store:
         _ensure_source(store, source, path, quiet)
@@ -126,7 +133,9 @@ def fewnerd_splits_cmd(
         fam = None
         if not no_familiarity:
             note(f"Familiarity with {model} (K={k})", quiet)
-            fam = familiarity_summary(store, build, model, k=k)
+            fam = familiarity_summary(
+                store, build, model, k=k, backend=backend, precision=precision
+            )
     command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
     folder = write_split(build, out, fam, command=command)
     summary = build.summary()

@@ -12,6 +12,7 @@ import click
 from builders.cli.common import (
     benchmarks_option,
     common_options,
+    embedding_options,
     emit_json,
     ensure_ingested,
     handle_errors,
@@ -145,6 +146,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 @click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
+@embedding_options
 @click.option(
     "--min-labels",
     type=click.IntRange(min=1),
@@ -283,6 +285,7 @@ def _print_verdicts(res: BuildResult) -> None:
     "ours [default: the source's name, when the authors measured a corpus by that name].",
 )
 @leakage_options
+@embedding_options
 @common_options
 @handle_errors
 def familiarity_cmd(
@@ -300,6 +303,8 @@ def familiarity_cmd(
     reference: str | None,
     leakage: bool,
     ngram: int,
+    backend: str,
+    precision: str,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -317,6 +322,9 @@ def familiarity_cmd(
     from builders.shift.benchmarks import resolve
     from builders.shift.embedder import canonical_name
     from builders.shift.report import LabelTable, measure
+    from builders.shift.runtime import check_choice
+
+    check_choice(backend, precision)  # before any ingest or load
 
     authors = reference_familiarity(reference or source)
     if reference and authors is None:
@@ -339,6 +347,8 @@ def familiarity_cmd(
             seed=seed,
             progress=not quiet,
             protocol=protocol,
+            backend=backend,
+            precision=precision,
         )
         leak = _leakage(store, source, evalsets, ngram, model, quiet) if leakage else None
     if as_json:
@@ -348,6 +358,8 @@ def familiarity_cmd(
                 "model": model,
                 "k": k,
                 "weighting": weighting,
+                "backend": backend,
+                "precision": precision,
                 "labels": len(table.labels),
                 "mentions": int(table.mentions.sum()),
                 **rep.to_dict(),

@@ -23,7 +23,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from builders.defaults import SPLITS, WEIGHTING, K, hub_split
+from builders.defaults import (
+    DEFAULT_BACKEND,
+    DEFAULT_PRECISION,
+    SPLITS,
+    WEIGHTING,
+    K,
+    hub_split,
+)
 from builders.errors import BuildersError
 from builders.labels import fewnerd_coarse_of as coarse_of
 from builders.labels import fewnerd_coarse_types as coarse_types
@@ -235,7 +242,13 @@ def build_split(
 
 
 def familiarity_summary(
-    store: Store, build: SplitBuild, model: str, k: int = K, weighting: str = WEIGHTING
+    store: Store,
+    build: SplitBuild,
+    model: str,
+    k: int = K,
+    weighting: str = WEIGHTING,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> FamiliarityReport:
     """Familiarity of the validation and test types against the train types (METHOD.md 2).
 
@@ -265,6 +278,8 @@ def familiarity_summary(
         model=canonical_name(model),
         k=k,
         weighting=weighting,
+        backend=backend,
+        precision=precision,
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builders.defaults import DEFAULT_MODEL, SEED, K
+from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION, SEED, K
 from builders.errors import BuildersError
 from builders.splits.config import SplitConfig
 
@@ -36,6 +36,8 @@ FEWNERD_KEYS = {
     "model": DEFAULT_MODEL,
     "k": K,
     "familiarity": True,
+    "backend": DEFAULT_BACKEND,
+    "precision": DEFAULT_PRECISION,
 }
 COMMON_KEYS = {"name", "kind", "source", "path", "store_as", "options", "description", "publish"}
 

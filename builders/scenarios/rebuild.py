@@ -106,7 +106,18 @@ def rebuild_fewnerd(
     folder = out / rep.folders[0]
     stage(f"Few-NERD {p['mode']} split of {sc.stored}")
     built = build_split(store, sc.stored, p["mode"], p["assignment"], int(p["seed"]))
-    fam = familiarity_summary(store, built, p["model"], k=int(p["k"])) if p["familiarity"] else None
+    fam = (
+        familiarity_summary(
+            store,
+            built,
+            p["model"],
+            k=int(p["k"]),
+            backend=p["backend"],
+            precision=p["precision"],
+        )
+        if p["familiarity"]
+        else None
+    )
     command = (
         f"builders fewnerd-splits --mode {p['mode']} --assignment {p['assignment']} "
         f"--seed {p['seed']} --source {sc.stored}"

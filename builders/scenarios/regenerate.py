@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from builders import __version__
+from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.scenarios.book import Scenario
@@ -30,14 +31,22 @@ from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, resolve
 from builders.store import Store
 
-
 # ---------------------------------------------------------------------------- keys
+#: Parameters left out of a key at their default, so that scenarios built before they
+#: existed keep their keys (the default torch fp32 is what those were built with).
+_UNKEYED_DEFAULTS = {"backend": DEFAULT_BACKEND, "precision": DEFAULT_PRECISION}
+
+
+def _keyed_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if _UNKEYED_DEFAULTS.get(k, object()) != v}
+
+
 def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
     """Hash of what determines the scenario's output; also returns its parts (for reasons)."""
     parts: dict[str, Any] = {
         "kind": sc.kind,
         "fingerprints": {split: fp for _, split, fp in store.fingerprints(sc.stored)},
-        "params": dict(sc.params),
+        "params": _keyed_params(sc.params),
         "toolkit_version": __version__,
     }
     if sc.kind == "splits":

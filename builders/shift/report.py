@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from builders.defaults import DEFAULT_PROTOCOL, SEED, WEIGHTING, K
+from builders.defaults import (
+    DEFAULT_BACKEND,
+    DEFAULT_PRECISION,
+    DEFAULT_PROTOCOL,
+    SEED,
+    WEIGHTING,
+    K,
+)
 from builders.errors import BuildersError
 from builders.labels import paper_training_label, union_labels
 from builders.shift.familiarity import exact_overlap, familiarity, summarise
@@ -90,17 +97,25 @@ class LabelTable:
 
 
 def similarity_matrix(
-    store: Store, model: str, train: Sequence[str], evals: Sequence[str], progress: bool = False
+    store: Store,
+    model: str,
+    train: Sequence[str],
+    evals: Sequence[str],
+    progress: bool = False,
+    *,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
-    many labels had to be embedded (the rest came from the store's cache).
+    many labels had to be embedded (the rest came from the store's cache, per backend and
+    precision).
 
     A training label whose (normalised) text is an evaluation label's has similarity exactly
     1: the float32 cosine of a vector with itself can read 0.99999994 (METHOD.md section 4).
     """
     from builders.shift.embedder import Embedder, cosine_clipped
 
-    emb = Embedder(model)
+    emb = Embedder(model, backend=backend, precision=precision)
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
     m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
     set_exact_matches(m, train, evals)
@@ -276,9 +291,14 @@ def measure(
     seed: int = SEED,
     progress: bool = False,
     protocol: str = DEFAULT_PROTOCOL,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> FamiliarityReport:
     """Embed (through the store's cache) and report: the whole walk for one label table."""
-    m, _ = similarity_matrix(store, model, table.labels, union_labels(benchmarks), progress)
+    evals = union_labels(benchmarks)
+    m, _ = similarity_matrix(
+        store, model, table.labels, evals, progress, backend=backend, precision=precision
+    )
     return familiarity_report(
         np.ascontiguousarray(m.T),
         table.mentions,

@@ -14,7 +14,9 @@ import pyarrow as pa
 
 from builders import __version__
 from builders.defaults import (
+    DEFAULT_BACKEND,
     DEFAULT_MODEL,
+    DEFAULT_PRECISION,
     DEFAULT_PROTOCOL,
     DEFAULT_STRATEGY,
     LEVELS,
@@ -33,6 +35,7 @@ from builders.defaults import (
 from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.shift.report import FamiliarityReport, LabelTable
+from builders.shift.runtime import check_choice
 from builders.shift.scoring import SelectionResult
 
 
@@ -66,6 +69,8 @@ class SplitConfig:
     leakage: bool = True
     decontaminate: bool = False
     ngram: int = NGRAM
+    backend: str = DEFAULT_BACKEND
+    precision: str = DEFAULT_PRECISION
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_q"):
@@ -105,6 +110,7 @@ class SplitConfig:
                 f"--min-labels and --min-mentions must be >= 1, got {self.min_labels} and "
                 f"{self.min_mentions}"
             )
+        check_choice(self.backend, self.precision)
         if self.k < 1:
             raise BuildersError(f"--k must be >= 1, got {self.k}")
         if self.temperature <= 0:

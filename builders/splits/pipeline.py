@@ -131,7 +131,15 @@ def _measure(
     table = LabelTable.load(store, cfg.source, cfg.protocol)
     all_evals = union_labels(sets)
     stage(f"embedding {len(table.labels):,} training and {len(all_evals)} evaluation labels")
-    m_all, new = similarity_matrix(store, cfg.model, table.labels, all_evals, progress)
+    m_all, new = similarity_matrix(
+        store,
+        cfg.model,
+        table.labels,
+        all_evals,
+        progress,
+        backend=cfg.backend,
+        precision=cfg.precision,
+    )
     groups = [{b: ls} for b, ls in sets.items()] if cfg.per_benchmark else [sets]
     results = []
     for group in groups:

@@ -41,6 +41,18 @@ def test_every_command_takes_db_and_json(name: str, command: click.Command) -> N
     assert {"--db", "--json", "--quiet"} <= opts, name
 
 
+@pytest.mark.parametrize("name", ["familiarity", "build-splits", "fewnerd-splits"])
+def test_every_command_that_embeds_takes_backend_and_precision(name: str) -> None:
+    opts = {o for p in cli.commands[name].params for o in getattr(p, "opts", [])}
+    assert {"--backend", "--precision", "--model"} <= opts, name
+
+
+def test_backend_precision_pair_is_checked_before_any_work(run) -> None:
+    res = run("familiarity", "--source", "nothing-here", "--backend", "onnx", "--precision", "bf16")
+    assert res.exit_code == 1
+    assert "--backend onnx runs --precision fp32, not bf16" in res.output
+
+
 def test_sources_json(run) -> None:
     res = run("sources", "--json")
     assert res.exit_code == 0

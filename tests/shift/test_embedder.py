@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from builders.errors import BuildersError
-from builders.shift import embedder as emb
+from builders.shift import embedder
+from builders.shift import models as emb
 from builders.shift.embedder import (
     MINILM,
     MPNET,
@@ -160,6 +161,8 @@ def test_constructing_is_lazy() -> None:
         e.encode(["x"])
     with pytest.raises(BuildersError, match="batch_size"):
         Embedder(batch_size=0)
+    assert Embedder(device="cpu").batch_size == embedder.CPU_BATCH
+    assert Embedder(device="cuda").batch_size == embedder.GPU_BATCH
 
 
 # ------------------------------------------------------------------ the real model
@@ -198,7 +201,8 @@ def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: 
     assert second.tobytes() == first.tobytes()
     np.testing.assert_allclose(first, minilm.encode(LABELS), atol=1e-5)
     rows = store.con.execute("SELECT model, count(*) FROM embeddings GROUP BY model").fetchall()
-    assert rows == [(MINILM, len(LABELS))]
+    assert rows == [(minilm.cache_key, len(LABELS))]
+    assert minilm.cache_key.startswith(f"{MINILM}|torch|fp32|")
 
 
 def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
@@ -233,10 +237,11 @@ def test_cache_rows_are_per_model(minilm: Embedder, store: Store) -> None:
 
 
 def test_cached_vectors_of_another_size_are_an_error(minilm: Embedder, store: Store) -> None:
-    store.con.execute(f"INSERT INTO embeddings VALUES ('{MINILM}', 'zz', [1.0, 0.0]::FLOAT[])")
+    key = minilm.cache_key
+    store.con.execute(f"INSERT INTO embeddings VALUES ('{key}', 'zz', [1.0, 0.0]::FLOAT[])")
     with pytest.raises(BuildersError, match="vectors are 2-d, the model gives 384-d"):
         minilm.embed_cached(store, ["zz", "person"])
-    store.con.execute(f"INSERT INTO embeddings VALUES ('{MINILM}', 'yy', [1.0]::FLOAT[])")
+    store.con.execute(f"INSERT INTO embeddings VALUES ('{key}', 'yy', [1.0]::FLOAT[])")
     with pytest.raises(BuildersError, match="several lengths"):
         minilm.embed_cached(store, ["zz", "yy"])
 

