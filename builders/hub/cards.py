@@ -26,9 +26,11 @@ from builders.hub.templating import (
     license_id,
     redact,
 )
+from builders.labels import ZERO_SHOT
 
-TAGS = ["ner", "zero-shot", "label-shift", "familiarity", "synthetic"]
-#: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix.
+TAGS = ["ner", "zero-shot", "label-shift", "familiarity"]
+#: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix
+#: (builds without provenance; with it, the source's own credits are used).
 SOURCE_CITATIONS = {"pilener": "universalner", "nuner": "nuner", "fewnerd": "fewnerd"}
 LEVEL_TEXT = {
     "low": "the training labels closest to the benchmark labels (easy transfer)",
@@ -47,6 +49,8 @@ def rebuild_command(build: Mapping[str, Any]) -> str:
     c = build["config"]
     args = ["build-splits", "--source", c["source"], "--strategy", c["strategy"]]
     bench = [b for b in c.get("benchmarks") or [] if b != "all"]
+    if tuple(bench) == ZERO_SHOT:  # `all`, resolved: the default
+        bench = []
     if bench:
         args += ["--benchmarks", ",".join(bench)]
     if list(c.get("levels") or ()) != ["low", "medium", "high"]:
@@ -89,7 +93,7 @@ def subset_yaml(
         license_=license_,
         rows=max(int(b["subset"]["sentences"]) for b in builds.values()),
         source_datasets=[source_origin] if source_origin else None,
-        tags=TAGS,
+        tags=TAGS + (["synthetic"] if _source(first).get("annotation") == "llm" else []),
         pretty_name=f"{first['config']['source']} {first['subset']['level']} label shift",
     )
     data_configs = {
@@ -182,6 +186,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": rebuild_command(b),
+        "recipe": (b.get("provenance") or {}).get("recipe", []),
         "version": b.get("toolkit_version", "unknown"),
         "leakage": b.get("leakage"),
     }
@@ -266,10 +271,16 @@ def render_card(
     configs = list(builds)
     first = builds[configs[0]]
     source = first["config"]["source"]
+    src = _source(first)
+    if src:  # the build's own record of what was read wins over the registry's defaults
+        license = src.get("license") or license
+        source_origin = src.get("hub_dataset") if src.get("read_from_hub") else None
+        cites = ["familiarity", *src.get("credits", [])]
+    else:
+        cites = ["familiarity"] + [
+            key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)
+        ]
     yaml_header = subset_yaml(builds, license, source_origin)
-    cites = ["familiarity"] + [
-        key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)
-    ]
     views = [_config_view(c, builds[c]) for c in configs]
     text = (
         environment()
@@ -294,6 +305,70 @@ def render_card(
                 if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
             ],
             citations=cites,
+            annotation=src.get("annotation", "unknown"),
+            source_text=_source_text(source, src),
+            read_from=_read_from(src),
+            inputs=_inputs(src),
+            dataset_bibtex=dataset_bibtex(name, first),
         )
     )
     return redact(text)
+
+
+def _source(build: Mapping[str, Any]) -> dict[str, Any]:
+    return dict((build.get("provenance") or {}).get("source") or {})
+
+
+def _inputs(src: Mapping[str, Any]) -> list[str]:
+    """The inputs' file (or dataset) names, each once."""
+    names = [
+        i["input"].rstrip("/").rsplit("/", 1)[-1]
+        for s in (src.get("splits") or {}).values()
+        for i in s.get("inputs", [])
+    ]
+    return list(dict.fromkeys(names))
+
+
+def _read_from(src: Mapping[str, Any]) -> str | None:
+    splits = src.get("splits") or {}
+    if not splits:
+        return None
+    parts = [f"{split} ({s['sentences']:,} sentences)" for split, s in splits.items()]
+    where = "its Hub dataset" if src.get("read_from_hub") else "local files"
+    return f"{where}: {', '.join(parts)}"
+
+
+def _source_text(source: str, src: Mapping[str, Any]) -> str:
+    """What the rows come from, saying where the input is not the registered Hub dataset."""
+    if not src:
+        return f"`{source}` as stored by the toolkit."
+    spec, hub = src.get("spec"), src.get("hub_dataset")
+    text = f"`{source}`, read by the toolkit's `{spec}` source" if spec else f"`{source}`"
+    if hub and src.get("read_from_hub"):
+        return text + f" from its Hub dataset [{hub}](https://huggingface.co/datasets/{hub})."
+    names = ", ".join(f"`{n}`" for n in _inputs(src)) or "local files"
+    if hub:
+        return (
+            text + f" from {names}. The `{spec}` source stands for the Hub dataset "
+            f"[{hub}](https://huggingface.co/datasets/{hub}); these files are a copy or an "
+            "excerpt of it, not necessarily the whole of it (the counts above are what was read)."
+        )
+    return text + f" from {names}."
+
+
+def dataset_bibtex(name: str, build: Mapping[str, Any]) -> str:
+    """A BibTeX entry for this dataset: its repo id (or folder name) and the toolkit version."""
+    import re
+
+    key = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit("/", 1)[-1]).strip("_").lower()
+    version = build.get("toolkit_version", "unknown")
+    url = f"https://huggingface.co/datasets/{name}" if "/" in name else None
+    lines = [
+        f"@misc{{{key},",
+        f"  title        = {{{{{name}}}: a {build['subset']['level']} label-shift subset of "
+        f"{build['config']['source']}}},",
+        *([f"  howpublished = {{\\url{{{url}}}}},"] if url else []),
+        f"  note         = {{Built with labelshift-builders {version}}}",
+        "}",
+    ]
+    return "\n".join(lines)

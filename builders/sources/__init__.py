@@ -49,6 +49,8 @@ class SourceSpec:
         hub_options: options of the `hf` reader when the source is read from its Hub origin
             (its copy there may name its columns and tags differently).
         license: licence of the published data, inherited by derived datasets.
+        annotation: who annotated it: `llm` (synthetic, LLM-annotated), `human`, or `unknown`.
+        credits: citation keys (`cards/_citations.md.j2`) the data's authors ask for.
         loader_version: bump when the reader's output changes; part of the fingerprint.
     """
 
@@ -65,6 +67,8 @@ class SourceSpec:
     label_fn: str | None = None
     hub_options: Mapping[str, object] = field(default_factory=_frozen)
     license: str = "unknown"
+    annotation: str = "unknown"
+    credits: tuple[str, ...] = ()
     loader_version: str = "1"
 
     def __post_init__(self) -> None:
@@ -232,6 +236,8 @@ def _crossner(domain: str, title: str) -> SourceSpec:
         splits=_frozen(_CROSSNER_SPLITS),
         verbalise=True,
         license=_CROSSNER_LICENSE,
+        annotation="human",
+        credits=("crossner",),
     )
 
 
@@ -258,6 +264,8 @@ _SPECS: list[SourceSpec] = [
         splits=_frozen(_CROSSNER_SPLITS),
         verbalise=True,
         license="other",
+        annotation="human",
+        credits=("crossner",),
     ),
     SourceSpec(
         name="mit-movie",
@@ -271,6 +279,7 @@ _SPECS: list[SourceSpec] = [
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
         verbalise=True,
         license="unknown",
+        annotation="human",
     ),
     SourceSpec(
         name="mit-movie-trivia",
@@ -283,6 +292,7 @@ _SPECS: list[SourceSpec] = [
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
         verbalise=True,
         license="unknown",
+        annotation="human",
     ),
     SourceSpec(
         name="mit-restaurant",
@@ -295,6 +305,7 @@ _SPECS: list[SourceSpec] = [
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
         verbalise=True,
         license="unknown",
+        annotation="human",
     ),
     SourceSpec(
         name="conll2003",
@@ -309,6 +320,7 @@ _SPECS: list[SourceSpec] = [
         ),
         verbalise=True,
         license="other",
+        annotation="human",
     ),
     SourceSpec(
         name="fewnerd",
@@ -325,6 +337,8 @@ _SPECS: list[SourceSpec] = [
         # DFKI-SLT/few-nerd: `fine_ner_tags` holds the 66 fine types (IO, `person-artist/author`)
         hub_options=_frozen({"tags_column": "fine_ner_tags", "scheme": "io"}),
         license="cc-by-sa-4.0",
+        annotation="human",
+        credits=("fewnerd",),
     ),
     SourceSpec(
         name="pilener",
@@ -337,6 +351,8 @@ _SPECS: list[SourceSpec] = [
         # SLIMER's held-out slice is training material despite the `dev` in its name
         splits=_frozen({"train": ("pilener-391xALL-dev.bio*",)}),
         license="cc-by-nc-4.0",
+        annotation="llm",
+        credits=("universalner",),
     ),
     SourceSpec(
         name="pilener-sample",
@@ -350,6 +366,8 @@ _SPECS: list[SourceSpec] = [
         local="package:sample/pilener-391xALL-dev.bio.xz",
         splits=_frozen({"train": ("pilener-391xALL-dev.bio*",)}),
         license="cc-by-nc-4.0",
+        annotation="llm",
+        credits=("universalner", "slimer"),
     ),
     SourceSpec(
         name="nuner",
@@ -358,6 +376,8 @@ _SPECS: list[SourceSpec] = [
         description="NuNER CSV: input text, output list literal of '<mention> <> <type>'",
         origin="numind/NuNER",
         license="mit",
+        annotation="llm",
+        credits=("nuner",),
     ),
     SourceSpec(
         name="gliner",

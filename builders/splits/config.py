@@ -173,6 +173,15 @@ class BuildResult:
     embedded_new: int = 0
     #: `builders.splits.leakage.leakage_record`: {full, levels, decontaminated}, or None.
     leakage: dict[str, Any] | None = None
+    #: `builders.splits.provenance.provenance`: source as read, model, toolkit, recipe.
+    provenance: dict[str, Any] | None = None
+    #: Every benchmark the build was asked for, resolved (`all` spelt out).
+    all_benchmarks: tuple[str, ...] = ()
+
+    def config_dict(self) -> dict[str, Any]:
+        """The config as asked, with its benchmarks resolved to their names."""
+        names = list(self.all_benchmarks or self.benchmarks)
+        return {**self.config.to_dict(), "benchmarks": names}
 
     def selected(self, level: str) -> list[str]:
         """The training labels a level keeps (whole, and a size-matched level's partial one)."""
@@ -196,7 +205,7 @@ class BuildResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "toolkit_version": __version__,
-            "config": self.config.to_dict(),
+            "config": self.config_dict(),
             "profile": self.profile,
             "eval_labels": list(self.eval_labels),
             "embedded_new": self.embedded_new,
@@ -204,4 +213,5 @@ class BuildResult:
             "subsets": [{**s.to_dict(), "path": s.path} for s in self.subsets],
             "verdicts": self.verdicts.to_dict() if self.verdicts is not None else None,
             "leakage": self.leakage,
+            "provenance": self.provenance,
         }

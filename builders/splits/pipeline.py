@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from builders.labels import union_labels
 from builders.shift.benchmarks import EvalSet, resolve
-from builders.shift.embedder import canonical_name
+from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
     FamiliarityReport,
@@ -44,6 +44,7 @@ from builders.shift.scoring import (
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
 from builders.splits.leakage import leakage_record
 from builders.splits.levels import Level, check_levels, from_cuts, match_levels, verdicts
+from builders.splits.provenance import provenance
 from builders.store import Store
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
@@ -112,6 +113,11 @@ def build(
     if found is not None and after is not None:
         for res in results:
             res.leakage = leakage_record(res, found, after, dropped if cfg.decontaminate else None)
+    key = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision).cache_key
+    origin = provenance(store, cfg, key)
+    for res in results:
+        res.provenance = origin
+        res.all_benchmarks = tuple(sets)
     if out is not None:
         from builders.splits.subsets import write_results
 
@@ -130,7 +136,7 @@ def _measure(
     """Every group's scores, cuts, subsets and Familiarity."""
     table = LabelTable.load(store, cfg.source, cfg.protocol)
     all_evals = union_labels(sets)
-    stage(f"embedding {len(table.labels):,} training and {len(all_evals)} evaluation labels")
+    stage(f"labels: {len(table.labels):,} training, {len(all_evals)} evaluation")
     m_all, new = similarity_matrix(
         store,
         cfg.model,
@@ -140,6 +146,8 @@ def _measure(
         backend=cfg.backend,
         precision=cfg.precision,
     )
+    total = len(set(table.labels) | set(all_evals))
+    stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")
     groups = [{b: ls} for b, ls in sets.items()] if cfg.per_benchmark else [sets]
     results = []
     for group in groups:

@@ -47,7 +47,7 @@ def build_record(
     record: dict[str, Any] = {
         "toolkit_version": __version__,
         "command": command,
-        "config": res.config.to_dict(),
+        "config": res.config_dict(),
         "subset": sub.to_dict(),
         "full": res.full.to_dict(),
         "cuts": {lv: c.to_dict() for lv, c in res.cuts.items()},
@@ -60,6 +60,8 @@ def build_record(
     }
     if res.leakage is not None:
         record["leakage"] = res.leakage_of(sub.level)
+    if res.provenance is not None:
+        record["provenance"] = res.provenance
     if scenario is not None:
         record["scenario"] = dict(scenario)
     return record

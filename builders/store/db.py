@@ -59,6 +59,7 @@ class StoredSplit:
     report: dict[str, Any]
     inputs: list[dict[str, Any]]
     origin: str
+    spec: str | None = None  # the registered source that read it
 
 
 #: SQL that orders a split column train, dev, test, then other names.
@@ -227,7 +228,7 @@ class Store(OverlapQueries):
         """What each stored split of `source` holds: counts, options, inputs, report."""
         rows = self.con.execute(
             "SELECT split, fingerprint, options, n_sentences, n_mentions, n_negatives, "
-            "n_negative_spans, report, inputs, origin FROM sources WHERE source = ?",
+            "n_negative_spans, report, inputs, origin, spec FROM sources WHERE source = ?",
             [source],
         ).fetchall()
         return {
@@ -241,6 +242,7 @@ class Store(OverlapQueries):
                 report=json.loads(r[7]),
                 inputs=json.loads(r[8]),
                 origin=r[9],
+                spec=r[10],
             )
             for r in rows
         }

@@ -13,7 +13,8 @@ import duckdb
 
 from builders.errors import StoreError
 
-#: 2: span-level negatives (`negative_spans`), each split's inputs (`sources.inputs`)
+#: 2: span-level negatives (`negative_spans`), each split's inputs (`sources.inputs`) and the
+#: registered source that read it (`sources.spec`)
 SCHEMA_VERSION = 2
 
 SCHEMA = """
@@ -22,7 +23,7 @@ CREATE TABLE IF NOT EXISTS sources(
     source VARCHAR, split VARCHAR, kind VARCHAR, origin VARCHAR, fingerprint VARCHAR,
     loader_version VARCHAR, options VARCHAR, ingested_at TIMESTAMP,
     n_sentences BIGINT, n_mentions BIGINT, n_negatives BIGINT, n_negative_spans BIGINT,
-    report VARCHAR, inputs VARCHAR,
+    report VARCHAR, inputs VARCHAR, spec VARCHAR,
     PRIMARY KEY (source, split));
 CREATE TABLE IF NOT EXISTS sentences(
     source VARCHAR, split VARCHAR, idx INTEGER, sentence_id VARCHAR, tokens VARCHAR[],

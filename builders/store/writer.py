@@ -302,8 +302,8 @@ def _write_split(
     # again in one transaction
     con.execute(
         "INSERT OR REPLACE INTO sources (source, split, kind, origin, fingerprint, loader_version, options, "
-        "ingested_at, n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "ingested_at, n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs, "
+        "spec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             source,
             split,
@@ -316,6 +316,7 @@ def _write_split(
             *counts,
             json.dumps(rep, sort_keys=True),
             json.dumps(inputs),
+            spec.name,
         ],
     )
     return SplitResult(
