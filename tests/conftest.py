@@ -80,7 +80,7 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
             ingest(store, name, DATA / path)
         for strategy in ("entropy", "max"):
             cfg = SplitConfig(
-                "pilener-sample", strategy, model="all-MiniLM-L6-v2", medium_q=SAMPLE_MEDIUM
+                "pilener-sample", strategy, model="all-MiniLM-L6-v2", medium_band=SAMPLE_MEDIUM
             )
             (out[strategy],) = build(store, cfg, out["out"])
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from builders.store import Store
 
@@ -88,3 +89,17 @@ def assert_failed_ingest_keeps_store(
 
 #: The fake Hub's token: it must never appear in any output, log, file or error.
 TOKEN = "hf_testTOKENdoNotLeak0123456789"
+
+
+def json_result(output: str, command: str | None = None) -> Any:
+    """The `result` of a command's `--json` envelope, after checking the envelope's shape."""
+    import json
+
+    from builders import __version__
+
+    envelope = json.loads(output)
+    assert set(envelope) == {"command", "version", "config", "result"}, sorted(envelope)
+    assert envelope["version"] == __version__
+    if command is not None:
+        assert envelope["command"] == command
+    return envelope["result"]

@@ -15,13 +15,24 @@ import click
 from builders.errors import BuildersError
 from builders.store import DB_ENV, DEFAULT_DB, Store
 
+#: Options that say where this machine keeps things or how it prints, not what is computed.
+LOCAL_OPTIONS = frozenset({"db", "as_json", "quiet"})
+
+
+def output_options(f: Callable) -> Callable:
+    """`--json` and `--quiet`, shared by every command (sqlite-utils style)."""
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr.")(f)
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print {command, version, config, result} as JSON on stdout.",
+    )(f)
+
 
 def common_options(f: Callable) -> Callable:
-    """`--db`, `--json` and `--quiet`, shared by every command (sqlite-utils style)."""
-    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr.")(f)
-    f = click.option(
-        "--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout."
-    )(f)
+    """`--db`, `--json` and `--quiet`: what every command that opens the store takes."""
+    f = output_options(f)
     f = click.option(
         "--db",
         type=click.Path(dir_okay=False, path_type=Path),
@@ -55,16 +66,55 @@ def embedding_options(f: Callable) -> Callable:
 
 
 def handle_errors(f: Callable) -> Callable:
-    """Turn the library's errors into clean `click.ClickException`s."""
+    """Turn the library's errors into clean `click.ClickException`s. A `ValueError` the
+    library let through (a value it refused) is shown the same way, never as a traceback."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return f(*args, **kwargs)
-        except BuildersError as exc:
+        except (BuildersError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
 
     return wrapper
+
+
+def k_option(f: Callable) -> Callable:
+    from builders.defaults import K
+
+    return click.option(
+        "--k",
+        "-k",
+        "k",
+        type=click.IntRange(min=1),
+        default=K,
+        show_default=True,
+        help="Familiarity keeps the top K similarities (repeated by their mentions).",
+    )(f)
+
+
+def weighting_option(f: Callable) -> Callable:
+    from builders.defaults import WEIGHTING, WEIGHTINGS
+
+    return click.option(
+        "--weighting",
+        type=click.Choice(WEIGHTINGS),
+        default=WEIGHTING,
+        show_default=True,
+        help="Weights of the top K: zipf (1/k, the paper's), linear decay, or none.",
+    )(f)
+
+
+def model_option(f: Callable) -> Callable:
+    from builders.defaults import DEFAULT_MODEL
+
+    return click.option(
+        "--model",
+        default=DEFAULT_MODEL,
+        show_default=True,
+        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
+        "a local folder or a Hub name.",
+    )(f)
 
 
 def open_store(db: Path, read_only: bool = False) -> Store:
@@ -120,8 +170,29 @@ def benchmarks_option(f: Callable) -> Callable:
     )(f)
 
 
-def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+def emit_json(result: Any, config: dict[str, Any] | None = None) -> None:
+    """The one `--json` envelope: `{command, version, config, result}`. `config` defaults to
+    the command's options as parsed (paths absolute; --db, --json and --quiet left out)."""
+    from builders import __version__
+
+    ctx = click.get_current_context()
+    if config is None:
+        config = {k: _jsonable(v) for k, v in ctx.params.items() if k not in LOCAL_OPTIONS}
+    envelope = {
+        "command": ctx.info_name,
+        "version": __version__,
+        "config": config,
+        "result": result,
+    }
+    click.echo(json.dumps(envelope, indent=2, sort_keys=False, default=str))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value.resolve())
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def note(msg: str, quiet: bool = False) -> None:
@@ -149,14 +220,20 @@ def progress_bar(
 def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
     """A rich table on stdout (plain text when not a terminal)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False)
+    table = Table(title=escape(title) if title else None, show_lines=False)
     for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right")
+        table.add_column(escape(col), justify="left" if i == 0 else "right")
     for row in rows:
-        table.add_row(*[_fmt(v) for v in row])
-    Console(soft_wrap=True, width=max(120, len(columns) * 12)).print(table)
+        table.add_row(*[escape(_fmt(v)) for v in row])  # `[ai]` is text, not markup
+    console = Console()
+    if not console.is_terminal:  # a pipe or a file: the table's own width, not 80 columns
+        wide = Console(width=100_000)
+        natural = max(wide.measure(table).maximum, len(title or ""))
+        console = Console(width=max(80, natural))
+    console.print(table)
 
 
 def _fmt(v: Any) -> str:

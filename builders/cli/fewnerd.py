@@ -13,12 +13,14 @@ from builders.cli.common import (
     embedding_options,
     emit_json,
     handle_errors,
+    k_option,
+    model_option,
     note,
     open_store,
     print_table,
     progress_bar,
 )
-from builders.defaults import DEFAULT_MODEL, SEED, K, canonical_split, hub_split
+from builders.defaults import SEED, canonical_split, hub_split
 from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS
 from builders.sources.base import Example
 from builders.store import Store
@@ -78,20 +80,15 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
+    default=Path("out"),
     show_default=True,
     help="Where the fewnerd-{intra|inter}/ folder is written.",
 )
 @click.option(
     "--no-familiarity", is_flag=True, help="Skip Familiarity (no embedding model needed)."
 )
-@click.option(
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    help="Embedding model for Familiarity.",
-)
-@click.option("-k", "k", type=int, default=K, show_default=True, help="K of Familiarity.")
+@model_option
+@k_option
 @embedding_options
 @common_options
 @handle_errors
@@ -169,24 +166,30 @@ def fewnerd_splits_cmd(
     required=True,
     help="The part to sample from.",
 )
-@click.option("--n-way", type=int, default=5, show_default=True, help="N: types per episode.")
+@click.option(
+    "--n-way",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="N: types per episode.",
+)
 @click.option(
     "--k-shot",
-    type=int,
+    type=click.IntRange(min=1),
     default=1,
     show_default=True,
     help="K: K~2K mentions per type in the support set.",
 )
 @click.option(
     "--q-shot",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="Q: Q~2Q mentions per type in the query set [default: K].",
 )
 @click.option(
     "--episodes",
     "n_episodes",
-    type=int,
+    type=click.IntRange(min=0),
     default=1000,
     show_default=True,
     help="Number of episodes.",
@@ -211,7 +214,7 @@ def fewnerd_splits_cmd(
 )
 @click.option(
     "--max-attempts",
-    type=int,
+    type=click.IntRange(min=1),
     default=1000,
     show_default=True,
     help="Type draws per episode before giving up.",

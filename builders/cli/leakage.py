@@ -15,11 +15,12 @@ from builders.cli.common import (
     emit_json,
     ensure_ingested,
     handle_errors,
+    model_option,
     note,
     open_store,
     print_table,
 )
-from builders.defaults import DEFAULT_MODEL, FAMILIAR_SIM, NGRAM
+from builders.defaults import FAMILIAR_SIM, NGRAM
 from builders.shift.leakage import LeakageReport
 
 
@@ -28,7 +29,7 @@ def leakage_options(f: Callable) -> Callable:
     Familiarity."""
     f = click.option(
         "--ngram",
-        type=int,
+        type=click.IntRange(min=1),
         default=NGRAM,
         show_default=True,
         help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
@@ -111,20 +112,22 @@ def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> Non
 @click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
 @benchmarks_option
-@click.option("--ngram", "n", type=int, default=NGRAM, show_default=True, help="The n-gram length.")
+@click.option(
+    "--ngram",
+    "n",
+    type=click.IntRange(min=1),
+    default=NGRAM,
+    show_default=True,
+    help="The n-gram length.",
+)
 @click.option(
     "--threshold",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=FAMILIAR_SIM,
     show_default=True,
     help="A seen mention's training label is familiar at this similarity to its benchmark label.",
 )
-@click.option(
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    help="Sentence-transformer comparing seen mentions' labels (embeddings cached in the store).",
-)
+@model_option
 @click.option(
     "--pairs",
     "pairs_path",

@@ -16,6 +16,7 @@ from builders.cli.common import (
     note,
     open_store,
     org_option,
+    output_options,
 )
 
 
@@ -62,7 +63,7 @@ def publish_options(f: Callable) -> Callable:
 )
 @org_option(required=True, help="Hub user or organisation: repos are ORG/FOLDER-NAME.")
 @publish_options
-@common_options
+@output_options
 @handle_errors
 def publish_cmd(
     folders: tuple[Path, ...],
@@ -70,7 +71,6 @@ def publish_cmd(
     private: bool | None,
     tag: str | None,
     dry_run: bool,
-    db: Path,  # accepted like every command; publishing reads only the folders
     as_json: bool,
     quiet: bool,
 ) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from builders import __version__
 from builders.cli.common import (
     benchmarks_option,
     common_options,
@@ -16,14 +15,16 @@ from builders.cli.common import (
     emit_json,
     ensure_ingested,
     handle_errors,
+    k_option,
+    model_option,
     note,
     open_store,
     org_option,
     print_table,
+    weighting_option,
 )
 from builders.cli.leakage import leakage_options, print_build_leakage, print_leakage
 from builders.defaults import (
-    DEFAULT_MODEL,
     DEFAULT_PROTOCOL,
     DEFAULT_STRATEGY,
     LEVELS,
@@ -34,38 +35,11 @@ from builders.defaults import (
     SEED,
     STRATEGIES,
     TEMPERATURE,
-    WEIGHTING,
-    WEIGHTINGS,
-    K,
 )
 from builders.labels import reference_splits
 from builders.shift.report import FamiliarityReport
 from builders.splits import SplitConfig, build
 from builders.splits.config import BuildResult
-
-#: Options that say where this machine keeps things or how it prints, not what is built.
-_LOCAL_OPTIONS = {"--db": True, "--out": True, "--json": False, "--quiet": False, "-q": False}
-
-
-def _command_line(name: str, argv: list[str] | None = None) -> str:
-    """The command as the user typed it, for the card: `builders build-splits ...` and the
-    stand-alone `build-splits ...` both give `build-splits ...`, without the local-only
-    options (--db, --out, --json, --quiet), so the same build gives the same card."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == name:
-        args = args[1:]
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        opt = arg.split("=", 1)[0]
-        if opt in _LOCAL_OPTIONS:
-            skip = _LOCAL_OPTIONS[opt] and "=" not in arg
-            continue
-        kept.append(arg)
-    return shlex.join([name, *kept])
 
 
 def _protocol_option(f: Any) -> Any:
@@ -78,16 +52,6 @@ def _protocol_option(f: Any) -> Any:
         "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
         "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
         "Both headline figures are reported either way.",
-    )(f)
-
-
-def _model_option(f: Any) -> Any:
-    return click.option(
-        "--model",
-        default=DEFAULT_MODEL,
-        show_default=True,
-        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
-        "a local folder or a Hub name.",
     )(f)
 
 
@@ -123,7 +87,19 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     return cols, rows
 
 
+_QUANTILE = click.FloatRange(0, 1)
+
+
+def _ordered_band(
+    ctx: click.Context, param: click.Parameter, value: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    if value is not None and value[0] > value[1]:
+        raise click.BadParameter(f"LOW {value[0]} is above HIGH {value[1]}: write them in order")
+    return value
+
+
 @click.command("build-splits", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="build-splits")
 @click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
 @click.option(
@@ -131,16 +107,25 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
 )
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @benchmarks_option
-@_model_option
+@model_option
 @_protocol_option
-@click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
+@k_option
+@weighting_option
 @click.option(
-    "--temperature", type=float, default=TEMPERATURE, show_default=True, help="Entropy softmax T."
+    "--temperature",
+    type=click.FloatRange(min=0, min_open=True),
+    default=TEMPERATURE,
+    show_default=True,
+    help="Entropy softmax T.",
 )
-@click.option("--low-quantile", "low_q", type=float, help="Override the low-shift quantile.")
-@click.option("--high-quantile", "high_q", type=float, help="Override the high-shift quantile.")
+@click.option("--low-quantile", type=_QUANTILE, help="Override the low-shift quantile (0 to 1).")
+@click.option("--high-quantile", type=_QUANTILE, help="Override the high-shift quantile (0 to 1).")
 @click.option(
-    "--medium-band", "medium_q", type=(float, float), help="Override q_lo q_hi of medium."
+    "--medium-band",
+    type=(_QUANTILE, _QUANTILE),
+    callback=_ordered_band,
+    metavar="LOW HIGH",
+    help="Override the medium band's quantiles: LOW <= HIGH, both 0 to 1.",
 )
 @click.option("--profile", type=click.Choice(["pilener", "nuner"]), help="Quantile profile.")
 @click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
@@ -204,7 +189,6 @@ def build_splits(
     Example: build-splits --source nuner --path NuNER/ --strategy entropy --out out/
     """
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
-    command = _command_line("build-splits")
     with open_store(db) as store:
         ensure_ingested(store, cfg.source, path, quiet)
         results = build(
@@ -212,7 +196,6 @@ def build_splits(
             cfg,
             out,
             progress=not quiet,
-            command=command,
             on_stage=lambda s: note(s, quiet),
             org=org,
         )
@@ -266,15 +249,10 @@ def _print_verdicts(res: BuildResult) -> None:
 @click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
 @click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
 @benchmarks_option
-@_model_option
+@model_option
 @_protocol_option
-@click.option("--k", "k", type=int, default=K, show_default=True, help="Familiarity top-K.")
-@click.option(
-    "--weighting",
-    type=click.Choice(WEIGHTINGS),
-    default=WEIGHTING,
-    show_default=True,
-)
+@k_option
+@weighting_option
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
 @click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")

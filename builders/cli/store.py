@@ -16,6 +16,7 @@ from builders.cli.common import (
     handle_errors,
     note,
     open_store,
+    output_options,
     parse_options,
     print_table,
     progress_bar,
@@ -26,9 +27,9 @@ from builders.store.writer import IngestResult
 
 
 @click.command("sources")
-@common_options
+@output_options
 @handle_errors
-def sources_cmd(db: Path, as_json: bool, quiet: bool) -> None:
+def sources_cmd(as_json: bool, quiet: bool) -> None:
     """List the sources that can be loaded, their kind, default origin and reader options.
 
     Example: builders sources --json
@@ -211,7 +212,9 @@ def _print_result(result: IngestResult, quiet: bool) -> None:
 
 @click.command("labels")
 @click.argument("source")
-@click.option("--top", type=int, default=None, help="Only the N most frequent labels.")
+@click.option(
+    "--top", type=click.IntRange(min=1), default=None, help="Only the N most frequent labels."
+)
 @click.option("--split", "splits", multiple=True, help="Only these splits (repeatable).")
 @common_options
 @handle_errors

@@ -10,11 +10,10 @@ share is `builders.hub.templating`, and changelog entries come from `builders.hu
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builders.defaults import LEVELS, NGRAM
+from builders.defaults import LEVELS
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
     card_header,
@@ -26,7 +25,6 @@ from builders.hub.templating import (
     license_id,
     redact,
 )
-from builders.labels import ZERO_SHOT
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity"]
 #: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix
@@ -43,41 +41,10 @@ _SIDE = {"ge": "≥", "le": "≤"}
 
 
 def rebuild_command(build: Mapping[str, Any]) -> str:
-    """The build's recorded command, or one synthesised from its config (redacted)."""
-    if build.get("command"):
-        return redact(str(build["command"]))
-    c = build["config"]
-    args = ["build-splits", "--source", c["source"], "--strategy", c["strategy"]]
-    bench = [b for b in c.get("benchmarks") or [] if b != "all"]
-    if tuple(bench) == ZERO_SHOT:  # `all`, resolved: the default
-        bench = []
-    if bench:
-        args += ["--benchmarks", ",".join(bench)]
-    if list(c.get("levels") or ()) != ["low", "medium", "high"]:
-        args += ["--levels", ",".join(c["levels"])]
-    args += ["--model", c["model"], "--k", str(c["k"]), "--temperature", str(c["temperature"])]
-    for key, opt in (("low_q", "--low-quantile"), ("high_q", "--high-quantile")):
-        if c.get(key) is not None:
-            args += [opt, str(c[key])]
-    if c.get("medium_q"):
-        args += ["--medium-band", *(str(q) for q in c["medium_q"])]
-    if c.get("profile"):
-        args += ["--profile", c["profile"]]
-    args += [
-        flag
-        for key, flag in (("per_benchmark", "--per-benchmark"), ("keep_misc", "--keep-misc"))
-        if c.get(key)
-    ]
-    args += ["--seed", str(c["seed"])]
-    if c.get("label_map"):
-        args += ["--label-map", c["label_map"]]
-    if c.get("leakage") is False:
-        args.append("--no-leakage")
-    if c.get("decontaminate"):
-        args.append("--decontaminate")
-    if c.get("ngram") not in (None, NGRAM):
-        args += ["--ngram", str(c["ngram"])]
-    return redact(" ".join(shlex.quote(a) for a in args))
+    """The build's recorded command (redacted); every build records one
+    (`SplitConfig.command_line`, or the scenario's `regenerate` command)."""
+    command = build.get("command") or f"build-splits --source {build['config']['source']}"
+    return redact(str(command))
 
 
 def subset_yaml(

@@ -131,8 +131,8 @@ def parse_scenarios(
             ]
             if params["label_map"] is not None:
                 params["label_map"] = str(base / os.path.expanduser(str(params["label_map"])))
-            if params["medium_q"] is not None:
-                params["medium_q"] = list(params["medium_q"])
+            if params["medium_band"] is not None:
+                params["medium_band"] = list(params["medium_band"])
         p = raw.get("path")
         if p is not None:
             p = os.path.expanduser(os.path.expandvars(str(p)))

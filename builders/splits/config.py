@@ -6,6 +6,7 @@ the scenarios and the command line read them.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -54,9 +55,9 @@ class SplitConfig:
     k: int = K
     temperature: float = TEMPERATURE
     weighting: str = WEIGHTING
-    low_q: float | None = None
-    high_q: float | None = None
-    medium_q: tuple[float, float] | None = None
+    low_quantile: float | None = None
+    high_quantile: float | None = None
+    medium_band: tuple[float, float] | None = None
     profile: str | None = None
     per_benchmark: bool = False
     keep_misc: bool = False
@@ -73,7 +74,7 @@ class SplitConfig:
     precision: str = DEFAULT_PRECISION
 
     def __post_init__(self) -> None:
-        for name in ("levels", "benchmarks", "medium_q"):
+        for name in ("levels", "benchmarks", "medium_band"):
             value = getattr(self, name)
             if isinstance(value, str):  # a comma-separated list, as the command line has it
                 value = [x.strip() for x in value.split(",") if x.strip()]
@@ -117,6 +118,26 @@ class SplitConfig:
             raise BuildersError(f"temperature must be > 0, got {self.temperature}")
         if self.ngram < 1:
             raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
+
+    def command_line(self) -> str:
+        """The `build-splits` command that asks for this config: every parameter that is not
+        at its default, spelt as the option of the same name."""
+        args = ["build-splits", "--source", self.source]
+        defaults = SplitConfig.defaults()
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "source" or value == defaults[f.name]:
+                continue
+            option = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                args.append(option if value else "--no-" + f.name.replace("_", "-"))
+            elif f.name in ("levels", "benchmarks"):
+                args += [option, ",".join(value)]
+            elif isinstance(value, tuple):
+                args += [option, *(str(v) for v in value)]
+            else:
+                args += [option, str(value)]
+        return shlex.join(args)
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

@@ -73,7 +73,9 @@ def _score_and_cut(
 def selection_rule(cfg: SplitConfig, n_labels: int) -> SelectionRule:
     """The paper's quantiles for the source's profile, with the config's overrides."""
     profile = cfg.profile or SOURCE_PROFILES.get(cfg.source) or profile_for(n_labels)
-    return default_rule(profile, cfg.strategy).with_overrides(cfg.low_q, cfg.high_q, cfg.medium_q)
+    return default_rule(profile, cfg.strategy).with_overrides(
+        cfg.low_quantile, cfg.high_quantile, cfg.medium_band
+    )
 
 
 def build(
@@ -96,6 +98,7 @@ def build(
     first; `decontaminate` builds from the corpus without the overlapping sentences.
     """
     stage = on_stage or (lambda s: None)
+    command = command or cfg.command_line()
     evalsets = resolve(
         list(cfg.benchmarks) or None,
         store=store,

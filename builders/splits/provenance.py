@@ -34,9 +34,8 @@ def provenance(store: Store, cfg: SplitConfig, cache_key: str) -> dict[str, Any]
     specs = {s.spec for s in stored.values()}
     spec = SOURCES.get(next(iter(specs)) or "") if len(specs) == 1 else None
     spec = spec or SOURCES.get(cfg.source)
-    from_hub = bool(spec and spec.origin) and all(
-        s.origin.startswith(str(spec.origin)) for s in stored.values()  # type: ignore[union-attr]
-    )
+    hub = spec.origin if spec is not None else None
+    from_hub = bool(hub) and all(s.origin.startswith(str(hub)) for s in stored.values())
     return {
         "toolkit": {"name": TOOLKIT, "version": __version__},
         "source": {

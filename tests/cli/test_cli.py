@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
+from helpers import json_result
 
 from builders.cli.main import cli
 
@@ -36,9 +36,12 @@ def test_every_command_has_help_and_an_example(name: str, command: click.Command
 
 
 @pytest.mark.parametrize(("name", "command"), all_commands())
-def test_every_command_takes_db_and_json(name: str, command: click.Command) -> None:
+def test_every_command_takes_json_and_db_only_if_it_opens_the_store(
+    name: str, command: click.Command
+) -> None:
     opts = {o for p in command.params for o in getattr(p, "opts", [])}
-    assert {"--db", "--json", "--quiet"} <= opts, name
+    assert {"--json", "--quiet"} <= opts, name
+    assert ("--db" in opts) == (name not in {"sources", "publish"}), name
 
 
 @pytest.mark.parametrize("name", ["familiarity", "build-splits", "fewnerd-splits"])
@@ -56,7 +59,7 @@ def test_backend_precision_pair_is_checked_before_any_work(run) -> None:
 def test_sources_json(run) -> None:
     res = run("sources", "--json")
     assert res.exit_code == 0
-    rows = json.loads(res.output)
+    rows = json_result(res.output)
     names = {r["source"] for r in rows}
     assert {
         "pilener",
@@ -75,20 +78,20 @@ def test_ingest_then_labels_and_stats(run, data_dir: Path) -> None:
     path = str(data_dir / "mit-movie/engtest.bio")
     res = run("ingest", "mit-movie", "--path", path, "--json", "-q")
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.output)
+    summary = json_result(res.output)
     assert (summary["status"], summary["sentences"], summary["mentions"], summary["types"]) == (
         "ingested",
         3,
         5,
         5,
     )
-    again = json.loads(run("ingest", "mit-movie", "--path", path, "--json", "-q").output)
+    again = json_result(run("ingest", "mit-movie", "--path", path, "--json", "-q").output)
     assert again["status"] == "unchanged"
-    labels = json.loads(run("labels", "mit-movie", "--json").output)
+    labels = json_result(run("labels", "mit-movie", "--json").output)
     # one mention each: ties are ordered by label text
     assert [row["label"] for row in labels] == ["actor", "average ratings", "genre", "plot", "year"]
     assert all(row == {"label": row["label"], "mentions": 1, "sentences": 1} for row in labels)
-    stats = json.loads(run("stats", "--json").output)
+    stats = json_result(run("stats", "--json").output)
     assert [(s["source"], s["sentences"], s["mentions"], s["types"]) for s in stats["sources"]] == [
         ("mit-movie", 3, 5, 5)
     ]
@@ -121,7 +124,7 @@ def test_repair_flag_counts(run, data_dir: Path) -> None:
     )
     assert fixed.exit_code == 0, fixed.output
     # the file's name says `dev`: that is its split
-    assert json.loads(fixed.output)["splits"]["dev"]["report"]["counts"] == {"repaired_tags": 1}
+    assert json_result(fixed.output)["splits"]["dev"]["report"]["counts"] == {"repaired_tags": 1}
 
 
 def test_labels_on_missing_source(run, data_dir: Path) -> None:
@@ -140,17 +143,35 @@ def test_stats_without_store(tmp_path: Path) -> None:
     assert "no store here yet" in res.output
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["build-splits", "--source", "nuner", "--db", "/a/b.duckdb", "--out=/x", "-q", "--json"],
-        ["--source", "nuner", "--quiet", "--db=/c.duckdb", "--out", "out/"],
-    ],
-)
-def test_recorded_command_drops_local_options(argv: list[str]) -> None:
-    from builders.cli.splits import _command_line
+def test_recorded_command_names_every_parameter_not_at_its_default() -> None:
+    """What a card's Rebuild section shows: options by their own names, nothing local."""
+    from builders.splits import SplitConfig
 
-    assert _command_line("build-splits", argv) == "build-splits --source nuner"
+    assert SplitConfig("nuner").command_line() == "build-splits --source nuner"
+    cfg = SplitConfig(
+        "my corpus",
+        "max",
+        levels=("low", "high"),
+        benchmarks=("crossner-ai", "file:my labels.txt"),
+        medium_band=(0.4, 0.6),
+        low_quantile=0.9,
+        leakage=False,
+        keep_misc=True,
+        match="labels",
+    )
+    assert cfg.command_line() == (
+        "build-splits --source 'my corpus' --strategy max --levels low,high "
+        "--benchmarks 'crossner-ai,file:my labels.txt' --low-quantile 0.9 --medium-band 0.4 0.6 "
+        "--keep-misc --match labels --no-leakage"
+    )
+    # the command line parses back to the same config
+    import shlex
+
+    from builders.cli.splits import build_splits
+
+    ctx = build_splits.make_context("build-splits", shlex.split(cfg.command_line())[1:])
+    local = {"path", "out", "org", "db", "as_json", "quiet"}
+    assert SplitConfig(**{k: v for k, v in ctx.params.items() if k not in local}) == cfg
 
 
 def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None:
@@ -178,14 +199,14 @@ def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None
         cli, ["build-splits", *args, "--strategy", "max", "--out", str(out), "--json", "-q"]
     )
     assert res.exit_code == 0, res.output
-    [summary] = json.loads(res.output)
+    [summary] = json_result(res.output)
     assert summary["embedded_new"] == 0
     assert [s["level"] for s in summary["subsets"]] == ["low", "medium", "high"]
     fam = runner.invoke(
         cli, ["familiarity", *args, "--benchmarks", "crossner-ai,mit-movie", "--json"]
     )
     assert fam.exit_code == 0, fam.output
-    report = json.loads(fam.output)
+    report = json_result(fam.output)
     assert list(report["per_benchmark"]) == ["crossner-ai", "mit-movie"]
     full = summary["full"]["familiarity"]["per_benchmark"]
     # F(z) does not depend on which other benchmarks are chosen (up to float32 matmul rounding,

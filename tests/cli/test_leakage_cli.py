@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from helpers import DATA
+from helpers import DATA, json_result
 
 from builders import familiarity_of
 from builders.cli.main import cli
@@ -22,7 +22,7 @@ MINILM = "all-MiniLM-L6-v2"
 def _run(db: Path, *args: str) -> dict:
     res = CliRunner().invoke(cli, [*args, "--db", str(db)], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    return json.loads(res.output) if "--json" in args else {"output": res.output}
+    return json_result(res.output) if "--json" in args else {"output": res.output}
 
 
 def _familiarity(db: Path, benchmarks: str, *extra: str) -> dict:

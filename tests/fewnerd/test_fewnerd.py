@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from helpers import json_result
 
 from builders.cli.main import cli
 from builders.errors import BuildersError, SourceFormatError
@@ -288,7 +289,7 @@ def test_cli_splits_and_episodes(tmp_path: Path, fn_dir: Path) -> None:
     ]
     result = runner.invoke(cli, [*args, "--no-familiarity", "--db", db, "--json", "-q"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output)
+    summary = json_result(result.output)
     assert {p: summary["parts"][p]["sentences"] for p in summary["parts"]} == {
         "train": 4,
         "validation": 10,
@@ -308,7 +309,7 @@ def test_cli_splits_and_episodes(tmp_path: Path, fn_dir: Path) -> None:
         cli, [*args, "--episodes", "20", "--lowercase", "--json", "-q", "--db", db]
     )
     assert result.exit_code == 0, result.output
-    info = json.loads(result.output)
+    info = json_result(result.output)
     assert info["episodes"] == 20 and info["checked"]
     recs = [
         json.loads(x)

@@ -22,7 +22,7 @@ from gliner_reference import (
     prepare_span_labels,
     process,
 )
-from helpers import DATA
+from helpers import DATA, json_result
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
@@ -181,7 +181,7 @@ def test_cli_export(folder: Path, tmp_path: Path) -> None:
         cli, ["export-gliner", str(folder), "--config", "max", "--out", str(out), "--json"]
     )
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.output)
+    summary = json_result(res.output)
     assert summary["rows"] == len(_rows(folder, "max")) and summary["out"] == str(out)
     res = CliRunner().invoke(
         cli, ["export-gliner", str(folder), "--config", "x", "--out", str(out)]
@@ -282,7 +282,7 @@ def test_cli_eval_layout(crossner_excerpt: Path, tmp_path: Path) -> None:
     assert "crossner-ai: test 3 sentences, " in res.output
     assert "crossner-ai has no train, dev split" in res.output
     res = CliRunner().invoke(cli, [*args, "--db", str(crossner_excerpt), "--json"])
-    assert json.loads(res.stdout)["rows"] == {"test": 3}
+    assert json_result(res.stdout)["rows"] == {"test": 3}
 
 
 @pytest.mark.shared

@@ -4,7 +4,6 @@ endpoints huggingface_hub calls to push). What a user does with the pushed card 
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
-from helpers import TOKEN
+from helpers import TOKEN, json_result
 from hubserver import HubServer
 
 from builders.cli.main import cli
@@ -194,7 +193,7 @@ def test_dry_run_pushes_nothing_and_needs_no_login(published: Path, hub: HubServ
         cli, ["publish", str(published), "--org", "org", "--tag", "v1", "--dry-run", "--json"]
     )
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
+    summary = json_result(result.stdout)
     assert summary["dry_run"] is True
     assert summary["repos"][0]["repo_id"] == "org/pilener-low-shift"
     assert hub.calls == []
@@ -249,7 +248,7 @@ def test_cli_json_summary_has_no_token(
         cli, ["publish", str(published), "--org", "org", "--tag", "v1", "--json"]
     )
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
+    summary = json_result(result.stdout)
     [repo] = summary["repos"]
     assert repo["repo_id"] == "org/pilener-low-shift" and repo["tag"] == "v1"
     assert repo["commit_oid"] == hub.repos["org/pilener-low-shift"].head

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import LABELS_A, LABELS_B, bio_corpus
+from helpers import LABELS_A, LABELS_B, bio_corpus, json_result
 from hubserver import HubServer
 
 from builders.cli.main import cli
@@ -156,12 +156,12 @@ def test_cli_regenerate_json(book: Path, tmp_path: Path, monkeypatch: pytest.Mon
     args = ["regenerate", "--scenarios", str(book), "--db", str(db), "--json", "-q"]
     first = CliRunner().invoke(cli, [*args, "--only", "b-entropy"])
     assert first.exit_code == 0, first.output
-    [rep] = json.loads(first.stdout)
+    [rep] = json_result(first.stdout)
     assert rep["name"] == "b-entropy" and rep["status"] == "built"
     _no_embedding(monkeypatch)
     second = CliRunner().invoke(cli, [*args, "--only", "b-entropy"])
     assert second.exit_code == 0, second.output
-    assert json.loads(second.stdout)[0]["status"] == "reused"
+    assert json_result(second.stdout)[0]["status"] == "reused"
     bad = CliRunner().invoke(cli, [*args, "--only", "absent"])
     assert bad.exit_code == 1
     assert "Error: source 'pilener' of scenario 'absent' is not available" in bad.output
@@ -229,7 +229,7 @@ def test_regenerate_takes_publishs_options(book: Path, tmp_path: Path, hub: HubS
         cli, [*args, "--only", "b-entropy", "--publish", "testorg", "--dry-run", "--json", "-q"]
     )
     assert dry.exit_code == 0, dry.output
-    [rep] = json.loads(dry.stdout)
+    [rep] = json_result(dry.stdout)
     assert [p["repo_id"] for p in rep["published"]] == [
         "testorg/corpus-b-low-shift",
         "testorg/corpus-b-high-shift",

@@ -3,11 +3,11 @@ valid ones, before anything is read; `sources` and `ingest --help` list every re
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import json_result
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
@@ -101,7 +101,7 @@ def test_cli_shows_options_and_refuses_bad_ones(db: Path, data_dir: Path) -> Non
     help_text = runner.invoke(cli, ["ingest", "--help"]).output
     assert "Reader options" in help_text and "columns (text, default auto)" in help_text
     listed = runner.invoke(cli, ["sources", "--json"], env=env).output
-    rows = {r["source"]: r for r in json.loads(listed)}
+    rows = {r["source"]: r for r in json_result(listed, "sources")}
     assert [o["name"] for o in rows["mit-movie"]["reader_options"]] == [
         "columns",
         "scheme",

@@ -39,7 +39,7 @@ def leaky_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _build(db: Path, out: Path, **kw: object) -> list:
     cfg = SplitConfig(
-        "leaky", "max", benchmarks=("crossner-ai",), model=MINILM, medium_q=SAMPLE_MEDIUM, **kw
+        "leaky", "max", benchmarks=("crossner-ai",), model=MINILM, medium_band=SAMPLE_MEDIUM, **kw
     )  # type: ignore[arg-type]
     with Store(db) as store:
         return build(store, cfg, out)
@@ -98,7 +98,7 @@ def test_user_benchmarks_are_named_in_cards_and_changelogs(
         "max",
         benchmarks=("mine=crossner-ai:test", f"file:{labels}"),
         model=MINILM,
-        medium_q=SAMPLE_MEDIUM,
+        medium_band=SAMPLE_MEDIUM,
     )
     with Store(leaky_store) as store:
         [res] = build(store, cfg, tmp_path)

@@ -92,7 +92,7 @@ def test_levels_that_share_labels_are_refused_before_anything_is_written(
 ) -> None:
     out = tmp_path / "out"
     cfg = SplitConfig(  # a low cut of half the labels overlaps the middle band
-        "pilener-sample", "max", model=MINILM, low_q=0.5, medium_q=SAMPLE_MEDIUM
+        "pilener-sample", "max", model=MINILM, low_quantile=0.5, medium_band=SAMPLE_MEDIUM
     )
     with Store(sample_db) as store, pytest.raises(BuildersError) as err:
         build(store, cfg, out)
@@ -123,7 +123,7 @@ def test_a_failed_build_leaves_earlier_output_byte_identical(
     sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "out"
-    cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_q=SAMPLE_MEDIUM)
+    cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
     with Store(sample_db) as store:
         build(store, cfg, out)
         before = _tree(out)
@@ -142,7 +142,7 @@ def test_a_failed_build_leaves_earlier_output_byte_identical(
             return real(where, res, sub, record)
 
         monkeypatch.setattr(subsets_module, "_write_config", fail_third)
-        other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_q=(0.4, 0.6))
+        other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=(0.4, 0.6))
         with pytest.raises(OSError, match="disk full"):
             build(store, other, out)
     assert calls == ["low", "medium", "high"]
@@ -156,7 +156,7 @@ def test_a_failed_swap_puts_every_folder_back(
 
     out = tmp_path / "out"
     with Store(sample_db) as store:
-        cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_q=SAMPLE_MEDIUM)
+        cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
         build(store, cfg, out)
         before = _tree(out)
         real, swaps = folder_module._swap_in, []
@@ -168,7 +168,7 @@ def test_a_failed_swap_puts_every_folder_back(
             return real(tmp, target)
 
         monkeypatch.setattr(folder_module, "_swap_in", fail_last)
-        other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_q=(0.4, 0.6))
+        other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=(0.4, 0.6))
         with pytest.raises(OSError, match="rename failed"):
             build(store, other, out)
     assert len(swaps) == 3
@@ -180,9 +180,9 @@ def test_size_matched_levels_by_mentions(sample_db: Path) -> None:
         "pilener-sample",
         "max",
         model=MINILM,
-        low_q=0.95,
-        medium_q=(0.4, 0.6),
-        high_q=0.1,
+        low_quantile=0.95,
+        medium_band=(0.4, 0.6),
+        high_quantile=0.1,
         match="mentions",
         min_labels=1,  # a matched low level may be one frequent label and part of another
     )
@@ -204,7 +204,9 @@ def test_size_matched_levels_by_mentions(sample_db: Path) -> None:
 
 
 def test_size_matched_levels_by_labels(sample_db: Path) -> None:
-    cfg = SplitConfig("pilener-sample", "max", model=MINILM, medium_q=SAMPLE_MEDIUM, match="labels")
+    cfg = SplitConfig(
+        "pilener-sample", "max", model=MINILM, medium_band=SAMPLE_MEDIUM, match="labels"
+    )
     with Store(sample_db) as store:
         (res,) = build(store, cfg)
     n = {s.labels for s in res.subsets}
@@ -229,7 +231,7 @@ def test_same_bytes_whatever_the_cache_held_before(sample_results: dict, tmp_pat
                 labels = [lab for lab, _, _ in store.label_counts("pilener-sample")][::-1]
                 Embedder(MINILM).embed_cached(store, ["extra label", *labels[:100]])
                 Embedder(MINILM).embed_cached(store, labels)
-            cfg = SplitConfig("pilener-sample", "max", model=MINILM, medium_q=SAMPLE_MEDIUM)
+            cfg = SplitConfig("pilener-sample", "max", model=MINILM, medium_band=SAMPLE_MEDIUM)
             build(store, cfg, tmp_path / f"out-{fill_first}")
         trees.append(_tree(tmp_path / f"out-{fill_first}"))
     assert trees[0] == trees[1]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from helpers import json_result
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
@@ -156,7 +157,7 @@ def test_build_splits_paper_protocol_selects_what_the_authors_rule_selects(
     shutil.copy(sample_results["db"], db)
     for strategy in ("entropy", "max"):
         cfg = SplitConfig(
-            "pilener-sample", strategy, model=MINILM, protocol="paper", medium_q=(0.495, 0.505)
+            "pilener-sample", strategy, model=MINILM, protocol="paper", medium_band=(0.495, 0.505)
         )
         with Store(db) as store:
             (res,) = build(store, cfg, tmp_path / "out")
@@ -206,7 +207,7 @@ def test_familiarity_of_fewnerd_under_the_paper_protocol_is_the_authors_row(
     args = ["familiarity", "--source", "fewnerd", "--protocol", "paper", "--db", db, "--json"]
     result = runner.invoke(cli, [*args, "-q"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json_result(result.output)
     authors = reference_familiarity("fewnerd")
     assert report["reference"]["familiarity"] == authors
     assert report["reference"]["repository"] == "whoisjones/GLiNER"

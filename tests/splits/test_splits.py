@@ -171,7 +171,7 @@ def test_full_corpus_familiarity_is_macro_of_union(builds: dict) -> None:
 
 def test_build_is_deterministic(sample_store: Path, builds: dict, tmp_path: Path) -> None:
     with Store(sample_store) as store:
-        cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_q=SAMPLE_MEDIUM)
+        cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
         build(store, cfg, tmp_path)
     for sub in builds["entropy"].subsets:
         a = Path(sub.path) / "entropy/train-00000-of-00001.parquet"
@@ -200,7 +200,8 @@ def test_per_benchmark_mode(sample_store: Path, tmp_path: Path) -> None:
 def test_overrides_and_errors(sample_store: Path) -> None:
     with Store(sample_store) as store:
         (r,) = build(
-            store, SplitConfig("pilener-sample", "max", model=MINILM, low_q=0.9, levels=("low",))
+            store,
+            SplitConfig("pilener-sample", "max", model=MINILM, low_quantile=0.9, levels=("low",)),
         )
         assert r.subsets[0].selection["quantiles"] == [0.9]
         assert r.subsets[0].selection["profile"] == "custom"

@@ -3,13 +3,13 @@ replace a split's data silently; split names checked and taken from file names."
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import json_result
 
 from builders.cli.main import cli
 from builders.errors import BuildersError, UnknownNameError
@@ -199,7 +199,7 @@ def test_cli_repeated_path_append_and_refusal(tmp_path: Path, shards: Path) -> N
     assert "Pass --replace to replace what is stored, or --append to add to it" in refused.output
     args = ["--path", str(shards / "processed_output2.json"), "--path", str(shards / "*10.json")]
     added = run(cli, ["ingest", "gliner", *args, "--append", "--db", db, "--json", "-q"])
-    summary = json.loads(added.output)
+    summary = json_result(added.output)
     assert (summary["status"], summary["sentences"], summary["mentions"]) == ("appended", 10, 44)
 
 
