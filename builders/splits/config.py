@@ -40,6 +40,10 @@ from builders.shift.runtime import check_choice
 from builders.shift.scoring import SelectionResult
 
 
+#: Parameters a recorded command always names.
+_ALWAYS = ("strategy", "model", "k", "temperature", "weighting", "seed", "protocol")
+
+
 @dataclass(frozen=True)
 class SplitConfig:
     """Everything that determines a build; written into every output and card.
@@ -120,13 +124,14 @@ class SplitConfig:
             raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
 
     def command_line(self) -> str:
-        """The `build-splits` command that asks for this config: every parameter that is not
-        at its default, spelt as the option of the same name."""
+        """The `build-splits` command that asks for this config: the method's parameters
+        always (a later default cannot change what it rebuilds), every other parameter that is
+        not at its default, each spelt as the option of the same name."""
         args = ["build-splits", "--source", self.source]
         defaults = SplitConfig.defaults()
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "source" or value == defaults[f.name]:
+            if f.name == "source" or (value == defaults[f.name] and f.name not in _ALWAYS):
                 continue
             option = "--" + f.name.replace("_", "-")
             if isinstance(value, bool):

@@ -147,7 +147,13 @@ def test_recorded_command_names_every_parameter_not_at_its_default() -> None:
     """What a card's Rebuild section shows: options by their own names, nothing local."""
     from builders.splits import SplitConfig
 
-    assert SplitConfig("nuner").command_line() == "build-splits --source nuner"
+    method = (
+        "--model all-mpnet-base-v2 --k 1000 --temperature 0.01 --weighting zipf --seed 0 "
+        "--protocol ours"
+    )
+    assert SplitConfig("nuner").command_line() == (
+        f"build-splits --source nuner --strategy entropy {method}"
+    )
     cfg = SplitConfig(
         "my corpus",
         "max",
@@ -161,8 +167,9 @@ def test_recorded_command_names_every_parameter_not_at_its_default() -> None:
     )
     assert cfg.command_line() == (
         "build-splits --source 'my corpus' --strategy max --levels low,high "
-        "--benchmarks 'crossner-ai,file:my labels.txt' --low-quantile 0.9 --medium-band 0.4 0.6 "
-        "--keep-misc --match labels --no-leakage"
+        "--benchmarks 'crossner-ai,file:my labels.txt' --model all-mpnet-base-v2 --k 1000 "
+        "--temperature 0.01 --weighting zipf --low-quantile 0.9 --medium-band 0.4 0.6 "
+        "--keep-misc --seed 0 --match labels --protocol ours --no-leakage"
     )
     # the command line parses back to the same config
     import shlex
