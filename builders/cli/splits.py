@@ -200,7 +200,7 @@ def build_splits(
             org=org,
         )
     if as_json:
-        emit_json([r.to_dict() for r in results])
+        emit_json([r.to_dict() for r in results], config=results[0].config_dict())
         return
     for res in results:
         cols, rows = _summary_rows(res)
