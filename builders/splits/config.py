@@ -39,7 +39,6 @@ from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.runtime import check_choice
 from builders.shift.scoring import SelectionResult
 
-
 #: Parameters a recorded command always names.
 _ALWAYS = ("strategy", "model", "k", "temperature", "weighting", "seed", "protocol")
 
