@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from builders.defaults import DEFAULT_PROTOCOL, PROTOCOLS
 from builders.errors import BuildersError
 from builders.store import DB_ENV, DEFAULT_DB, Store
 
@@ -114,6 +115,20 @@ def model_option(f: Callable) -> Callable:
         show_default=True,
         help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
         "a local folder or a Hub name.",
+    )(f)
+
+
+def protocol_option(f: Callable) -> Callable:
+    """--protocol ours|paper."""
+    return click.option(
+        "--protocol",
+        type=click.Choice(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        show_default=True,
+        help="`ours` (METHOD.md: our verbalised label sets, the union macro, scores against "
+        "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
+        "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
+        "Both headline figures are reported either way.",
     )(f)
 
 

@@ -1,7 +1,7 @@
 """The `builders` command line: a thin click layer over the library.
 
-One module per command group: `store` (sources, ingest, labels, stats), `splits`
-(familiarity, build-splits), `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
+One module per command group: `store` (sources, ingest, labels, stats), `familiarity`, `splits`
+(build-splits), `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
 (export-gliner) and `publish` (publish, regenerate); `common` holds what they share.
 """
 
@@ -11,10 +11,11 @@ import click
 
 from builders import __version__
 from builders.cli.export import export_gliner_cmd
+from builders.cli.familiarity import familiarity_cmd
 from builders.cli.fewnerd import fewnerd_episodes_cmd, fewnerd_splits_cmd
 from builders.cli.leakage import leakage_cmd
 from builders.cli.publish import publish_cmd, regenerate_cmd
-from builders.cli.splits import build_splits, familiarity_cmd
+from builders.cli.splits import build_splits
 from builders.cli.store import ingest_cmd, labels_cmd, sources_cmd, stats_cmd
 
 

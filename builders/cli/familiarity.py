@@ -1,0 +1,220 @@
+"""`familiarity`: the metric on the command line, with the authors' figures beside ours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builders.cli.common import (
+    benchmarks_option,
+    common_options,
+    embedding_options,
+    emit_json,
+    ensure_ingested,
+    handle_errors,
+    k_option,
+    model_option,
+    note,
+    open_store,
+    print_table,
+    protocol_option,
+    weighting_option,
+)
+from builders.cli.leakage import leakage_options, print_leakage
+from builders.defaults import SEED
+from builders.shift.report import FamiliarityReport
+
+
+@click.command("familiarity")
+@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
+@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@benchmarks_option
+@model_option
+@protocol_option
+@k_option
+@weighting_option
+@click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
+@click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
+@click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
+@click.option(
+    "--reference",
+    metavar="CORPUS",
+    help="Show the Familiarity paper's figures for CORPUS (pilener, nuner, fewnerd, ...) beside "
+    "ours [default: the source's name, when the authors measured a corpus by that name].",
+)
+@leakage_options
+@embedding_options
+@common_options
+@handle_errors
+def familiarity_cmd(
+    source: str,
+    path: str | None,
+    benchmarks: str,
+    label_map: str | None,
+    model: str,
+    protocol: str,
+    k: int,
+    weighting: str,
+    keep_misc: bool,
+    seed: int,
+    per_label: bool,
+    reference: str | None,
+    leakage: bool,
+    ngram: int,
+    backend: str,
+    precision: str,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """How familiar is a training corpus with the benchmarks? (before you report zero-shot F1)
+
+    Familiarity per benchmark and over the union of their labels, with VB robustness, a
+    bootstrap CI, exact label overlap and the most familiar training labels. With
+    `--protocol paper` the numbers are computed as the Familiarity paper's authors did; the
+    authors' own figures are shown beside ours where they measured the corpus.
+
+    Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
+    """
+    from builders.labels import reference_familiarity
+    from builders.shift.runtime import check_choice
+
+    check_choice(backend, precision)  # before any ingest or load
+    authors = reference_familiarity(reference or source)
+    if reference and authors is None:
+        raise click.BadParameter(
+            f"the authors measured no corpus {reference!r}", param_hint="--reference"
+        )
+    opts: dict[str, Any] = dict(
+        model=model, k=k, weighting=weighting, backend=backend, precision=precision
+    )
+    with open_store(db) as store:
+        ensure_ingested(store, source, path, quiet)
+        evalsets, table, rep = _measure(
+            store, source, benchmarks, label_map, keep_misc, protocol, seed, quiet, **opts
+        )
+        leak = _leakage(store, source, evalsets, ngram, model, quiet) if leakage else None
+    if as_json:
+        emit_json(
+            {
+                "source": source,
+                **opts,
+                "labels": len(table.labels),
+                "mentions": int(table.mentions.sum()),
+                **rep.to_dict(),
+                "benchmarks": [s.describe() for s in evalsets],
+                "leakage": leak,
+                "reference": _reference_json(authors, reference or source),
+            }
+        )
+        return
+    title = f"Familiarity of {source} ({model}, K={k}, {weighting}, {protocol} protocol)"
+    _print_familiarity(title, rep, per_label, authors)
+    if authors:
+        note(
+            f"authors: the Familiarity paper's figures for its corpus {reference or source!r} "
+            "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours only "
+            "when this source holds that same corpus and the same options are used",
+            quiet,
+        )
+    if leak is not None:
+        print_leakage(f"Leakage of {source} (n = {ngram}; --no-leakage skips)", leak, quiet)
+
+
+def _measure(
+    store: Any,
+    source: str,
+    benchmarks: str,
+    label_map: str | None,
+    keep_misc: bool,
+    protocol: str,
+    seed: int,
+    quiet: bool,
+    *,
+    model: str,
+    k: int,
+    weighting: str,
+    backend: str,
+    precision: str,
+) -> tuple[list, Any, Any]:
+    """The benchmarks as resolved, the source's label table and its Familiarity report."""
+    from builders.shift.benchmarks import resolve
+    from builders.shift.embedder import canonical_name
+    from builders.shift.report import LabelTable, measure
+
+    evalsets = resolve(
+        benchmarks, store=store, keep_misc=keep_misc, mapping=label_map, protocol=protocol
+    )
+    table = LabelTable.load(store, source, protocol)
+    rep = measure(
+        store,
+        table,
+        {s.name: s.labels for s in evalsets},
+        model=canonical_name(model),
+        k=k,
+        weighting=weighting,
+        seed=seed,
+        progress=not quiet,
+        protocol=protocol,
+        backend=backend,
+        precision=precision,
+    )
+    return evalsets, table, rep
+
+
+def _leakage(
+    store: Any, source: str, evalsets: list, n: int, model: str, quiet: bool
+) -> dict[str, Any]:
+    from builders.shift.leakage import scan
+
+    found = scan(store, source, evalsets, n=n, model=model, on_note=lambda s: note(s, quiet))
+    return found.report().to_dict()
+
+
+def _reference_json(authors: dict[str, float] | None, corpus: str) -> dict[str, Any] | None:
+    """The authors' figures for the corpus with their source, for `--json`."""
+    if authors is None:
+        return None
+    from builders.labels import paper_table
+
+    return {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
+
+
+def _print_familiarity(
+    title: str, rep: FamiliarityReport, per_label: bool, authors: dict[str, float] | None = None
+) -> None:
+    """A report as a table: one row per benchmark, then both headline figures (and the
+    authors' figures beside ours when given); optionally F(z) per label."""
+    ref = (lambda key: authors.get(key)) if authors else (lambda key: None)
+    rows: list[list[Any]] = []
+    for name, b in rep.per_benchmark.items():
+        top = ", ".join(t.label for t in b.top_training_labels[:3])
+        rows.append(
+            [name, b.familiarity, ref(name), b.summary["vb_0.5"], b.summary["vb_1"], b.overlap, top]
+        )
+    s = rep.summary
+    ci = f"95% CI {s['ci_low']:.3f}-{s['ci_high']:.3f}"
+    rows.append(["union macro", rep.union_macro, None, s["vb_0.5"], s["vb_1"], rep.overlap, ci])
+    n = sum(len(b.labels) for b in rep.per_benchmark.values())
+    rows.append([f"paper figure ({n} labels)", rep.paper_figure, ref("paper_figure"), *[None] * 4])
+    cols = [
+        "benchmark",
+        "Familiarity",
+        "authors",
+        "VB 0.5",
+        "VB 1",
+        "overlap",
+        "most familiar labels",
+    ]
+    if not authors:
+        cols.pop(2)
+        rows = [r[:2] + r[3:] for r in rows]
+    print_table(title, cols, rows)
+    if per_label:
+        print_table(
+            "per evaluation label",
+            ["label", "F"],
+            [[z, v] for z, v in sorted(rep.per_label.items(), key=lambda kv: -kv[1])],
+        )
