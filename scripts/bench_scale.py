@@ -114,6 +114,7 @@ def main() -> None:
     )
     head = f"{'scale':<6} {'sentences':>11} {'mentions':>11} {'types':>8} {'ingest':>9} "
     head += f"{'peak':>7} {'us/sent':>8} {'x 1x':>5} {'warm build':>11} {'peak':>7} {'x 1x':>5}"
+    head += f" {'leakage':>9} {'peak':>7}" if leakage else ""
     print(head)
     for r in rows:
         per = r["ingest_s"] / r["sentences"] * 1e6
@@ -124,6 +125,7 @@ def main() -> None:
             f"{r['scale']:<6} {r['sentences']:>11,} {r['mentions']:>11,} {r['types']:>8,} "
             f"{r['ingest_s']:8.1f}s {r['ingest_peak_gb']:6.2f}G {per:8.1f} {per / base_per:5.2f} "
             f"{r['warm_build_s']:10.1f}s {r['warm_build_peak_gb']:6.2f}G {per_b / base_b:5.2f}"
+            + (f" {r['leakage_s']:8.1f}s {r['leakage_peak_gb']:6.2f}G" if leakage else "")
         )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
