@@ -95,7 +95,7 @@ def familiarity_cmd(
         evalsets, table, rep = _measure(
             store, source, benchmarks, label_map, keep_misc, protocol, seed, quiet, **opts
         )
-        leak = _leakage(store, source, evalsets, ngram, model, quiet) if leakage else None
+        leak = _leakage(store, source, evalsets, ngram, quiet, **opts) if leakage else None
     if as_json:
         emit_json(
             {
@@ -165,11 +165,20 @@ def _measure(
 
 
 def _leakage(
-    store: Any, source: str, evalsets: list, n: int, model: str, quiet: bool
+    store: Any, source: str, evalsets: list, n: int, quiet: bool, **opts: Any
 ) -> dict[str, Any]:
     from builders.shift.leakage import scan
 
-    found = scan(store, source, evalsets, n=n, model=model, on_note=lambda s: note(s, quiet))
+    found = scan(
+        store,
+        source,
+        evalsets,
+        n=n,
+        model=opts["model"],
+        on_note=lambda s: note(s, quiet),
+        backend=opts["backend"],
+        precision=opts["precision"],
+    )
     return found.report().to_dict()
 
 

@@ -12,6 +12,7 @@ import click
 from builders.cli.common import (
     benchmarks_option,
     common_options,
+    embedding_options,
     emit_json,
     ensure_ingested,
     handle_errors,
@@ -134,6 +135,7 @@ def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> Non
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where the overlapping sentence pairs go (parquet) [default: leakage-SOURCE.parquet].",
 )
+@embedding_options
 @common_options
 @handle_errors
 def leakage_cmd(
@@ -145,6 +147,8 @@ def leakage_cmd(
     threshold: float,
     model: str,
     pairs_path: Path | None,
+    backend: str,
+    precision: str,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -164,13 +168,15 @@ def leakage_cmd(
     from builders.hub.folder import atomic_open
     from builders.shift.benchmarks import resolve
     from builders.shift.leakage import scan
+    from builders.shift.runtime import check_choice
 
+    check_choice(backend, precision)  # before any ingest or load
     with open_store(db) as store:
         ensure_ingested(store, source, path, quiet)
         sets = resolve(benchmarks, store=store, mapping=label_map)
         found = scan(
             store, source, sets, n=n, model=model, threshold=threshold,
-            on_note=lambda s: note(s, quiet),
+            on_note=lambda s: note(s, quiet), backend=backend, precision=precision,
         )  # fmt: skip
         rep = found.report()
     pairs = found.pairs_table()

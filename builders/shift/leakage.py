@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from builders.defaults import DEFAULT_MODEL, FAMILIAR_SIM, NGRAM
+from builders.defaults import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
+    DEFAULT_PRECISION,
+    FAMILIAR_SIM,
+    NGRAM,
+)
 from builders.errors import BuildersError
 from builders.shift.benchmarks import EvalSet, ingest_local
 
@@ -166,8 +172,13 @@ def scan(
     model: str = DEFAULT_MODEL,
     threshold: float = FAMILIAR_SIM,
     on_note: Callable[[str], None] | None = None,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> LeakageScan:
     """Scan `source` for the evaluation sentences and mentions of `sets`.
+
+    `backend` and `precision` choose the runtime that embeds the labels compared with
+    `threshold` (`builders.shift.runtime`; cached apart per choice).
 
     Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
     store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
@@ -184,7 +195,7 @@ def scan(
     sent, pairs, men = (_frame(t) for t in (tables.sentences, tables.pairs, tables.mentions))
     men = _eval_labels(men, {s.name: s for s in sets})
     model = canonical_name(model)
-    men = _familiar_labels(store, model, men, threshold)
+    men = _familiar_labels(store, model, men, threshold, backend, precision)
     return LeakageScan(source, n, threshold, model, sent, pairs, men, skipped)
 
 
@@ -222,7 +233,14 @@ def _benchmark_sources(
     return rows, skipped
 
 
-def _familiar_labels(store: Store, model: str, men: pl.DataFrame, threshold: float) -> pl.DataFrame:
+def _familiar_labels(
+    store: Store,
+    model: str,
+    men: pl.DataFrame,
+    threshold: float,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
+) -> pl.DataFrame:
     """Add `familiar_labels`: the mention's training labels that are its eval_label or have
     sim >= threshold to it (labels embedded through the store's cache). Few training labels
     are familiar with a benchmark label, so each eval label gets its familiar set once and the
@@ -233,7 +251,9 @@ def _familiar_labels(store: Store, model: str, men: pl.DataFrame, threshold: flo
     if len(train):
         from builders.shift.report import similarity_matrix
 
-        m, _ = similarity_matrix(store, model, train.to_list(), evals.to_list())
+        m, _ = similarity_matrix(
+            store, model, train.to_list(), evals.to_list(), backend=backend, precision=precision
+        )
         close = m >= threshold  # (training labels, eval labels)
         for j in range(len(evals)):
             sets[j] += train.filter(pl.Series(close[:, j])).to_list()

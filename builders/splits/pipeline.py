@@ -168,7 +168,16 @@ def _scan(
     if not (cfg.leakage or cfg.decontaminate):
         return None
     stage(f"leakage: scanning {cfg.source} for the benchmarks' sentences (n = {cfg.ngram})")
-    return scan(store, cfg.source, evalsets, n=cfg.ngram, model=cfg.model, on_note=stage)
+    return scan(
+        store,
+        cfg.source,
+        evalsets,
+        n=cfg.ngram,
+        model=cfg.model,
+        on_note=stage,
+        backend=cfg.backend,
+        precision=cfg.precision,
+    )
 
 
 def _subset(

@@ -147,6 +147,30 @@ def test_mention_overlap_equals_a_hand_count(db: Path, tmp_path: Path) -> None:
     assert (sub["seen_mentions"], sub["seen_familiar_mentions"]) == (1, 1)
 
 
+def test_the_scan_embeds_with_the_backend_it_is_given(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--backend` reaches the familiar-label comparison: its vectors are cached under that
+    backend's key, and the figures equal torch's."""
+    pytest.importorskip("onnxruntime", reason="extra [onnx] not installed")
+    monkeypatch.setenv("LABELSHIFT_CACHE", str(tmp_path / "cache"))
+    training = [
+        [("We", "O"), ("used", "O"), ("Naive", "B-algorithm"), ("Bayes", "I-algorithm"),
+         ("classifier", "I-algorithm"), (".", "O")],
+        [("LREC", "B-meeting"), ("was", "O"), ("held", "O"), (".", "O")],
+    ]  # fmt: skip
+    with _store(db, tmp_path, training) as store:
+        sets = resolve("crossner-ai", store=store)
+        reports = {}
+        for backend in ("torch", "onnx"):
+            found = scan(store, "train", sets, model=MINILM, backend=backend)
+            reports[backend] = found.report().per_benchmark["crossner-ai"]
+        keys = [k.split("|")[1] for k in dict(store.stats()["embeddings"])]
+    assert sorted(keys) == ["onnx", "torch"]
+    assert reports["onnx"] == reports["torch"]
+    assert reports["torch"]["seen_mentions"] == 2
+
+
 def test_union_and_unscanned_benchmarks(db: Path, tmp_path: Path) -> None:
     labels = tmp_path / "mine.txt"
     labels.write_text("person\n", encoding="utf-8")
