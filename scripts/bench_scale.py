@@ -72,7 +72,9 @@ def main() -> None:
     leakage = has_command("leakage")
     data = Path(os.environ.setdefault("LABELSHIFT_DATA", str(ROOT.parent / "shared" / "data")))
     if leakage and not data.is_dir():
-        sys.exit(f"the leakage scan needs the benchmarks' local copies: no {data} (LABELSHIFT_DATA)")
+        sys.exit(
+            f"the leakage scan needs the benchmarks' local copies: no {data} (LABELSHIFT_DATA)"
+        )
     rows = []
     for scale in [float(s) for s in args.scales.split(",")]:
         tag = f"x{scale:g}"
