@@ -44,6 +44,8 @@ from builders.store.overlap import OverlapQueries
 
 DEFAULT_DB = "labelshift.duckdb"
 DB_ENV = "LABELSHIFT_DB"
+#: The most memory DuckDB may use (its `memory_limit`, e.g. `4GB`); unset: DuckDB's default.
+MEMORY_ENV = "LABELSHIFT_MEMORY_LIMIT"
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,17 @@ class Store(OverlapQueries):
             raise StoreError(f"{self.path}: no store here yet; run `builders ingest` first")
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        config: dict[str, str | bool | int | float | list[str]] = {}
+        limit = os.environ.get(MEMORY_ENV)
+        if limit:  # DuckDB caches what it reads up to its limit (by default 80% of the RAM)
+            config["memory_limit"] = limit
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
         except duckdb.Error as exc:
+            if limit and "memory" in str(exc).lower():
+                raise StoreError(
+                    f"{MEMORY_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 4GB): {exc}"
+                ) from exc
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
         try:
             if stored_version(self.con, self.path) is None and not read_only:

@@ -25,7 +25,9 @@ import pyarrow as pa
 _NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"
 _NORM_HASH = "list_transform({col}, lambda x: hash(lower(nfc_normalize(x))))"
 #: Temporary tables of one scan (connection-local, dropped when it ends).
-_TEMP = ("_lk_bs", "_lk_bg", "_lk_t", "_lk_hits", "_lk_ts")
+_TEMP = ("_lk_bs", "_lk_bg", "_lk_bm", "_lk_t", "_lk_hits", "_lk_tm", "_lk_ts")
+#: Training sentences hashed at a time: bounds the scan's memory (about 0.3 GB a chunk).
+CHUNK = 1_000_000
 #: The tables a decontaminated view shadows, and what each is keyed by.
 _SHADOWED = ("sentences", "mentions", "negatives", "negative_spans")
 
@@ -92,7 +94,7 @@ class OverlapQueries:
                     "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
                 ).to_arrow_table(),
                 pairs=self._overlap_pairs(source),
-                mentions=self._overlap_mentions(source),
+                mentions=self._overlap_mentions(),
             )
         finally:
             self.con.unregister("_lk_query")
@@ -100,9 +102,12 @@ class OverlapQueries:
                 self.con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
 
     def _overlap_prepare(self, source: str, n: int) -> None:
-        """One pass over the corpus: every sentence's normalised token hashes (`_lk_t`), then
-        the candidate hits (`_lk_hits`): sentences whose whole hash (tpos 0) or n-gram hash
-        (tpos >= 1) some benchmark sentence has."""
+        """The benchmark side (`_lk_bs` sentences, `_lk_bg` n-grams, `_lk_bm` mentions), then
+        one pass over the corpus, `CHUNK` sentences at a time: each chunk's normalised token
+        hashes (`_lk_t`, dropped after the chunk) give the candidate hits (`_lk_hits`:
+        sentences whose whole hash (tpos 0) or an n-gram hash (tpos >= 1) some benchmark
+        sentence has) and the training mentions whose token-hash hash some benchmark mention
+        has (`_lk_tm`). Only hits are kept, so memory does not grow with the corpus."""
         con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_bs AS "
@@ -118,13 +123,44 @@ class OverlapQueries:
             {"n": n},
         )
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_t AS "
-            f"SELECT split, idx, {_NORM_HASH.format(col='tokens')} AS th "
-            "FROM sentences WHERE source = $src",
-            {"src": source},
+            "CREATE OR REPLACE TEMP TABLE _lk_bm AS "
+            "SELECT b.bno, b.benchmark, b.sentence_id, m.start, m.stop, m.raw_label, m.label, "
+            "array_to_string(b.norm[m.start + 1 : m.stop], ' ') AS text, "
+            "hash(b.th[m.start + 1 : m.stop]) AS mh "
+            "FROM _lk_bs b "
+            "JOIN mentions m ON m.source = b.source AND m.split = b.split AND m.idx = b.idx"
         )
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_hits AS "
+            "CREATE OR REPLACE TEMP TABLE _lk_hits(split VARCHAR, idx INTEGER, tpos BIGINT, h UBIGINT)"
+        )
+        con.execute("CREATE OR REPLACE TEMP TABLE _lk_tm(mh UBIGINT, label VARCHAR)")
+        ranges = con.execute(
+            "SELECT split, min(idx), max(idx) FROM sentences WHERE source = ? "
+            "GROUP BY split ORDER BY split",
+            [source],
+        ).fetchall()
+        for split, lo, hi in ranges:
+            for first in range(lo, hi + 1, CHUNK):
+                self._overlap_chunk(source, split, first, first + CHUNK, n)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_ts AS "
+            "SELECT s.split, s.idx, s.sentence_id, s.tokens FROM sentences s "
+            "SEMI JOIN _lk_hits h ON s.split = h.split AND s.idx = h.idx WHERE s.source = $src",
+            {"src": source},
+        )
+
+    def _overlap_chunk(self, source: str, split: str, first: int, stop: int, n: int) -> None:
+        """`_lk_hits` and `_lk_tm` rows of the sentences first <= idx < stop of one split."""
+        con = self.con
+        where = {"src": source, "split": split, "first": first, "stop": stop}
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_t AS "
+            f"SELECT split, idx, {_NORM_HASH.format(col='tokens')} AS th FROM sentences "
+            "WHERE source = $src AND split = $split AND idx >= $first AND idx < $stop",
+            where,
+        )
+        con.execute(
+            "INSERT INTO _lk_hits "
             "SELECT split, idx, 0 AS tpos, hash(th) AS h FROM _lk_t "
             "WHERE hash(th) IN (SELECT hash(th) FROM _lk_bs) "
             "UNION ALL "
@@ -136,10 +172,12 @@ class OverlapQueries:
             {"n": n},
         )
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_ts AS "
-            "SELECT s.split, s.idx, s.sentence_id, s.tokens FROM sentences s "
-            "SEMI JOIN _lk_hits h ON s.split = h.split AND s.idx = h.idx WHERE s.source = $src",
-            {"src": source},
+            "INSERT INTO _lk_tm SELECT mh, label FROM ("
+            "  SELECT hash(t.th[m.start + 1 : m.stop]) AS mh, m.label "
+            "  FROM mentions m JOIN _lk_t t ON t.idx = m.idx "
+            "  WHERE m.source = $src AND m.split = $split AND m.idx >= $first AND m.idx < $stop) "
+            "WHERE mh IN (SELECT mh FROM _lk_bm)",
+            where,
         )
 
     def _overlap_pairs(self, source: str) -> pa.Table:
@@ -182,31 +220,19 @@ class OverlapQueries:
             params={"src": source},
         ).to_arrow_table()
 
-    def _overlap_mentions(self, source: str) -> pa.Table:
+    def _overlap_mentions(self) -> pa.Table:
         """Every benchmark mention with the labels its normalised token sequence has as a
         training mention (matched by the hash of its token hashes, as n-grams are)."""
         return self.con.sql(
             """
-            WITH bm AS (
-                SELECT b.bno, b.benchmark, b.sentence_id, m.start, m.stop, m.raw_label, m.label,
-                       array_to_string(b.norm[m.start + 1 : m.stop], ' ') AS text,
-                       hash(b.th[m.start + 1 : m.stop]) AS mh
-                FROM _lk_bs b
-                JOIN mentions m ON m.source = b.source AND m.split = b.split AND m.idx = b.idx
-            ), tm AS (
-                SELECT mh, list(DISTINCT label ORDER BY label) AS labels FROM (
-                    SELECT hash(t.th[m.start + 1 : m.stop]) AS mh, m.label
-                    FROM mentions m JOIN _lk_t t ON t.split = m.split AND t.idx = m.idx
-                    WHERE m.source = $src)
-                WHERE mh IN (SELECT mh FROM bm)
-                GROUP BY mh
+            WITH tm AS (
+                SELECT mh, list(DISTINCT label ORDER BY label) AS labels FROM _lk_tm GROUP BY mh
             )
             SELECT bm.benchmark, bm.sentence_id, bm.start, bm.stop, bm.raw_label, bm.label,
                    bm.text, coalesce(tm.labels, []::VARCHAR[]) AS training_labels
-            FROM bm LEFT JOIN tm USING (mh)
+            FROM _lk_bm bm LEFT JOIN tm USING (mh)
             ORDER BY bm.bno, bm.start, bm.stop, bm.label
-            """,
-            params={"src": source},
+            """
         ).to_arrow_table()
 
     @contextmanager

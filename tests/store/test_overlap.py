@@ -71,3 +71,20 @@ def test_without_sentences_is_a_view_for_the_block(db: Path, tmp_path: Path) -> 
         assert store.label_counts("t") == counts
         with store.without_sentences("t", []) as dropped:
             assert dropped == 0 and store.count_sentences("t") == 3
+
+
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_the_corpus_read_in_chunks_gives_the_same_tables(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The scan hashes the corpus a chunk of sentences at a time (memory bounded by the chunk);
+    chunks that split the hits and the mentions apart change nothing."""
+    import builders.store.overlap as overlap
+
+    with _store(db, tmp_path) as store:
+        whole = store.overlap_tables("t", QUERY, 5)
+        monkeypatch.setattr(overlap, "CHUNK", chunk)
+        chunked = store.overlap_tables("t", QUERY, 5)
+    assert whole.pairs.num_rows == 2 and whole.mentions.num_rows == 8
+    for name in ("sentences", "pairs", "mentions"):
+        assert getattr(chunked, name).equals(getattr(whole, name)), name

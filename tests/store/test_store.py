@@ -257,3 +257,14 @@ def test_polars_frames(db: Path, data_dir: Path) -> None:
         "label": "algorithm",
         "raw_label": "algorithm",
     }
+
+
+def test_memory_limit_from_the_environment(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LABELSHIFT_MEMORY_LIMIT caps DuckDB's memory; a bad value names the variable."""
+    monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "1GB")
+    with Store(db) as store:
+        ((limit,),) = store.con.execute("SELECT current_setting('memory_limit')").fetchall()
+    assert limit in ("953.6 MiB", "1.0 GiB", "1000.0 MiB", "1.0 GB")
+    monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "lots")
+    with pytest.raises(StoreError, match=r"LABELSHIFT_MEMORY_LIMIT='lots': not a memory size"):
+        Store(db)
