@@ -34,7 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builders.defaults import BACKENDS, PRECISIONS
-from builders.labels import label_sets, resolve_benchmarks, union_labels
+from builders.labels import union_labels
+from builders.shift.benchmarks import evaluation_sets
 from builders.shift.embedder import Embedder, cosine_clipped
 from builders.shift.report import FamiliarityReport, LabelTable, familiarity_report
 from builders.shift.runtime import SUPPORTED
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         for c, emb in runners.items():
             outs[c] = best_of(lambda e=emb: e.encode(labels), times[c])
 
-    sets = label_sets(resolve_benchmarks(None))
+    sets = evaluation_sets(None)
     fam_labels = table.labels + list(union_labels(sets))
     ref_fam = familiarity_of(raw_encode(fam_labels), table, sets, raw_model.model_name)
     raw_s = min(raw_t)

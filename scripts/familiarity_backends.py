@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_embed import deviation, familiarity_of  # noqa: E402
 
-from builders.labels import label_sets, resolve_benchmarks, union_labels  # noqa: E402
+from builders.labels import union_labels  # noqa: E402
+from builders.shift.benchmarks import evaluation_sets  # noqa: E402
 from builders.shift.embedder import Embedder  # noqa: E402
 from builders.shift.report import LabelTable  # noqa: E402
 from builders.store import Store  # noqa: E402
@@ -60,7 +61,7 @@ def main() -> None:
                 continue
             ingest(store, source, None if path is None else str(path))
             tables[name] = LabelTable.load(store, source)
-    sets = label_sets(resolve_benchmarks(None))
+    sets = evaluation_sets(None)
     evals = list(union_labels(sets))
     every = list(dict.fromkeys([lab for t in tables.values() for lab in t.labels] + evals))
     index = {lab: i for i, lab in enumerate(every)}
