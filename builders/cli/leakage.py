@@ -85,8 +85,15 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
         rows.append(_row("union", rep["union"]))
     if rows:
         print_table(title, COLUMNS, rows)
+    # one line per reason: seven benchmarks without a local copy are one note, not seven
+    by_reason: dict[str, list[str]] = {}
     for name, why in rep["not_scanned"].items():
-        note(f"leakage: {name} not scanned: {why}", quiet)
+        by_reason.setdefault(why.replace(name, "NAME"), []).append(name)
+    for why, names in by_reason.items():
+        if len(names) == 1:
+            note(f"leakage: {names[0]} not scanned: {why.replace('NAME', names[0])}", quiet)
+        else:
+            note(f"leakage: not scanned: {', '.join(names)}: {why}", quiet)
 
 
 def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> None:

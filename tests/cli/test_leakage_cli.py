@@ -186,3 +186,25 @@ def test_bad_benchmark_is_a_clean_error(db: Path) -> None:
     assert res.exit_code == 1
     assert res.output.startswith("Error: unknown benchmark 'nope'. Tried: a packaged name")
     assert evaluation_sets("crossner-ai")  # the packaged path needs no store
+
+
+def test_benchmarks_not_scanned_for_one_reason_are_one_note(capsys) -> None:
+    from builders.cli.leakage import print_leakage
+
+    why = "{} is not in the store and has no local copy: run `builders ingest {} --path ...`"
+    rep = {
+        "per_benchmark": {},
+        "union": {},
+        "not_scanned": {
+            "crossner-ai": why.format("crossner-ai", "crossner-ai"),
+            "mit-movie": why.format("mit-movie", "mit-movie"),
+            "mine": "label-file benchmark (labels.txt): labels only, no sentences",
+        },
+    }
+    print_leakage("t", rep)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        "leakage: not scanned: crossner-ai, mit-movie: NAME is not in the store and has no "
+        "local copy: run `builders ingest NAME --path ...`",
+        "leakage: mine not scanned: label-file benchmark (labels.txt): labels only, no sentences",
+    ]
