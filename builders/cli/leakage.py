@@ -3,6 +3,7 @@ tables `familiarity` and `build-splits` print beside Familiarity."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -86,14 +87,20 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
     if rows:
         print_table(title, COLUMNS, rows)
     # one line per reason: seven benchmarks without a local copy are one note, not seven
-    by_reason: dict[str, list[str]] = {}
+    by_reason: dict[str, list[tuple[str, str]]] = {}
     for name, why in rep["not_scanned"].items():
-        by_reason.setdefault(why.replace(name, "NAME"), []).append(name)
-    for why, names in by_reason.items():
-        if len(names) == 1:
-            note(f"leakage: {names[0]} not scanned: {why.replace('NAME', names[0])}", quiet)
+        by_reason.setdefault(_template(why, name), []).append((name, why))
+    for template, entries in by_reason.items():
+        if len(entries) == 1:
+            note(f"leakage: {entries[0][0]} not scanned: {entries[0][1]}", quiet)
         else:
-            note(f"leakage: not scanned: {', '.join(names)}: {why}", quiet)
+            names = ", ".join(name for name, _ in entries)
+            note(f"leakage: not scanned: {names}: {template}", quiet)
+
+
+def _template(why: str, name: str) -> str:
+    """`why` with `name` as a whole word written NAME (a name inside a longer one is kept)."""
+    return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "NAME", why)
 
 
 def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> None:

@@ -199,6 +199,7 @@ def test_benchmarks_not_scanned_for_one_reason_are_one_note(capsys) -> None:
             "crossner-ai": why.format("crossner-ai", "crossner-ai"),
             "mit-movie": why.format("mit-movie", "mit-movie"),
             "mine": "label-file benchmark (labels.txt): labels only, no sentences",
+            "ai": why.format("crossner-ai", "crossner-ai"),  # its name inside another's
         },
     }
     print_leakage("t", rep)
@@ -207,4 +208,6 @@ def test_benchmarks_not_scanned_for_one_reason_are_one_note(capsys) -> None:
         "leakage: not scanned: crossner-ai, mit-movie: NAME is not in the store and has no "
         "local copy: run `builders ingest NAME --path ...`",
         "leakage: mine not scanned: label-file benchmark (labels.txt): labels only, no sentences",
+        "leakage: ai not scanned: crossner-ai is not in the store and has no local copy: run "
+        "`builders ingest crossner-ai --path ...`",
     ]
