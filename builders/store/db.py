@@ -91,11 +91,15 @@ class Store(OverlapQueries):
             config["memory_limit"] = limit
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
+        except duckdb.ParserException as exc:  # only the config is parsed here
+            raise StoreError(
+                f"{MEMORY_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 4GB): {exc}"
+            ) from exc
+        except duckdb.OutOfMemoryException as exc:
+            raise StoreError(
+                f"{self.path}: cannot open the store within {MEMORY_ENV}={limit!r}: {exc}"
+            ) from exc
         except duckdb.Error as exc:
-            if limit and "memory" in str(exc).lower():
-                raise StoreError(
-                    f"{MEMORY_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 4GB): {exc}"
-                ) from exc
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
         try:
             if stored_version(self.con, self.path) is None and not read_only:

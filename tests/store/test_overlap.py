@@ -82,9 +82,16 @@ def test_the_corpus_read_in_chunks_gives_the_same_tables(
     import builders.store.overlap as overlap
 
     with _store(db, tmp_path) as store:
+        # a second split: the benchmark's second sentence and a sentence of its own
+        second = (DATA / "crossner" / "ai-test.txt").read_text(encoding="utf-8").split("\n\n")[1]
+        (tmp_path / "dev.bio").write_text(f"Rome\tB-city\n\n{second}\n", encoding="utf-8")
+        ingest(store, "columns", tmp_path / "dev.bio", name="t", split="dev")
         whole = store.overlap_tables("t", QUERY, 5)
         monkeypatch.setattr(overlap, "CHUNK", chunk)
         chunked = store.overlap_tables("t", QUERY, 5)
-    assert whole.pairs.num_rows == 2 and whole.mentions.num_rows == 8
+        with store.without_sentences("t", ["t/train/1"]):
+            assert store.overlap_tables("t", QUERY, 5).pairs.num_rows == 2
+    assert whole.pairs.num_rows == 3 and whole.mentions.num_rows == 8
+    assert {p["training_sentence_id"] for p in whole.pairs.to_pylist()} >= {"t/dev/1"}
     for name in ("sentences", "pairs", "mentions"):
         assert getattr(chunked, name).equals(getattr(whole, name)), name
