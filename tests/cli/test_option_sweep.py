@@ -43,7 +43,11 @@ def _cases() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("name", "option"), _cases())
-def test_no_value_gives_a_traceback(name: str, option: str, tmp_path: Path) -> None:
+def test_no_value_gives_a_traceback(
+    name: str, option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # relative values (`--db x`, `--out nan`) are files: they go to tmp_path, not the checkout
+    monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     env = {"LABELSHIFT_DB": str(tmp_path / "s.duckdb")}
     param = next(p for p in cli.commands[name].params if option in getattr(p, "opts", []))
