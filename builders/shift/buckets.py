@@ -1,6 +1,6 @@
 """Labels as length buckets: one tokenizer call, no padding, large batches, one copy back.
 
-    plan = tokenise(tokenizer, labels, max_length)      one call of the Rust fast tokenizer
+    plan = tokenise(label_tokenizer(tok, max_length), labels)   one call of the Rust fast tokenizer
     for positions, length, n in plan.batches(rows):      every row of a batch has the same length
         vectors[positions[:n]] = run(ids)[:n]            (the runtime: torch, ONNX or OpenVINO)
 
@@ -80,11 +80,9 @@ def label_tokenizer(tokenizer: Any, max_length: int) -> Any:
     return tok
 
 
-def tokenise(tokenizer: Any, labels: Sequence[str], max_length: int | None = None) -> TokenPlan:
-    """Tokenise every label in one call of a `tokenizers.Tokenizer` (with `max_length`, through
-    a `label_tokenizer` copy; without, as it is)."""
-    tok = tokenizer if max_length is None else label_tokenizer(tokenizer, max_length)
-    encodings = tok.encode_batch_fast(list(labels), add_special_tokens=True)
+def tokenise(tokenizer: Any, labels: Sequence[str]) -> TokenPlan:
+    """Tokenise every label in one call of a `tokenizers.Tokenizer` (a `label_tokenizer`)."""
+    encodings = tokenizer.encode_batch_fast(list(labels), add_special_tokens=True)
     lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
     total = int(lengths.sum())
     flat = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=total)

@@ -40,33 +40,13 @@ from builders.shift.benchmarks import EvalSet, ingest_local
 if TYPE_CHECKING:
     from builders.store import Store
 
-#: What the figures of one benchmark (and of the union) are called, in order.
-FIELDS = (
-    "sentences",
-    "exact_sentences",
-    "exact_share",
-    "ngram_eligible_sentences",
-    "ngram_sentences",
-    "ngram_share",
-    "containment_mean",
-    "containment_max",
-    "mentions",
-    "seen_mentions",
-    "seen_share",
-    "unseen_mentions",
-    "seen_familiar_mentions",
-    "seen_familiar_share",
-    "training_sentences_exact",
-    "training_sentences_overlapping",
-)
-
 
 @dataclass(frozen=True)
 class LeakageReport:
     """Leakage of one training corpus (or subset) into the benchmarks' evaluation data.
 
     Attributes:
-        per_benchmark: name -> figures (`FIELDS`): counts, and shares of the benchmark's
+        per_benchmark: name -> figures (`_figures`): counts, and shares of the benchmark's
             sentences (`exact_share`), of its sentences of >= n tokens (`ngram_share`), of
             its mentions (`seen_share`) and of its seen mentions (`seen_familiar_share`).
         union: the same over the union of the scanned benchmarks' sentences.
@@ -293,7 +273,7 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int) -> dict[str, Any]:
-    """One benchmark's (or the union's) figures, named as in `FIELDS`."""
+    """One benchmark's (or the union's) figures, in this order."""
     found = pairs.group_by("benchmark_sentence_id").agg(
         exact=pl.col("exact").any(),
         found=pl.col("positions").explode().drop_nulls().n_unique(),
@@ -324,7 +304,7 @@ def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int)
         "training_sentences_exact": pairs.filter("exact")["training_sentence_id"].n_unique(),
         "training_sentences_overlapping": pairs["training_sentence_id"].n_unique(),
     }
-    return {k: out[k] for k in FIELDS}
+    return out
 
 
 def _mention_counts(men: pl.DataFrame) -> tuple[int, int]:

@@ -32,6 +32,7 @@ from builders.labels import paper_training_label, union_labels
 from builders.shift.familiarity import exact_overlap, familiarity, summarise
 
 if TYPE_CHECKING:
+    from builders.shift.embedder import Embedder
     from builders.store import Store
 
 #: Training labels listed per benchmark as the ones that make it familiar.
@@ -105,17 +106,19 @@ def similarity_matrix(
     *,
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
+    embedder: Embedder | None = None,
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
     many labels had to be embedded (the rest came from the store's cache, per backend and
-    precision).
+    precision). `embedder`, when given, is used instead of a new one for model, backend and
+    precision (a caller that also records its cache key).
 
     A training label whose (normalised) text is an evaluation label's has similarity exactly
     1: the float32 cosine of a vector with itself can read 0.99999994 (METHOD.md section 4).
     """
     from builders.shift.embedder import Embedder, cosine_clipped
 
-    emb = Embedder(model, backend=backend, precision=precision)
+    emb = embedder or Embedder(model, backend=backend, precision=precision)
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
     m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
     set_exact_matches(m, train, evals)

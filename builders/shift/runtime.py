@@ -1,6 +1,6 @@
 """Runtimes that turn token buckets into unit vectors: torch, ONNX Runtime and OpenVINO.
 
-    runner = load_runner(st_loader, folder, weights, backend, precision, device)
+    runner = load_exported(ensure_export(target, backend, st_loader, key), backend, precision)
     vectors = runner.encode(labels, rows, progress)        float32, unit rows, input order
 
 `torch` runs the sentence-transformer itself (any device, fp32 / fp16 / bf16). `onnx` and
@@ -89,8 +89,6 @@ class Runner:
     name = "runner"
 
     def __init__(self, tokenizer: Any, max_length: int, dim: int):
-        self.tokenizer = tokenizer
-        self.max_length = max_length
         self.dim = dim
         self._labels_tok = label_tokenizer(tokenizer, max_length)
 

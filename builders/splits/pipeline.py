@@ -110,14 +110,14 @@ def build(
     found = _scan(store, cfg, evalsets, stage)
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext(0)
+    emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)
     with clean as dropped:
-        results = _measure(store, cfg, sets, progress, stage)
+        results = _measure(store, cfg, sets, progress, stage, emb)
         after = _scan(store, cfg, evalsets, stage) if cfg.decontaminate else found
     if found is not None and after is not None:
         for res in results:
             res.leakage = leakage_record(res, found, after, dropped if cfg.decontaminate else None)
-    key = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision).cache_key
-    origin = provenance(store, cfg, key)
+    origin = provenance(store, cfg, emb.cache_key)  # the key the vectors were cached under
     for res in results:
         res.provenance = origin
         res.all_benchmarks = tuple(sets)
@@ -135,6 +135,7 @@ def _measure(
     sets: dict[str, tuple[str, ...]],
     progress: bool,
     stage: Callable[[str], None],
+    emb: Embedder,
 ) -> list[BuildResult]:
     """Every group's scores, cuts, subsets and Familiarity."""
     table = LabelTable.load(store, cfg.source, cfg.protocol)
@@ -148,6 +149,7 @@ def _measure(
         progress,
         backend=cfg.backend,
         precision=cfg.precision,
+        embedder=emb,
     )
     total = len(set(table.labels) | set(all_evals))
     stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")

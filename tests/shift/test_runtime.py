@@ -17,8 +17,9 @@ import pytest
 from builders.errors import BuildersError
 from builders.shift import models as emb
 from builders.shift import runtime
-from builders.shift.buckets import tokenise
+from builders.shift.buckets import label_tokenizer, tokenise
 from builders.shift.embedder import Embedder, weights_fingerprint
+from builders.shift.runtime import fast_tokenizer
 from builders.store import Store
 
 FP32_ATOL = 1e-5
@@ -77,8 +78,7 @@ def reference(torch_minilm: Embedder) -> np.ndarray:
 
 # ------------------------------------------------------------------ buckets
 def test_token_plan_covers_every_label_once_one_length_per_batch(torch_minilm: Embedder) -> None:
-    runner = torch_minilm.runner
-    plan = tokenise(runner.tokenizer, LABELS, runner.max_length)
+    plan = torch_minilm.runner.plan(LABELS)
     assert len(plan) == len(LABELS)
     seen: list[int] = []
     rows_of: dict[int, set[int]] = {}
@@ -99,9 +99,9 @@ def test_token_plan_covers_every_label_once_one_length_per_batch(torch_minilm: E
 
 
 def test_tokenise_truncates_and_leaves_the_tokenizer_alone(torch_minilm: Embedder) -> None:
-    tok = torch_minilm.runner.tokenizer
+    tok = fast_tokenizer(torch_minilm.st)
     before = tok.to_str()
-    plan = tokenise(tok, ["word " * 50, "city"], max_length=8)
+    plan = tokenise(label_tokenizer(tok, 8), ["word " * 50, "city"])
     assert plan.lengths.tolist() == [8, 3]
     assert tok.to_str() == before
 
