@@ -38,9 +38,8 @@ from builders.sources.base import Example, ReadReport, open_text
 from builders.sources.layout import decide, detect_scheme, scan, splitter
 from builders.sources.options import ReaderOptions, option
 
-__all__ = ["SCHEMES", "Options", "detect_scheme", "read"]
+__all__ = ["Options", "detect_scheme", "read"]
 
-SCHEMES = ("auto", "bio", "bioes", "io")
 _SEPARATORS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": " "}
 
 

@@ -33,7 +33,10 @@ class Validator:
     def label(self, unit: Unit, ex: Example, raw: str) -> tuple[str, str | None]:
         mapped = self.labels.get(raw)
         if mapped is None:
-            mapped = self.spec.map_label(raw)
+            try:
+                mapped = self.spec.map_label(raw)
+            except ValueError as exc:  # e.g. a Few-NERD tag outside its types, read through hf
+                raise SourceFormatError(unit, ex.line, str(exc), raw, record=ex.record) from exc
             if not mapped[0]:
                 raise SourceFormatError(unit, ex.line, "empty label", raw, record=ex.record)
             self.labels[raw] = mapped

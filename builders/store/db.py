@@ -134,12 +134,10 @@ class Store(OverlapQueries):
 
     def require_source(self, source: str) -> None:
         if not self.has_source(source):
-            known = [
-                r[0] for r in self.con.execute("SELECT DISTINCT source FROM sources").fetchall()
-            ]
+            known = self.source_names()
             raise StoreError(
                 f"source {source!r} is not in {self.path}; run `builders ingest {source}` first"
-                + (f" (the store holds: {', '.join(sorted(known))})" if known else "")
+                + (f" (the store holds: {', '.join(known)})" if known else "")
             )
 
     # ------------------------------------------------------------------ DataFrames

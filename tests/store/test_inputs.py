@@ -212,3 +212,24 @@ def test_two_fewnerd_train_samples(shared: Path, db: Path) -> None:
             ingest(store, "fewnerd", b)
         res = ingest(store, "fewnerd", b, append=True)
     assert (res.status, res.sentences) == ("appended", 11710 + 13012)
+
+
+def test_a_label_the_source_refuses_names_its_file_and_line() -> None:
+    """Whatever the reader, a raw label the source's spec cannot map (e.g. a Few-NERD tag
+    outside its types, read through `hf`) is an error at the example's place in the file."""
+    from types import SimpleNamespace
+
+    from builders.errors import SourceFormatError
+    from builders.sources.base import Example
+    from builders.store.batches import Buffers, Validator
+
+    def refuse(raw: str) -> tuple[str, str | None]:
+        raise ValueError(f"not a type of this source: {raw!r}")
+
+    spec = SimpleNamespace(map_label=refuse)
+    validator = Validator(spec, Buffers("s", "train"))  # type: ignore[arg-type]
+    ex = Example(tokens=["a"], spans=[(0, 1, "bogus-tag")], line=7, record=None)
+    with pytest.raises(SourceFormatError) as err:
+        validator.label("data/x.json", ex, "bogus-tag")
+    assert str(err.value).startswith("data/x.json:7: not a type of this source")
+    assert "bogus-tag" in str(err.value)
