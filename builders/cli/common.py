@@ -132,6 +132,16 @@ def protocol_option(f: Callable) -> Callable:
     )(f)
 
 
+def source_options(f: Callable) -> Callable:
+    """--source and --path: the training corpus, ingested first when needed (`ensure_ingested`)."""
+    f = click.option(
+        "--path", help="Local files of the source, ingested first (no-op if unchanged)."
+    )(f)
+    return click.option(
+        "--source", required=True, help="Training corpus in the store (ingested if needed)."
+    )(f)
+
+
 def open_store(db: Path, read_only: bool = False) -> Store:
     return Store(db, read_only=read_only)
 

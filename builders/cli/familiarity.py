@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,16 +20,18 @@ from builders.cli.common import (
     open_store,
     print_table,
     protocol_option,
+    source_options,
     weighting_option,
 )
 from builders.cli.leakage import leakage_options, print_leakage
 from builders.defaults import SEED
-from builders.shift.report import FamiliarityReport
+
+if TYPE_CHECKING:
+    from builders.shift.report import FamiliarityReport
 
 
 @click.command("familiarity")
-@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
-@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@source_options
 @benchmarks_option
 @model_option
 @protocol_option

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,21 +21,29 @@ from builders.cli.common import (
     note,
     open_store,
     print_table,
+    source_options,
 )
 from builders.defaults import FAMILIAR_SIM, NGRAM
-from builders.shift.leakage import LeakageReport
+
+if TYPE_CHECKING:
+    from builders.shift.leakage import LeakageReport
 
 
-def leakage_options(f: Callable) -> Callable:
-    """`--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside
-    Familiarity."""
-    f = click.option(
+def ngram_option(f: Callable) -> Callable:
+    """`--ngram`: the n-gram length of the leakage scan."""
+    return click.option(
         "--ngram",
         type=click.IntRange(min=1),
         default=NGRAM,
         show_default=True,
         help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
     )(f)
+
+
+def leakage_options(f: Callable) -> Callable:
+    """`--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside
+    Familiarity."""
+    f = ngram_option(f)
     return click.option(
         "--leakage/--no-leakage",
         default=True,
@@ -124,17 +132,9 @@ def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> Non
 
 
 @click.command("leakage")
-@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
-@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@source_options
 @benchmarks_option
-@click.option(
-    "--ngram",
-    "n",
-    type=click.IntRange(min=1),
-    default=NGRAM,
-    show_default=True,
-    help="The n-gram length.",
-)
+@ngram_option
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1),
@@ -157,7 +157,7 @@ def leakage_cmd(
     path: str | None,
     benchmarks: str,
     label_map: str | None,
-    n: int,
+    ngram: int,
     threshold: float,
     model: str,
     pairs_path: Path | None,
@@ -189,7 +189,7 @@ def leakage_cmd(
         ensure_ingested(store, source, path, quiet)
         sets = resolve(benchmarks, store=store, mapping=label_map)
         found = scan(
-            store, source, sets, n=n, model=model, threshold=threshold,
+            store, source, sets, n=ngram, model=model, threshold=threshold,
             on_note=lambda s: note(s, quiet), backend=backend, precision=precision,
         )  # fmt: skip
         rep = found.report()

@@ -22,6 +22,7 @@ from builders.cli.common import (
     org_option,
     print_table,
     protocol_option,
+    source_options,
     weighting_option,
 )
 from builders.cli.leakage import leakage_options, print_build_leakage
@@ -85,8 +86,7 @@ def _ordered_band(
 
 @click.command("build-splits", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="build-splits")
-@click.option("--source", required=True, help="Training corpus in the store (ingested if needed).")
-@click.option("--path", help="Local files of the source, ingested first (no-op if unchanged).")
+@source_options
 @click.option(
     "--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,7 +23,9 @@ from builders.cli.common import (
 )
 from builders.sources import SOURCES, check_split, reader_options
 from builders.store import Store
-from builders.store.writer import IngestResult
+
+if TYPE_CHECKING:
+    from builders.store.writer import IngestResult
 
 
 @click.command("sources")

@@ -44,7 +44,7 @@ def test_every_command_takes_json_and_db_only_if_it_opens_the_store(
     assert ("--db" in opts) == (name not in {"sources", "publish"}), name
 
 
-@pytest.mark.parametrize("name", ["familiarity", "build-splits", "fewnerd-splits"])
+@pytest.mark.parametrize("name", ["familiarity", "build-splits", "fewnerd-splits", "leakage"])
 def test_every_command_that_embeds_takes_backend_and_precision(name: str) -> None:
     opts = {o for p in cli.commands[name].params for o in getattr(p, "opts", [])}
     assert {"--backend", "--precision", "--model"} <= opts, name

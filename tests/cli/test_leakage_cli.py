@@ -13,7 +13,6 @@ from helpers import DATA, json_result
 
 from builders import familiarity_of
 from builders.cli.main import cli
-from builders.shift.benchmarks import evaluation_sets
 from builders.store import Store
 
 MINILM = "all-MiniLM-L6-v2"
@@ -185,7 +184,6 @@ def test_bad_benchmark_is_a_clean_error(db: Path) -> None:
     )
     assert res.exit_code == 1
     assert res.output.startswith("Error: unknown benchmark 'nope'. Tried: a packaged name")
-    assert evaluation_sets("crossner-ai")  # the packaged path needs no store
 
 
 def test_benchmarks_not_scanned_for_one_reason_are_one_note(capsys) -> None:
