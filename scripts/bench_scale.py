@@ -25,26 +25,16 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
+
+from bench_splits import run_child as _run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_child(args: list[str]) -> tuple[float, float, str]:
-    """Run a command; return (wall seconds, its peak RSS in GB, stdout)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"command failed: {' '.join(args)}\n{stderr[-3000:]}")
-    return wall, usage.ru_maxrss / 1024 / 1024, stdout
+    """`bench_splits.run_child` from the repository root (wall s, peak RSS GB, stdout)."""
+    return _run_child(args, cwd=ROOT)
 
 
 def has_command(name: str) -> bool:

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 
-def run_child(args: list[str]) -> tuple[float, float, str]:
+def run_child(args: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
     """Run a command; return (wall seconds, its own peak RSS in GB, stdout)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=err)
+        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage, not all children's
         wall = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)

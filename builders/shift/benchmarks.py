@@ -49,7 +49,6 @@ from builders.sources.base import read_text
 if TYPE_CHECKING:
     from builders.store import Store
 
-KINDS = ("packaged", "store", "file", "fewnerd")
 FILE_PREFIX = "file:"
 LABEL_FILE_SUFFIXES = (".txt", ".json")
 #: The split a stored source is evaluated on unless `SOURCE:SPLIT` says otherwise.

@@ -109,14 +109,14 @@ def build(
     sets = {s.name: s.labels for s in evalsets}
     found = _scan(store, cfg, evalsets, stage)
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
-    clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext(0)
+    clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
     emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)
     with clean as dropped:
         results = _measure(store, cfg, sets, progress, stage, emb)
         after = _scan(store, cfg, evalsets, stage) if cfg.decontaminate else found
     if found is not None and after is not None:
         for res in results:
-            res.leakage = leakage_record(res, found, after, dropped if cfg.decontaminate else None)
+            res.leakage = leakage_record(res, found, after, dropped)
     origin = provenance(store, cfg, emb.cache_key)  # the key the vectors were cached under
     for res in results:
         res.provenance = origin

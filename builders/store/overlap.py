@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from builders.store.schema import LABEL_COUNTS
+
 _NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"
 _NORM_HASH = "list_transform({col}, lambda x: hash(lower(nfc_normalize(x))))"
 #: Temporary tables of one scan (connection-local, dropped when it ends).
@@ -267,9 +269,7 @@ class OverlapQueries:
                 )
             self.con.execute(
                 "CREATE OR REPLACE TEMP VIEW label_counts AS "
-                "SELECT source, label, count(*) AS mentions, "
-                "count(DISTINCT (split, idx)) AS sentences "
-                "FROM temp.main.mentions GROUP BY source, label"
+                + LABEL_COUNTS.format(mentions="temp.main.mentions")
             )
             (dropped,) = self.con.execute("SELECT count(*) FROM temp.main._dropped").fetchall()[0]
             yield int(dropped)

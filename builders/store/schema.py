@@ -17,7 +17,13 @@ from builders.errors import StoreError
 #: registered source that read it (`sources.spec`)
 SCHEMA_VERSION = 2
 
-SCHEMA = """
+#: The `label_counts` view over a `mentions` table (the stored one, or a decontaminated view).
+LABEL_COUNTS = (
+    "SELECT source, label, count(*) AS mentions, count(DISTINCT (split, idx)) AS sentences "
+    "FROM {mentions} GROUP BY source, label"
+)
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS sources(
     source VARCHAR, split VARCHAR, kind VARCHAR, origin VARCHAR, fingerprint VARCHAR,
@@ -38,10 +44,7 @@ CREATE TABLE IF NOT EXISTS negative_spans(
     label VARCHAR, raw_label VARCHAR);
 CREATE TABLE IF NOT EXISTS embeddings(
     model VARCHAR, label VARCHAR, vector FLOAT[], PRIMARY KEY (model, label));
-CREATE OR REPLACE VIEW label_counts AS
-    SELECT source, label, count(*) AS mentions,
-           count(DISTINCT (split, idx)) AS sentences
-    FROM mentions GROUP BY source, label;
+CREATE OR REPLACE VIEW label_counts AS {LABEL_COUNTS.format(mentions="mentions")};
 """
 
 
