@@ -19,7 +19,7 @@ from typing import Any
 
 from builders import __version__
 from builders.shift.embedder import canonical_name
-from builders.sources import SOURCES, SourceSpec
+from builders.sources import SOURCES, SourceSpec, is_hub_id
 from builders.splits.config import SplitConfig
 from builders.store import Store
 from builders.store.db import StoredSplit
@@ -101,10 +101,12 @@ def _portable(path: str, spec: SourceSpec) -> str | None:
     """How another machine names an input: None for the registry's own default (the bundled
     sample, the local copy, the Hub origin), `$LABELSHIFT_DATA/...` under that folder, a
     dataset split by its dataset, else as it is."""
-    if not Path(path).exists():  # a dataset split: `<dataset>[config]/<split>`
-        path = re.sub(r"(\[[^\]]*\])?/[^/]+$", "", path)
-        if path == spec.origin:
+    if not Path(path).exists():  # a dataset split `<dataset>[config]/<split>`, or a moved file
+        dataset = re.sub(r"(\[[^\]]*\])?/[^/]+$", "", path)
+        if dataset == spec.origin:
             return None
+        if is_hub_id(dataset):
+            path = dataset
     default = spec.default_path()
     if default is not None and Path(path) == default.resolve():
         return None

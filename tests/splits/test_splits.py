@@ -248,3 +248,13 @@ def test_org_names_the_repo_in_the_cards(sample_results: dict, tmp_path: Path) -
     bad = CliRunner().invoke(build_splits, ["--source", "nope", "--org", "a/b"])
     assert bad.exit_code == 2  # refused while parsing, before any store or model is opened
     assert "Invalid value for '--org': must be a user or organisation name" in bad.output
+
+
+def test_provenance_names_a_dataset_split_by_its_dataset_and_keeps_a_moved_file() -> None:
+    from builders.sources import SOURCES
+    from builders.splits.provenance import _portable
+
+    spec = SOURCES["columns"]
+    assert _portable("org/my-data[en]/train", spec) == "org/my-data"
+    # a local input moved or deleted since ingest keeps its whole path
+    assert _portable("/no/such/folder/train.bio", spec) == "/no/such/folder/train.bio"
