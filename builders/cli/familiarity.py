@@ -180,6 +180,7 @@ def _leakage(
         on_note=lambda s: note(s, quiet),
         backend=opts["backend"],
         precision=opts["precision"],
+        texts=False,
     )
     return found.report().to_dict()
 

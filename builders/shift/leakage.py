@@ -131,7 +131,10 @@ class LeakageScan:
 
     def pairs_table(self) -> pa.Table:
         """The overlapping (benchmark sentence, training sentence) pairs, for inspection:
-        whether they are equal, and how many of the benchmark sentence's n-grams they share."""
+        whether they are equal, and how many of the benchmark sentence's n-grams they share
+        (a scan made with `texts=True`)."""
+        if "training_text" not in self.pairs.columns:
+            raise BuildersError("this scan kept no sentence texts: scan(..., texts=True)")
         return self.pairs.select(
             "benchmark",
             "benchmark_sentence_id",
@@ -154,11 +157,13 @@ def scan(
     on_note: Callable[[str], None] | None = None,
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
+    texts: bool = True,
 ) -> LeakageScan:
     """Scan `source` for the evaluation sentences and mentions of `sets`.
 
     `backend` and `precision` choose the runtime that embeds the labels compared with
-    `threshold` (`builders.shift.runtime`; cached apart per choice).
+    `threshold` (`builders.shift.runtime`; cached apart per choice). `texts` keeps the
+    overlapping pairs' sentences for `pairs_table` (figures alone do not need them).
 
     Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
     store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
@@ -171,7 +176,7 @@ def scan(
     store.require_source(source)
     rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
-    tables = store.overlap_tables(source, query, n)
+    tables = store.overlap_tables(source, query, n, texts=texts)
     sent, pairs, men = (_frame(t) for t in (tables.sentences, tables.pairs, tables.mentions))
     men = _eval_labels(men, {s.name: s for s in sets})
     model = canonical_name(model)

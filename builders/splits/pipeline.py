@@ -179,6 +179,7 @@ def _scan(
         on_note=stage,
         backend=cfg.backend,
         precision=cfg.precision,
+        texts=False,
     )
 
 

@@ -78,13 +78,18 @@ class OverlapQueries:
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def overlap_tables(self, source: str, benchmarks: pa.Table, n: int) -> OverlapTables:
+    def overlap_tables(
+        self, source: str, benchmarks: pa.Table, n: int, texts: bool = True
+    ) -> OverlapTables:
         """Scan the training source `source` for the benchmarks' sentences and mentions.
 
         Args:
             benchmarks: columns benchmark, source, split: where each benchmark's evaluation
                 sentences are stored.
             n: the n-gram length; sentences shorter than n take part in the exact figure only.
+            texts: give the pairs their two sentences' texts (for inspection; a build's
+                figures do not need them, and a corpus with a million pairs holds ~0.5 GB
+                of them).
         """
         if n < 1:
             raise ValueError(f"n-gram length must be >= 1, got {n}")
@@ -95,7 +100,7 @@ class OverlapQueries:
                 sentences=self.con.sql(
                     "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
                 ).to_arrow_table(),
-                pairs=self._overlap_pairs(source),
+                pairs=self._overlap_pairs(source, texts),
                 mentions=self._overlap_mentions(),
             )
         finally:
@@ -174,7 +179,7 @@ class OverlapQueries:
             {"n": n},
         )
         con.execute(
-            "INSERT INTO _lk_tm SELECT mh, label FROM ("
+            "INSERT INTO _lk_tm SELECT DISTINCT mh, label FROM ("
             "  SELECT hash(t.th[m.start + 1 : m.stop]) AS mh, m.label "
             "  FROM mentions m JOIN _lk_t t ON t.idx = m.idx "
             "  WHERE m.source = $src AND m.split = $split AND m.idx >= $first AND m.idx < $stop) "
@@ -182,9 +187,15 @@ class OverlapQueries:
             where,
         )
 
-    def _overlap_pairs(self, source: str) -> pa.Table:
+    def _overlap_pairs(self, source: str, texts: bool) -> pa.Table:
         """The hits as one row per (benchmark sentence, training sentence); exact hits are
         checked token by token."""
+        text = (
+            ", array_to_string(b.tokens, ' ') AS benchmark_text, "
+            "array_to_string(t.tokens, ' ') AS training_text"
+            if texts
+            else ""
+        )
         return self.con.sql(
             f"""
             WITH ex AS (
@@ -210,9 +221,7 @@ class OverlapQueries:
             )
             SELECT b.benchmark, b.sentence_id AS benchmark_sentence_id,
                    t.sentence_id AS training_sentence_id, p.exact, p.positions,
-                   coalesce(tl.labels, []::VARCHAR[]) AS training_labels,
-                   array_to_string(b.tokens, ' ') AS benchmark_text,
-                   array_to_string(t.tokens, ' ') AS training_text
+                   coalesce(tl.labels, []::VARCHAR[]) AS training_labels{text}
             FROM p
             JOIN _lk_bs b ON b.bno = p.bno
             JOIN _lk_ts t ON t.split = p.split AND t.idx = p.idx

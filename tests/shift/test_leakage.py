@@ -88,6 +88,19 @@ def test_planted_leaks_are_found_exactly(db: Path, tmp_path: Path) -> None:
     assert rep["training_sentences_exact"] == 2
     assert rep["training_sentences_overlapping"] == 3
     assert found.overlapping_training_ids() == [f"train/train/{n_clean + i}" for i in range(3)]
+    assert found.pairs_table().column("training_text")[0].as_py().startswith("Typical")
+
+
+def test_a_scan_without_texts_gives_the_same_figures(db: Path, tmp_path: Path) -> None:
+    """What a build scans with: no sentence texts, and the report unchanged."""
+    with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
+        sets = resolve("crossner-ai", store=store)
+        full = scan(store, "train", sets, model=MINILM)
+        bare = scan(store, "train", sets, model=MINILM, texts=False)
+    assert bare.report() == full.report()
+    assert bare.overlapping_training_ids() == full.overlapping_training_ids()
+    with pytest.raises(BuildersError, match="texts=True"):
+        bare.pairs_table()
 
 
 def test_clean_corpus_reports_zero(db: Path, tmp_path: Path) -> None:

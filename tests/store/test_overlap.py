@@ -49,6 +49,18 @@ def test_overlap_tables(db: Path, tmp_path: Path) -> None:
     assert all(m["training_labels"] == [] for m in mentions[3:])
 
 
+def test_pairs_without_texts_are_the_same_pairs(db: Path, tmp_path: Path) -> None:
+    """A build's scan keeps no sentence texts; the rest of its tables is the same."""
+    with _store(db, tmp_path) as store:
+        full = store.overlap_tables("t", QUERY, 13)
+        bare = store.overlap_tables("t", QUERY, 13, texts=False)
+    assert bare.pairs.column_names == [
+        c for c in full.pairs.column_names if c not in ("benchmark_text", "training_text")
+    ]
+    assert bare.pairs.equals(full.pairs.drop_columns(["benchmark_text", "training_text"]))
+    assert bare.mentions.equals(full.mentions) and bare.sentences.equals(full.sentences)
+
+
 def test_bad_n(db: Path, tmp_path: Path) -> None:
     with _store(db, tmp_path) as store, pytest.raises(ValueError, match="n-gram length"):
         store.overlap_tables("t", QUERY, 0)
