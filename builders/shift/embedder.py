@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: Rows per batch by default: on a CPU, and on an accelerator (labels are a few tokens long).
-CPU_BATCH = 64
+CPU_BATCH = 16
 GPU_BATCH = 8192
 
 
@@ -116,7 +116,7 @@ class Embedder:
 
     @property
     def batch_size(self) -> int:
-        """Rows per batch: as given, else 64 on a CPU and 8192 on an accelerator."""
+        """Rows per batch: as given, else 16 on a CPU and 8192 on an accelerator."""
         if self._batch_size is not None:
             return self._batch_size
         return CPU_BATCH if (self.device or "cpu") == "cpu" else GPU_BATCH
@@ -138,11 +138,22 @@ class Embedder:
         return weights_fingerprint(folder)
 
     @property
+    def device_kind(self) -> str:
+        """cpu, cuda or mps: where the vectors are computed (an auto device is resolved here,
+        without loading the model)."""
+        if self.device is None:
+            self.device = auto_device()
+        return self.device.split(":")[0]
+
+    @property
     def cache_key(self) -> str:
-        """What vectors are cached under: `model|backend|precision|weights-hash`."""
+        """What vectors are cached under: everything that changes a vector's bytes,
+        `model|backend|precision|device|rows|weights-hash` (rows: the canonical batch rows;
+        float32 results differ by ~1e-7 between devices and batch shapes)."""
         if self._key is None:
-            parts = (self.model_name, self.backend, self.precision, self.weights)
-            self._key = "|".join(parts)
+            device = self.device_kind
+            parts = (self.model_name, self.backend, self.precision, device, str(self.batch_size))
+            self._key = "|".join((*parts, self.weights))
         return self._key
 
     @property

@@ -12,6 +12,8 @@ from builders.errors import BuildersError
 from builders.shift import embedder
 from builders.shift import models as emb
 from builders.shift.embedder import (
+    CPU_BATCH,
+    GPU_BATCH,
     MINILM,
     MPNET,
     Embedder,
@@ -202,7 +204,24 @@ def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: 
     np.testing.assert_allclose(first, minilm.encode(LABELS), atol=1e-5)
     rows = store.con.execute("SELECT model, count(*) FROM embeddings GROUP BY model").fetchall()
     assert rows == [(minilm.cache_key, len(LABELS))]
-    assert minilm.cache_key.startswith(f"{MINILM}|torch|fp32|")
+    assert minilm.cache_key.startswith(f"{MINILM}|torch|fp32|cpu|{minilm.batch_size}|")
+
+
+def test_the_cache_key_names_device_and_batch_rows() -> None:
+    """Device and batch shape change float32 results (~1e-7): vectors made on a GPU, or in
+    batches of another size, are cached apart, so a build's bytes never depend on which ran
+    before. Nothing is loaded to compute a key."""
+    keys = {
+        (d, b): Embedder(MINILM, device=d, batch_size=b).cache_key.split("|")
+        for d, b in [("cpu", None), ("cpu", 8), ("cuda:1", None), ("mps", 8)]
+    }
+    assert [k[3:5] for k in keys.values()] == [
+        ["cpu", str(CPU_BATCH)],
+        ["cpu", "8"],
+        ["cuda", str(GPU_BATCH)],
+        ["mps", "8"],
+    ]
+    assert len({k[-1] for k in keys.values()}) == 1  # one weights hash
 
 
 def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
@@ -221,9 +240,11 @@ def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
 
 def test_warm_cache_does_not_load_the_model(minilm: Embedder, store: Store) -> None:
     minilm.embed_cached(store, LABELS)
-    cold = Embedder("minilm", device="cpu")
+    cold = Embedder("minilm", device="cpu", batch_size=minilm.batch_size)  # the same key
     out = cold.embed_cached(store, list(reversed(LABELS)))
     assert cold._st is None and cold.last_new == 0
+    other_rows = Embedder("minilm", device="cpu", batch_size=minilm.batch_size + 1)
+    assert other_rows.cache_key != minilm.cache_key and other_rows._st is None
     assert out.tobytes() == minilm.embed_cached(store, list(reversed(LABELS))).tobytes()
 
 
