@@ -76,6 +76,16 @@ def handle_errors(f: Callable) -> Callable:
             return f(*args, **kwargs)
         except (BuildersError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is not None and isinstance(exc, duckdb.OutOfMemoryException):
+                from builders.store.db import MEMORY_ENV, memory_limit
+
+                raise click.ClickException(
+                    f"DuckDB ran out of its memory limit ({memory_limit() or 'its default'}): "
+                    f"set {MEMORY_ENV} higher, e.g. {MEMORY_ENV}=16GB. {exc}"
+                ) from exc
+            raise
 
     return wrapper
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -83,9 +84,13 @@ class LeakageScan:
     model: str
     sentences: pl.DataFrame  # benchmark, sentence_id, n_tokens
     pairs: pl.DataFrame  # see `OverlapTables.pairs`
-    #: `OverlapTables.mentions` with each tag's eval_label and familiar_labels (the training
-    #: labels of the mention's text that are familiar with its eval_label)
+    #: `OverlapTables.mentions` with each tag's eval_label
     mentions: pl.DataFrame
+    #: `OverlapTables.surface_labels`: surface, label (the training labels of each surface)
+    surface_labels: pl.DataFrame
+    #: eval_label, label: the training labels (of `surface_labels`) familiar with each
+    #: evaluation label (the label itself, or sim >= threshold)
+    familiar: pl.DataFrame
     not_scanned: dict[str, str]
 
     def report(
@@ -118,16 +123,15 @@ class LeakageScan:
         if benchmarks is not None:
             keep = pl.col("benchmark").is_in(list(benchmarks))
             sent, pairs, men = sent.filter(keep), pairs.filter(keep), men.filter(keep)
+        surfaces = self.surface_labels
         if labels is not None:
             chosen = list(labels)
             pairs = pairs.filter(
                 pl.col("training_labels").list.eval(pl.element().is_in(chosen)).list.any()
             )
-            men = men.with_columns(
-                pl.col(c).list.eval(pl.element().filter(pl.element().is_in(chosen)))
-                for c in ("training_labels", "familiar_labels")
-            )
-        return sent, pairs, men
+            kept = pl.DataFrame({"label": chosen}, schema={"label": pl.String})
+            surfaces = surfaces.join(kept, on="label", how="semi")
+        return sent, pairs, _seen(men, surfaces, self.familiar)
 
     def pairs_table(self) -> pa.Table:
         """The overlapping (benchmark sentence, training sentence) pairs, for inspection:
@@ -177,11 +181,13 @@ def scan(
     rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
     tables = store.overlap_tables(source, query, n, texts=texts)
-    sent, pairs, men = (_frame(t) for t in (tables.sentences, tables.pairs, tables.mentions))
+    sent, pairs, men, surfaces = (
+        _frame(t) for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
+    )
     men = _eval_labels(men, {s.name: s for s in sets})
     model = canonical_name(model)
-    men = _familiar_labels(store, model, men, threshold, backend, precision)
-    return LeakageScan(source, n, threshold, model, sent, pairs, men, skipped)
+    familiar = _familiar_pairs(store, model, surfaces, men, threshold, backend, precision)
+    return LeakageScan(source, n, threshold, model, sent, pairs, men, surfaces, familiar, skipped)
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:
@@ -218,40 +224,49 @@ def _benchmark_sources(
     return rows, skipped
 
 
-def _familiar_labels(
+def _familiar_pairs(
     store: Store,
     model: str,
+    surfaces: pl.DataFrame,
     men: pl.DataFrame,
     threshold: float,
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
 ) -> pl.DataFrame:
-    """Add `familiar_labels`: the mention's training labels that are its eval_label or have
-    sim >= threshold to it (labels embedded through the store's cache). Few training labels
-    are familiar with a benchmark label, so each eval label gets its familiar set once and the
-    mentions intersect their label lists with it."""
-    train = men.select(pl.col("training_labels").explode().drop_nulls().unique().sort()).to_series()
+    """(eval_label, label): each evaluation label with itself and the training labels of the
+    seen surfaces that have sim >= threshold to it (labels embedded through the store's
+    cache). Few training labels are familiar with an evaluation label, so this stays small
+    while the surfaces' labels can run into millions."""
+    train = surfaces["label"].unique().sort()
     evals = men["eval_label"].unique().sort()
-    sets: list[list[str]] = [[z] for z in evals]
+    pairs = [(z, z) for z in evals]
     if len(train):
         from builders.shift.report import similarity_matrix
 
         m, _ = similarity_matrix(
             store, model, train.to_list(), evals.to_list(), backend=backend, precision=precision
         )
-        close = m >= threshold  # (training labels, eval labels)
-        for j in range(len(evals)):
-            sets[j] += train.filter(pl.Series(close[:, j])).to_list()
-    table = pl.DataFrame(
-        {"eval_label": evals, "familiar_set": sets},
-        schema={"eval_label": pl.String, "familiar_set": pl.List(pl.String)},
+        rows, cols = np.nonzero(m >= threshold)  # (training labels, eval labels)
+        pairs += zip(evals.gather(cols).to_list(), train.gather(rows).to_list(), strict=True)
+    return pl.DataFrame(
+        pairs, schema={"eval_label": pl.String, "label": pl.String}, orient="row"
+    ).unique(maintain_order=True)
+
+
+def _seen(men: pl.DataFrame, surfaces: pl.DataFrame, familiar: pl.DataFrame) -> pl.DataFrame:
+    """The mentions with `seen` (their surface carries one of `surfaces`' labels) and
+    `familiar` (one of those is familiar with the mention's eval_label)."""
+    seen = surfaces.select("surface").unique().with_columns(seen=pl.lit(True))
+    fam = (
+        surfaces.join(familiar, on="label")
+        .select("surface", "eval_label")
+        .unique()
+        .with_columns(familiar=pl.lit(True))
     )
     return (
-        men.join(table, on="eval_label", how="left", maintain_order="left")
-        .with_columns(
-            familiar_labels=pl.col("training_labels").list.set_intersection("familiar_set")
-        )
-        .drop("familiar_set")
+        men.join(seen, on="surface", how="left", maintain_order="left")
+        .join(fam, on=["surface", "eval_label"], how="left", maintain_order="left")
+        .with_columns(pl.col("seen", "familiar").fill_null(False))
     )
 
 
@@ -314,5 +329,4 @@ def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int)
 
 def _mention_counts(men: pl.DataFrame) -> tuple[int, int]:
     """(seen mentions, seen mentions with a familiar training label)."""
-    seen = int((men["training_labels"].list.len() > 0).sum())
-    return seen, int((men["familiar_labels"].list.len() > 0).sum())
+    return int(men["seen"].sum()), int(men["familiar"].sum())

@@ -44,8 +44,31 @@ from builders.store.overlap import OverlapQueries
 
 DEFAULT_DB = "labelshift.duckdb"
 DB_ENV = "LABELSHIFT_DB"
-#: The most memory DuckDB may use (its `memory_limit`, e.g. `4GB`); unset: DuckDB's default.
+#: The most memory DuckDB may use (its `memory_limit`, e.g. `8GB`); `duckdb`: DuckDB's own
+#: default (80% of the RAM).
 MEMORY_ENV = "LABELSHIFT_MEMORY_LIMIT"
+#: DuckDB's limit when MEMORY_ENV is unset (or 80% of the RAM where that is less). DuckDB keeps
+#: what it read cached up to its limit: at 10x NuNER a warm build-splits peaked at 9.2 GB
+#: with DuckDB's default and 6.1 GB with 4 GB, and ran faster (109 s against 129 s). What
+#: outgrows the limit spills to disk beside the store.
+DEFAULT_MEMORY_LIMIT_GB = 4
+
+
+def memory_limit() -> str | None:
+    """DuckDB's `memory_limit` for a store: $LABELSHIFT_MEMORY_LIMIT, else 4 GB (at most 80%
+    of the RAM); None leaves DuckDB's default."""
+    limit = os.environ.get(MEMORY_ENV, "").strip()
+    if limit.lower() == "duckdb":
+        return None
+    if limit:
+        return limit
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): DuckDB's default
+        return None
+    if 0.8 * ram < DEFAULT_MEMORY_LIMIT_GB * 2**30:
+        return None
+    return f"{DEFAULT_MEMORY_LIMIT_GB}GB"
 
 
 @dataclass(frozen=True)
@@ -86,7 +109,7 @@ class Store(OverlapQueries):
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         config: dict[str, str | bool | int | float | list[str]] = {}
-        limit = os.environ.get(MEMORY_ENV)
+        limit = memory_limit()
         if limit:  # DuckDB caches what it reads up to its limit (by default 80% of the RAM)
             config["memory_limit"] = limit
         try:

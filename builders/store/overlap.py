@@ -50,13 +50,17 @@ class OverlapTables:
             n-grams found in the training sentence), training_labels (the training
             sentence's labels), benchmark_text, training_text.
         mentions: every benchmark mention: benchmark, sentence_id, start, stop, raw_label,
-            label, text (normalised surface), training_labels (the labels of the training
-            mentions with the same normalised tokens; empty: unseen).
+            label, text (normalised surface), surface (the hash of its normalised tokens).
+        surface_labels: surface, label: the labels the training mentions of each benchmark
+            surface carry, distinct (a surface missing here is unseen). A surface can carry
+            thousands of labels in a corpus with free-form types, so they are kept once per
+            surface, not once per mention.
     """
 
     sentences: pa.Table
     pairs: pa.Table
     mentions: pa.Table
+    surface_labels: pa.Table
 
 
 class OverlapQueries:
@@ -101,7 +105,13 @@ class OverlapQueries:
                     "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
                 ).to_arrow_table(),
                 pairs=self._overlap_pairs(source, texts),
-                mentions=self._overlap_mentions(),
+                mentions=self.con.sql(
+                    "SELECT benchmark, sentence_id, start, stop, raw_label, label, text, "
+                    "mh AS surface FROM _lk_bm ORDER BY bno, start, stop, label"
+                ).to_arrow_table(),
+                surface_labels=self.con.sql(
+                    "SELECT DISTINCT mh AS surface, label FROM _lk_tm ORDER BY surface, label"
+                ).to_arrow_table(),
             )
         finally:
             self.con.unregister("_lk_query")
@@ -229,21 +239,6 @@ class OverlapQueries:
             ORDER BY p.bno, p.split, p.idx
             """,
             params={"src": source},
-        ).to_arrow_table()
-
-    def _overlap_mentions(self) -> pa.Table:
-        """Every benchmark mention with the labels its normalised token sequence has as a
-        training mention (matched by the hash of its token hashes, as n-grams are)."""
-        return self.con.sql(
-            """
-            WITH tm AS (
-                SELECT mh, list(DISTINCT label ORDER BY label) AS labels FROM _lk_tm GROUP BY mh
-            )
-            SELECT bm.benchmark, bm.sentence_id, bm.start, bm.stop, bm.raw_label, bm.label,
-                   bm.text, coalesce(tm.labels, []::VARCHAR[]) AS training_labels
-            FROM _lk_bm bm LEFT JOIN tm USING (mh)
-            ORDER BY bm.bno, bm.start, bm.stop, bm.label
-            """
         ).to_arrow_table()
 
     @contextmanager

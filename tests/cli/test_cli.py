@@ -108,6 +108,23 @@ def test_bad_input_exits_1_with_file_and_line(run, tmp_path: Path) -> None:
     assert res.output == f"Error: {bad}:2: tag is not O, B-<type> or I-<type>: 'Q-X'\n"
 
 
+def test_out_of_memory_names_the_variable_and_keeps_the_store(
+    run, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's out-of-memory error is a clean error naming LABELSHIFT_MEMORY_LIMIT; the
+    ingest it stopped leaves nothing behind (the same ingest then runs as a first one)."""
+    path = str(data_dir / "crossner" / "ai-test.txt")
+    monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "1MB")
+    res = run("ingest", "columns", "--path", path, "--name", "t", "-q")
+    assert res.exit_code == 1
+    assert res.output.startswith(
+        "Error: DuckDB ran out of its memory limit (1MB): set LABELSHIFT_MEMORY_LIMIT higher"
+    )
+    monkeypatch.delenv("LABELSHIFT_MEMORY_LIMIT")
+    res = run("ingest", "columns", "--path", path, "--name", "t", "--json", "-q")
+    assert json_result(res.output)["status"] == "ingested"
+
+
 def test_unknown_source_message(run) -> None:
     res = run("ingest", "nunr", "-q")
     assert res.exit_code == 1

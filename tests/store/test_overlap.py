@@ -45,8 +45,9 @@ def test_overlap_tables(db: Path, tmp_path: Path) -> None:
     mentions = t.mentions.to_pylist()
     assert len(mentions) == 8
     assert mentions[0]["text"] == "naive bayes classifier"
-    assert [m["training_labels"] for m in mentions[:3]] == [["algorithm"]] * 3
-    assert all(m["training_labels"] == [] for m in mentions[3:])
+    labels = {r["surface"]: r["label"] for r in t.surface_labels.to_pylist()}
+    assert t.surface_labels.num_rows == len(labels) == 3  # one label per seen surface
+    assert [labels.get(m["surface"]) for m in mentions] == ["algorithm"] * 3 + [None] * 5
 
 
 def test_pairs_without_texts_are_the_same_pairs(db: Path, tmp_path: Path) -> None:
@@ -58,7 +59,8 @@ def test_pairs_without_texts_are_the_same_pairs(db: Path, tmp_path: Path) -> Non
         c for c in full.pairs.column_names if c not in ("benchmark_text", "training_text")
     ]
     assert bare.pairs.equals(full.pairs.drop_columns(["benchmark_text", "training_text"]))
-    assert bare.mentions.equals(full.mentions) and bare.sentences.equals(full.sentences)
+    for name in ("sentences", "mentions", "surface_labels"):
+        assert getattr(bare, name).equals(getattr(full, name)), name
 
 
 def test_bad_n(db: Path, tmp_path: Path) -> None:
@@ -105,5 +107,5 @@ def test_the_corpus_read_in_chunks_gives_the_same_tables(
             assert store.overlap_tables("t", QUERY, 5).pairs.num_rows == 2
     assert whole.pairs.num_rows == 3 and whole.mentions.num_rows == 8
     assert {p["training_sentence_id"] for p in whole.pairs.to_pylist()} >= {"t/dev/1"}
-    for name in ("sentences", "pairs", "mentions"):
+    for name in ("sentences", "pairs", "mentions", "surface_labels"):
         assert getattr(chunked, name).equals(getattr(whole, name)), name

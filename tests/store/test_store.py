@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -268,3 +269,28 @@ def test_memory_limit_from_the_environment(db: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "lots")
     with pytest.raises(StoreError, match=r"LABELSHIFT_MEMORY_LIMIT='lots': not a memory size"):
         Store(db)
+
+
+def test_memory_limit_by_default(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset: 4 GB (at most 80% of the RAM), not DuckDB's 80% of the RAM, whose cache of what
+    it read set a 10x build's peak; `duckdb` leaves DuckDB's own default."""
+    import duckdb
+
+    from builders.store.db import memory_limit
+
+    def setting() -> str:
+        with Store(db) as store:
+            return str(store.con.execute("SELECT current_setting('memory_limit')").fetchall())
+
+    monkeypatch.delenv("LABELSHIFT_MEMORY_LIMIT", raising=False)
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    default = "4GB" if 0.8 * ram >= 4 * 2**30 else None
+    assert memory_limit() == default
+    unset = setting()
+    monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "4GB")
+    if default is not None:
+        assert unset == setting()
+    monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "duckdb")
+    assert memory_limit() is None
+    plain = duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchall()
+    assert setting() == str(plain)
