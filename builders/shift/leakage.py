@@ -39,6 +39,7 @@ from builders.errors import BuildersError
 from builders.shift.benchmarks import EvalSet, ingest_local
 
 if TYPE_CHECKING:
+    from builders.shift.embedder import Embedder
     from builders.store import Store
 
 
@@ -162,12 +163,15 @@ def scan(
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
     texts: bool = True,
+    embedder: Embedder | None = None,
 ) -> LeakageScan:
     """Scan `source` for the evaluation sentences and mentions of `sets`.
 
     `backend` and `precision` choose the runtime that embeds the labels compared with
     `threshold` (`builders.shift.runtime`; cached apart per choice). `texts` keeps the
     overlapping pairs' sentences for `pairs_table` (figures alone do not need them).
+    `embedder`, when given, embeds instead of a new one (a build shares its own, so a cold
+    cache loads the model once).
 
     Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
     store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
@@ -186,7 +190,9 @@ def scan(
     )
     men = _eval_labels(men, {s.name: s for s in sets})
     model = canonical_name(model)
-    familiar = _familiar_pairs(store, model, surfaces, men, threshold, backend, precision)
+    familiar = _familiar_pairs(
+        store, model, surfaces, men, threshold, backend, precision, embedder=embedder
+    )
     return LeakageScan(source, n, threshold, model, sent, pairs, men, surfaces, familiar, skipped)
 
 
@@ -232,6 +238,8 @@ def _familiar_pairs(
     threshold: float,
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
+    *,
+    embedder: Embedder | None = None,
 ) -> pl.DataFrame:
     """(eval_label, label): each evaluation label with itself and the training labels of the
     seen surfaces that have sim >= threshold to it (labels embedded through the store's
@@ -244,7 +252,13 @@ def _familiar_pairs(
         from builders.shift.report import similarity_matrix
 
         m, _ = similarity_matrix(
-            store, model, train.to_list(), evals.to_list(), backend=backend, precision=precision
+            store,
+            model,
+            train.to_list(),
+            evals.to_list(),
+            backend=backend,
+            precision=precision,
+            embedder=embedder,
         )
         rows, cols = np.nonzero(m >= threshold)  # (training labels, eval labels)
         pairs += zip(evals.gather(cols).to_list(), train.gather(rows).to_list(), strict=True)

@@ -107,13 +107,13 @@ def build(
         protocol=cfg.protocol,
     )
     sets = {s.name: s.labels for s in evalsets}
-    found = _scan(store, cfg, evalsets, stage)
+    emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)  # one model load
+    found = _scan(store, cfg, evalsets, stage, emb)
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
-    emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)
     with clean as dropped:
         results = _measure(store, cfg, sets, progress, stage, emb)
-        after = _scan(store, cfg, evalsets, stage) if cfg.decontaminate else found
+        after = _scan(store, cfg, evalsets, stage, emb) if cfg.decontaminate else found
     if found is not None and after is not None:
         for res in results:
             res.leakage = leakage_record(res, found, after, dropped)
@@ -164,7 +164,11 @@ def _measure(
 
 
 def _scan(
-    store: Store, cfg: SplitConfig, evalsets: list[EvalSet], stage: Callable[[str], None]
+    store: Store,
+    cfg: SplitConfig,
+    evalsets: list[EvalSet],
+    stage: Callable[[str], None],
+    emb: Embedder,
 ) -> LeakageScan | None:
     """The leakage scan of the corpus (as the store shows it now), or None when not asked."""
     if not (cfg.leakage or cfg.decontaminate):
@@ -180,6 +184,7 @@ def _scan(
         backend=cfg.backend,
         precision=cfg.precision,
         texts=False,
+        embedder=emb,
     )
 
 

@@ -111,3 +111,29 @@ def test_user_benchmarks_are_named_in_cards_and_changelogs(
     record = json.loads((folder / "max" / "build.json").read_text())
     metrics = subset_metrics(record)
     assert {"familiarity mine", "familiarity medical"} <= set(metrics)
+
+
+def test_a_cold_build_loads_the_model_once(
+    leaky_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan embeds the seen surfaces' labels with the build's own embedder, so a cold
+    cache loads the model once, not once for the scan and again for the build."""
+    import shutil
+
+    import sentence_transformers
+
+    db = tmp_path / "cold.duckdb"
+    shutil.copy(leaky_store, db)
+    with Store(db) as store:
+        store.con.execute("DELETE FROM embeddings")
+    loads = []
+    real = sentence_transformers.SentenceTransformer
+
+    def counted(*args: object, **kwargs: object) -> object:
+        loads.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", counted)
+    [res] = _build(db, tmp_path / "out")
+    assert res.leakage["full"]["per_benchmark"]["crossner-ai"]["seen_mentions"] > 0
+    assert res.embedded_new > 0 and len(loads) == 1
