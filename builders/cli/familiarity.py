@@ -89,15 +89,18 @@ def familiarity_cmd(
         raise click.BadParameter(
             f"the authors measured no corpus {reference!r}", param_hint="--reference"
         )
+    from builders.shift.embedder import Embedder
+
     opts: dict[str, Any] = dict(
         model=model, k=k, weighting=weighting, backend=backend, precision=precision
     )
+    emb = Embedder(model, backend=backend, precision=precision)  # one model load for both
     with open_store(db) as store:
         ensure_ingested(store, source, path, quiet)
         evalsets, table, rep = _measure(
-            store, source, benchmarks, label_map, keep_misc, protocol, seed, quiet, **opts
+            store, source, benchmarks, label_map, keep_misc, protocol, seed, quiet, emb, **opts
         )
-        leak = _leakage(store, source, evalsets, ngram, quiet, **opts) if leakage else None
+        leak = _leakage(store, source, evalsets, ngram, quiet, emb, **opts) if leakage else None
     if as_json:
         emit_json(
             {
@@ -134,6 +137,7 @@ def _measure(
     protocol: str,
     seed: int,
     quiet: bool,
+    emb: Any,
     *,
     model: str,
     k: int,
@@ -162,12 +166,13 @@ def _measure(
         protocol=protocol,
         backend=backend,
         precision=precision,
+        embedder=emb,
     )
     return evalsets, table, rep
 
 
 def _leakage(
-    store: Any, source: str, evalsets: list, n: int, quiet: bool, **opts: Any
+    store: Any, source: str, evalsets: list, n: int, quiet: bool, emb: Any, **opts: Any
 ) -> dict[str, Any]:
     from builders.shift.leakage import scan
 
@@ -181,6 +186,7 @@ def _leakage(
         backend=opts["backend"],
         precision=opts["precision"],
         texts=False,
+        embedder=emb,
     )
     return found.report().to_dict()
 

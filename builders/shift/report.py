@@ -296,11 +296,20 @@ def measure(
     protocol: str = DEFAULT_PROTOCOL,
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
+    embedder: Embedder | None = None,
 ) -> FamiliarityReport:
-    """Embed (through the store's cache) and report: the whole walk for one label table."""
+    """Embed (through the store's cache) and report: the whole walk for one label table.
+    `embedder`, when given, embeds instead of a new one (`similarity_matrix`)."""
     evals = union_labels(benchmarks)
     m, _ = similarity_matrix(
-        store, model, table.labels, evals, progress, backend=backend, precision=precision
+        store,
+        model,
+        table.labels,
+        evals,
+        progress,
+        backend=backend,
+        precision=precision,
+        embedder=embedder,
     )
     return familiarity_report(
         np.ascontiguousarray(m.T),
