@@ -47,9 +47,9 @@ DB_ENV = "LABELSHIFT_DB"
 #: The most memory DuckDB may use (its `memory_limit`, e.g. `8GB`); `duckdb`: DuckDB's own
 #: default (80% of the RAM).
 MEMORY_ENV = "LABELSHIFT_MEMORY_LIMIT"
-#: DuckDB's limit when MEMORY_ENV is unset (or 80% of the RAM where that is less). DuckDB keeps
-#: what it read cached up to its limit: at 10x NuNER a warm build-splits peaked at 9.2 GB
-#: with DuckDB's default and 6.1 GB with 4 GB, and ran faster (109 s against 129 s). What
+#: DuckDB's limit when MEMORY_ENV is unset (or none where 80% of the RAM is less). DuckDB
+#: keeps what it read cached up to its limit: at 10x NuNER a warm build-splits peaked at 8.0 GB
+#: with DuckDB's default and 6.2 GB with 4 GB, and ran no slower (112 s and 102 s). What
 #: outgrows the limit spills to disk beside the store.
 DEFAULT_MEMORY_LIMIT_GB = 4
 
