@@ -81,7 +81,8 @@ class Embedder:
 
     `backend` is torch, onnx or openvino (`builders.shift.runtime`); `precision` fp32, fp16 or
     bf16. Vectors are cached in the store under `cache_key`: the model, its weights' hash, the
-    backend and the precision, so vectors of different runtimes never mix.
+    backend, the precision, the device kind and the batch rows, so vectors of different
+    runtimes (or batch shapes) never mix.
     """
 
     def __init__(

@@ -113,7 +113,9 @@ class LeakageScan:
 
     def overlapping_training_ids(self, benchmarks: Sequence[str] | None = None) -> list[str]:
         """Training sentences with an exact or n-gram overlap (what decontamination drops)."""
-        _, pairs, _ = self._frames(None, benchmarks)
+        pairs = self.pairs
+        if benchmarks is not None:
+            pairs = pairs.filter(pl.col("benchmark").is_in(list(benchmarks)))
         return sorted(set(pairs["training_sentence_id"].to_list()))
 
     def _frames(
@@ -171,7 +173,8 @@ def scan(
     `threshold` (`builders.shift.runtime`; cached apart per choice). `texts` keeps the
     overlapping pairs' sentences for `pairs_table` (figures alone do not need them).
     `embedder`, when given, embeds instead of a new one (a build shares its own, so a cold
-    cache loads the model once).
+    cache loads the model once); it must be one of `model`, `backend` and `precision`, which
+    the report names.
 
     Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
     store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
@@ -181,6 +184,16 @@ def scan(
 
     if n < 1:
         raise BuildersError(f"the n-gram length must be >= 1, got {n}")
+    model = canonical_name(model)
+    if embedder is not None and (embedder.model_name, embedder.backend, embedder.precision) != (
+        model,
+        backend,
+        precision,
+    ):
+        raise BuildersError(
+            f"scan(embedder=...) embeds with {embedder.model_name} {embedder.backend} "
+            f"{embedder.precision}, not the {model} {backend} {precision} it reports"
+        )
     store.require_source(source)
     rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
@@ -189,7 +202,6 @@ def scan(
         _frame(t) for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
     )
     men = _eval_labels(men, {s.name: s for s in sets})
-    model = canonical_name(model)
     familiar = _familiar_pairs(
         store, model, surfaces, men, threshold, backend, precision, embedder=embedder
     )

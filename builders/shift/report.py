@@ -109,8 +109,8 @@ def similarity_matrix(
     embedder: Embedder | None = None,
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
-    many labels had to be embedded (the rest came from the store's cache, per backend and
-    precision). `embedder`, when given, is used instead of a new one for model, backend and
+    many labels had to be embedded (the rest came from the store's cache, under the embedder's
+    `cache_key`). `embedder`, when given, is used instead of a new one for model, backend and
     precision (a caller that also records its cache key).
 
     A training label whose (normalised) text is an evaluation label's has similarity exactly

@@ -55,20 +55,42 @@ DEFAULT_MEMORY_LIMIT_GB = 4
 
 
 def memory_limit() -> str | None:
-    """DuckDB's `memory_limit` for a store: $LABELSHIFT_MEMORY_LIMIT, else 4 GB (at most 80%
-    of the RAM); None leaves DuckDB's default."""
+    """DuckDB's `memory_limit` for a store: $LABELSHIFT_MEMORY_LIMIT, else 4 GB where that is
+    at most 80% of the memory this process may use; None leaves DuckDB's default (80% of
+    it)."""
     limit = os.environ.get(MEMORY_ENV, "").strip()
     if limit.lower() == "duckdb":
         return None
     if limit:
         return limit
-    try:
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): DuckDB's default
-        return None
-    if 0.8 * ram < DEFAULT_MEMORY_LIMIT_GB * 2**30:
+    usable = usable_memory()
+    if usable is None or 0.8 * usable < DEFAULT_MEMORY_LIMIT_GB * 2**30:
         return None
     return f"{DEFAULT_MEMORY_LIMIT_GB}GB"
+
+
+#: A container's memory cap (cgroup v2, then v1): a host's RAM can be far more.
+_CGROUP_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+)
+
+
+def usable_memory() -> int | None:
+    """Bytes this process may use: the RAM, or the container's cgroup cap where lower; None
+    where neither can be read (no sysconf: Windows)."""
+    try:
+        found = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
+    except (AttributeError, ValueError, OSError):
+        found = []
+    for path in _CGROUP_LIMITS:
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except OSError:
+            continue
+        if text.isdigit():  # "max": no cap
+            found.append(int(text))
+    return min(found) if found else None
 
 
 @dataclass(frozen=True)
@@ -119,9 +141,12 @@ class Store(OverlapQueries):
                 f"{MEMORY_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 4GB): {exc}"
             ) from exc
         except duckdb.OutOfMemoryException as exc:
-            raise StoreError(
-                f"{self.path}: cannot open the store within {MEMORY_ENV}={limit!r}: {exc}"
-            ) from exc
+            where = (
+                f"{MEMORY_ENV}={limit!r}"
+                if os.environ.get(MEMORY_ENV)
+                else (f"DuckDB's limit {limit or 'default'} (set {MEMORY_ENV} for another)")
+            )
+            raise StoreError(f"{self.path}: cannot open the store within {where}: {exc}") from exc
         except duckdb.Error as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
         try:

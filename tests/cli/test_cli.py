@@ -114,6 +114,8 @@ def test_out_of_memory_names_the_variable_and_keeps_the_store(
     """DuckDB's out-of-memory error is a clean error naming LABELSHIFT_MEMORY_LIMIT; the
     ingest it stopped leaves nothing behind (the same ingest then runs as a first one)."""
     path = str(data_dir / "crossner" / "ai-test.txt")
+    # DuckDB opens a store within 1 MB and runs out during the ingest (a version that failed
+    # at connect would give the store's own "cannot open the store within" error instead)
     monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "1MB")
     res = run("ingest", "columns", "--path", path, "--name", "t", "-q")
     assert res.exit_code == 1

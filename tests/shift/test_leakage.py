@@ -16,6 +16,7 @@ from helpers import DATA, ROOT
 
 from builders.errors import BuildersError
 from builders.shift.benchmarks import resolve
+from builders.shift.embedder import Embedder
 from builders.shift.leakage import scan
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -212,6 +213,9 @@ def test_bad_arguments(db: Path, tmp_path: Path) -> None:
             scan(store, "train", sets, n=0)
         with pytest.raises(BuildersError, match="not in"):
             scan(store, "nothing", sets)
+        other = Embedder(MINILM, backend="torch", precision="bf16")
+        with pytest.raises(BuildersError, match=r"embeds with .* bf16, not the .* fp32"):
+            scan(store, "train", sets, model=MINILM, embedder=other)
 
 
 def _reference() -> object:

@@ -276,7 +276,7 @@ def test_memory_limit_by_default(db: Path, monkeypatch: pytest.MonkeyPatch) -> N
     it read set a 10x build's peak; `duckdb` leaves DuckDB's own default."""
     import duckdb
 
-    from builders.store.db import memory_limit
+    from builders.store.db import memory_limit, usable_memory
 
     def setting() -> str:
         with Store(db) as store:
@@ -284,7 +284,9 @@ def test_memory_limit_by_default(db: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.delenv("LABELSHIFT_MEMORY_LIMIT", raising=False)
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    default = "4GB" if 0.8 * ram >= 4 * 2**30 else None
+    usable = usable_memory()
+    assert usable is not None and usable <= ram
+    default = "4GB" if 0.8 * usable >= 4 * 2**30 else None
     assert memory_limit() == default
     unset = setting()
     monkeypatch.setenv("LABELSHIFT_MEMORY_LIMIT", "4GB")
@@ -294,3 +296,23 @@ def test_memory_limit_by_default(db: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert memory_limit() is None
     plain = duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchall()
     assert setting() == str(plain)
+
+
+def test_a_container_cap_lowers_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a container capped below 5 GB, 4 GB would be over 80% of what the process may use:
+    DuckDB's own default (80% of the cap) is kept; "max" (no cap) changes nothing."""
+    import builders.store.db as db_module
+
+    monkeypatch.delenv("LABELSHIFT_MEMORY_LIMIT", raising=False)
+    cap = tmp_path / "memory.max"
+    monkeypatch.setattr(db_module, "_CGROUP_LIMITS", (cap, tmp_path / "absent"))
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cap.write_text("max\n", encoding="ascii")
+    assert db_module.usable_memory() == ram
+    cap.write_text(f"{3 * 2**30}\n", encoding="ascii")
+    assert db_module.usable_memory() == min(ram, 3 * 2**30)
+    assert db_module.memory_limit() is None
+    cap.write_text(f"{64 * 2**30}\n", encoding="ascii")
+    assert db_module.memory_limit() == ("4GB" if 0.8 * ram >= 4 * 2**30 else None)
