@@ -236,14 +236,31 @@ def labels_cmd(
 
 
 @click.command("stats")
+@click.option(
+    "--drop-embeddings",
+    "drop",
+    multiple=True,
+    metavar="KEY",
+    help="Forget the cached vectors of this cache key first (repeatable), e.g. a stale one.",
+)
 @common_options
 @handle_errors
-def stats_cmd(db: Path, as_json: bool, quiet: bool) -> None:
+def stats_cmd(db: Path, drop: tuple[str, ...], as_json: bool, quiet: bool) -> None:
     """Show what the store holds: sources, splits, counts and cached embeddings.
+
+    A cache key this version no longer writes (model|backend|precision|weights, before the
+    device and batch rows joined the key) is marked stale: its vectors are never read again,
+    and `--drop-embeddings KEY` frees their room.
 
     Example: builders stats --db labelshift.duckdb
     """
-    with open_store(db, read_only=True) as store:
+    from builders.shift.embedder import is_stale_key
+
+    with open_store(db, read_only=not drop) as store:
+        for key in drop:
+            if key not in store.stats()["embeddings"]:
+                raise click.BadParameter(f"no cached vectors under {key!r}", param_hint="KEY")
+            note(f"dropped {store.drop_vectors(key):,} cached vectors of {key}", quiet)
         stats = store.stats()
     if as_json:
         emit_json(stats)
@@ -259,4 +276,5 @@ def stats_cmd(db: Path, as_json: bool, quiet: bool) -> None:
         ],
     )
     for model, n in stats["embeddings"].items():
-        click.echo(f"embedding cache: {model}: {n:,} labels")
+        stale = " (stale: an older version's key; --drop-embeddings KEY frees it)"
+        click.echo(f"embedding cache: {model}: {n:,} labels{stale if is_stale_key(model) else ''}")

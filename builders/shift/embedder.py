@@ -63,6 +63,16 @@ CPU_BATCH = 32
 GPU_BATCH = 8192
 
 
+#: Parts of a cache key (`Embedder.cache_key`): model|backend|precision|device|rows|weights.
+KEY_PARTS = 6
+
+
+def is_stale_key(key: str) -> bool:
+    """A cache key this version never writes (an older version's model|backend|precision|
+    weights): its vectors are never read again."""
+    return len(key.split("|")) != KEY_PARTS
+
+
 @dataclass(frozen=True)
 class CacheStats:
     """What one `Embedder.embed_cached` call did."""
@@ -159,6 +169,7 @@ class Embedder:
             device = self.device_kind
             parts = (self.model_name, self.backend, self.precision, device, str(self.batch_size))
             self._key = "|".join((*parts, self.weights))
+            assert len(parts) + 1 == KEY_PARTS
         return self._key
 
     @property

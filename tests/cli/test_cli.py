@@ -127,6 +127,32 @@ def test_out_of_memory_names_the_variable_and_keeps_the_store(
     assert json_result(res.output)["status"] == "ingested"
 
 
+def test_stats_marks_and_drops_stale_embedding_keys(run, data_dir: Path, db: Path) -> None:
+    """Vectors cached under an older version's key (no device, no rows) are never read again:
+    `stats` marks them, `--drop-embeddings KEY` forgets them; an unknown key is refused."""
+    import numpy as np
+    import pyarrow as pa
+
+    from builders.store import Store
+
+    run("ingest", "mit-movie", "--path", str(data_dir / "mit-movie/engtest.bio"), "-q")
+    old, new = "m|torch|fp32|abc123", "m|torch|fp32|cpu|32|abc123"
+    with Store(db) as store:
+        for key in (old, new):
+            store.add_vectors(key, pa.array(["a", "b"]), np.eye(2, dtype=np.float32))
+    lines = [ln for ln in run("stats").output.splitlines() if ln.startswith("embedding cache")]
+    assert lines == [  # by key
+        f"embedding cache: {old}: 2 labels (stale: an older version's key; "
+        "--drop-embeddings KEY frees it)",
+        f"embedding cache: {new}: 2 labels",
+    ]
+    res = run("stats", "--drop-embeddings", old, "--json", "-q")
+    assert res.exit_code == 0, res.output
+    assert json_result(res.output)["embeddings"] == {new: 2}
+    bad = run("stats", "--drop-embeddings", old)
+    assert bad.exit_code == 2 and f"no cached vectors under {old!r}" in bad.output
+
+
 def test_unknown_source_message(run) -> None:
     res = run("ingest", "nunr", "-q")
     assert res.exit_code == 1
