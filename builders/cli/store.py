@@ -258,9 +258,10 @@ def stats_cmd(db: Path, drop: tuple[str, ...], as_json: bool, quiet: bool) -> No
 
     with open_store(db, read_only=not drop) as store:
         for key in drop:
-            if key not in store.stats()["embeddings"]:
+            dropped = store.drop_vectors(key)
+            if not dropped:
                 raise click.BadParameter(f"no cached vectors under {key!r}", param_hint="KEY")
-            note(f"dropped {store.drop_vectors(key):,} cached vectors of {key}", quiet)
+            note(f"dropped {dropped:,} cached vectors of {key}", quiet)
         stats = store.stats()
     if as_json:
         emit_json(stats)

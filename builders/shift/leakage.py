@@ -332,7 +332,7 @@ def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int)
     containment = hit["found"] / (hit["n_tokens"] - n + 1)
     seen, fam = _mention_counts(men)
     exact = int(per["exact"].sum())
-    out: dict[str, Any] = {
+    return {
         "sentences": per.height,
         "exact_sentences": exact,
         "exact_share": _share(exact, per.height),
@@ -350,7 +350,6 @@ def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int)
         "training_sentences_exact": pairs.filter("exact")["training_sentence_id"].n_unique(),
         "training_sentences_overlapping": pairs["training_sentence_id"].n_unique(),
     }
-    return out
 
 
 def _mention_counts(men: pl.DataFrame) -> tuple[int, int]:

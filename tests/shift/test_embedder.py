@@ -14,12 +14,14 @@ from builders.shift import models as emb
 from builders.shift.embedder import (
     CPU_BATCH,
     GPU_BATCH,
+    KEY_PARTS,
     MINILM,
     MPNET,
     Embedder,
     ResolvedModel,
     canonical_name,
     cosine_clipped,
+    is_stale_key,
     resolve_model,
 )
 from builders.store import Store
@@ -222,6 +224,7 @@ def test_the_cache_key_names_device_and_batch_rows() -> None:
         ["mps", "8"],
     ]
     assert len({k[-1] for k in keys.values()}) == 1  # one weights hash
+    assert all(len(k) == KEY_PARTS and not is_stale_key("|".join(k)) for k in keys.values())
 
 
 def test_cache_keeps_order_with_duplicates_and_embeds_only_new(
