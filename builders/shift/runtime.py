@@ -42,6 +42,10 @@ EXTRA_MODULES = {"onnx": ("onnxruntime", "onnx", "onnxscript"), "openvino": ("op
 EXPORT_MIN_COSINE = 0.9999
 PROBES = ("person", "programming language", "city", "river of the Amazon basin")
 META = "labelshift-export.json"
+NO_BF16 = (
+    "this CPU has no bf16 units, so OpenVINO would run f32 under a bf16 label; "
+    "use --precision fp32, or --backend torch --precision bf16 (emulated, slower)"
+)
 
 
 def check_choice(backend: str, precision: str) -> None:
@@ -165,10 +169,21 @@ class OpenVinoRunner(Runner):
         import openvino as ov
 
         hint = {"fp32": "f32", "bf16": "bf16"}[precision]
+        core = ov.Core()
+        if precision == "bf16" and "BF16" not in core.get_property(
+            "CPU", "OPTIMIZATION_CAPABILITIES"
+        ):
+            raise BuildersError(NO_BF16)
         # An explicit hint: on CPUs with bf16 units OpenVINO would otherwise run bf16 silently.
-        compiled = ov.Core().compile_model(
+        compiled = core.compile_model(
             str(folder / "model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": hint}
         )
+        ran = compiled.get_property("INFERENCE_PRECISION_HINT")
+        if ran != getattr(ov.Type, hint):  # the plugin may fall back: never mislabel vectors
+            raise BuildersError(
+                f"OpenVINO compiled the model for {ran}, not the {precision} asked"
+                + (f": {NO_BF16}" if precision == "bf16" else "")
+            )
         self.request = compiled.create_infer_request()
         self.name = f"openvino {precision} cpu"
         super().__init__(_load_tokenizer(folder), int(meta["max_length"]), int(meta["dim"]))

@@ -182,6 +182,36 @@ def test_openvino_bf16_is_close(
     assert (out * reference).sum(axis=1).min() >= LOW_PRECISION_MIN_COS
 
 
+class _CoreWithout:
+    """An OpenVINO core on a CPU without bf16 units (`compiles`: the precision it falls back to)."""
+
+    def __init__(self, caps: list[str], compiles: str):
+        import openvino as ov
+
+        self.caps, self.compiles = caps, getattr(ov.Type, compiles)
+
+    def get_property(self, device: str, name: str) -> object:
+        return self.caps if name == "OPTIMIZATION_CAPABILITIES" else None
+
+    def compile_model(self, *args: object) -> object:
+        return type("Compiled", (), {"get_property": lambda _s, _n: self.compiles})()
+
+
+@pytest.mark.parametrize(
+    ("caps", "compiles"), [(["FP32", "INT8"], "bf16"), (["FP32", "BF16"], "f32")]
+)
+def test_openvino_bf16_is_refused_where_the_cpu_would_run_f32(
+    model_cache: Path, monkeypatch: pytest.MonkeyPatch, caps: list[str], compiles: str
+) -> None:
+    _skip_without("openvino")
+    import openvino as ov
+
+    Embedder("minilm", backend="openvino").encode(LABELS[:2])  # the export, made for real
+    monkeypatch.setattr(ov, "Core", lambda: _CoreWithout(caps, compiles))
+    with pytest.raises(BuildersError, match=r"no bf16 units.*--precision fp32"):
+        Embedder("minilm", backend="openvino", precision="bf16").encode(LABELS)
+
+
 def test_a_failed_export_check_keeps_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torch_minilm: Embedder
 ) -> None:
