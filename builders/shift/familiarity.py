@@ -236,7 +236,9 @@ def summarise(
 
     The CI resamples the per-label values with replacement `n_boot` times using
     `np.random.default_rng(seed)` and takes the 2.5 and 97.5 percentiles of the replica means,
-    so the same input and seed give the same numbers.
+    so the same input and seed give the same numbers. The values are sorted first: every figure
+    is the same, to the bit, whatever order the labels come in (benchmarks named in another
+    order give the same union, so they give the same CI).
 
     Raises:
         ValueError: on an empty or non-1-D input, NaN values, or n_boot < 1.
@@ -248,6 +250,7 @@ def summarise(
         raise ValueError("per_label contains NaN")
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    x = np.sort(x)
     mean = float(x.mean())
     std = float(x.std(ddof=0))
     vb = {float(a): mean - float(a) * std for a in alphas}

@@ -164,6 +164,13 @@ def test_summarise_ci_contains_mean_on_random_data():
     assert set(s.vb) == {0.0, 1.0}
 
 
+def test_summarise_does_not_depend_on_label_order():
+    x = np.random.default_rng(5).beta(2, 3, size=60)
+    s = summarise(x, seed=0)
+    for perm_seed in range(3):
+        assert summarise(np.random.default_rng(perm_seed).permutation(x), seed=0) == s
+
+
 def test_summarise_errors():
     with pytest.raises(ValueError, match=re.escape("per_label must be a non-empty 1-D array")):
         summarise(np.array([]))
