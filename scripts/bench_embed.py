@@ -253,7 +253,9 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['labels_per_s']:10,.0f} {r['seconds']:8.2f} {extra}"
         )
     if args.json:
-        args.json.write_text(json.dumps({"labels": len(labels), "rows": rows}, indent=2))
+        raw_rates = {str(b): len(labels) / min(raw_ts[b]) for b in raw_batches}
+        doc = {"labels": len(labels), "raw_labels_per_s_by_batch": raw_rates, "rows": rows}
+        args.json.write_text(json.dumps(doc, indent=2))
     for r in rows[1:]:
         print(
             f"backend={r['backend']} precision={r['precision']} device={r['device']} "
