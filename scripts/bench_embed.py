@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--labels", type=int, default=20_000, help="number of distinct labels")
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     ap.add_argument(
-        "--batch-size", type=int, help="toolkit rows per batch (default: 32 CPU, 8192 GPU)"
+        "--batch-size", type=int, help="toolkit rows per batch (default: 32 CPU, 2048 GPU)"
     )
     ap.add_argument(
         "--raw-batch-size",
