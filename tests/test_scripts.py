@@ -4,8 +4,10 @@ the day someone runs a benchmark."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -29,7 +31,7 @@ def test_script_imports(path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bench_embed_ends_with_one_line_per_combination(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The issue's contract: `backend=B precision=P device=D ratio_vs_raw=R
     max_abs_delta_familiarity=X`, the baseline being the fastest raw batch size tried."""
@@ -40,11 +42,13 @@ def test_bench_embed_ends_with_one_line_per_combination(
     monkeypatch.syspath_prepend(str(ROOT / "scripts"))
     import bench_embed
 
+    report = tmp_path / "bench.json"
     argv = "--model minilm --labels 24 --repeat 1 --raw-batch-size 4,8 --device cpu"
-    bench_embed.main([*argv.split(), "--backend", "torch", "--precision", "fp32,bf16"])
+    argv += " --backend torch --precision fp32,bf16"
+    bench_embed.main([*argv.split(), "--db", str(tmp_path / "s.duckdb"), "--json", str(report)])
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(
-        r"raw encode batch 4: [\d,]+/s, batch 8: [\d,]+/s; the baseline is batch [48]", out[4]
+        r"raw encode batch 4: [\d,]+/s, batch 8: [\d,]+/s; the baseline is batch \d", out[4]
     )
     for line, precision in zip(out[-2:], ("fp32", "bf16"), strict=True):
         m = re.fullmatch(
@@ -54,3 +58,9 @@ def test_bench_embed_ends_with_one_line_per_combination(
         )
         assert m, line
         assert float(m[1]) > 0 and float(m[2]) < 1e-2
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    rates = doc["raw_labels_per_s_by_batch"]
+    raw = doc["rows"][0]
+    assert set(rates) == {"4", "8"} and raw["backend"] == "raw encode"
+    assert raw["batch_size"] == int(max(rates, key=rates.get))  # the fastest is the baseline
+    assert raw["labels_per_s"] == pytest.approx(max(rates.values()))

@@ -170,9 +170,7 @@ class OpenVinoRunner(Runner):
 
         hint = {"fp32": "f32", "bf16": "bf16"}[precision]
         core = ov.Core()
-        if precision == "bf16" and "BF16" not in core.get_property(
-            "CPU", "OPTIMIZATION_CAPABILITIES"
-        ):
+        if precision == "bf16" and not _has_bf16(core):
             raise BuildersError(NO_BF16)
         # An explicit hint: on CPUs with bf16 units OpenVINO would otherwise run bf16 silently.
         compiled = core.compile_model(
@@ -181,8 +179,9 @@ class OpenVinoRunner(Runner):
         ran = compiled.get_property("INFERENCE_PRECISION_HINT")
         if ran != getattr(ov.Type, hint):  # the plugin may fall back: never mislabel vectors
             raise BuildersError(
-                f"OpenVINO compiled the model for {ran}, not the {precision} asked"
-                + (f": {NO_BF16}" if precision == "bf16" else "")
+                f"OpenVINO compiled the model for {ran.get_type_name()}, not the {precision} "
+                "asked, so its vectors would be cached under a precision they were not made in; "
+                "use another --precision or --backend"
             )
         self.request = compiled.create_infer_request()
         self.name = f"openvino {precision} cpu"
@@ -191,6 +190,24 @@ class OpenVinoRunner(Runner):
     def forward(self, ids: np.ndarray) -> np.ndarray:
         res = self.request.infer({"input_ids": ids, "attention_mask": np.ones_like(ids)})
         return np.array(res[0], dtype=np.float32)
+
+
+def _has_bf16(core: Any) -> bool:
+    return "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def unavailable(backend: str, precision: str) -> str | None:
+    """Why this machine cannot run `backend` at `precision` (None when it can): a missing
+    extra, or OpenVINO bf16 on a CPU without bf16 units."""
+    try:
+        require_extra(backend)
+    except BuildersError as exc:
+        return str(exc)
+    if backend == "openvino" and precision == "bf16":
+        import openvino as ov
+
+        return None if _has_bf16(ov.Core()) else NO_BF16
+    return None
 
 
 def _dimension(st: Any) -> int:
