@@ -385,6 +385,7 @@ _SPECS: list[SourceSpec] = [
         module="gliner",
         description="GLiNER json: training (tokenized_text, ner) or benchmark (sentence, entities)",
         license="unknown",
+        loader_version="2",  # 2: benchmark sentences split on whitespace, as GLiNER's eval
     ),
     SourceSpec(
         name="columns",

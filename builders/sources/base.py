@@ -173,6 +173,13 @@ def as_in_file(value: object) -> Verbatim:
 WORD_RE = re.compile(r"\w+(?:[-_]\w+)*|\S")
 
 
+def split_with_offsets(text: str) -> tuple[list[str], list[int], list[int]]:
+    """Split on whitespace (`str.split()`, as GLiNER's evaluation reads its benchmark json);
+    return tokens and their character start and end offsets."""
+    found = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    return [f[0] for f in found], [f[1] for f in found], [f[2] for f in found]
+
+
 def tokenize_with_offsets(text: str) -> tuple[list[str], list[int], list[int]]:
     """Tokenise like GLiNER; return tokens and their character start and end offsets."""
     tokens: list[str] = []

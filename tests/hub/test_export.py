@@ -242,6 +242,45 @@ def test_eval_layout_equals_gliners_own_benchmark_records(
     assert (again / "test.json").read_bytes() == (out / "test.json").read_bytes()
 
 
+def test_gliner_benchmark_json_round_trips_through_the_store(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """GLiNER's own benchmark records, read by the gliner reader and exported again, come back
+    byte for byte: the reader splits sentences on whitespace like GLiNER's evaluation (record
+    8 holds "e.g.", which GLiNER's inference regex would have made four tokens)."""
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, "gliner", data_dir / "gliner/CrossNER_AI-test-excerpt.json", name="ai")
+        export_gliner_benchmark(store, "ai", tmp_path / "CrossNER_AI")
+    theirs = (data_dir / "gliner/CrossNER_AI-test-excerpt.json").read_text(encoding="utf-8")
+    records = [line.rstrip(",") for line in theirs.splitlines()[1:-1]]
+    assert "e.g." in json.loads(records[7])["sentence"].split()
+    ours = (tmp_path / "CrossNER_AI" / "test.json").read_text(encoding="utf-8")
+    assert ours == "[" + ", ".join(records) + "]"
+
+
+@pytest.mark.shared
+def test_every_gliner_benchmark_test_file_round_trips(shared: Path, tmp_path: Path) -> None:
+    """Each of GLiNER's preprocessed test files, read and exported again, reads the same through
+    GLiNER's `process`, except the entities whose positions in its file fall inside a word (its
+    conversion found a name inside another word: "Australia" in "Australian"), which the reader
+    snaps outwards and counts."""
+    with Store(tmp_path / "s.duckdb") as store:
+        for f in sorted((shared / "gliner-format").glob("*/test.json")):
+            name = f.parent.name
+            res = ingest(store, "gliner", f, name=name)
+            snapped = res.splits[0].report["counts"].get("char_spans_snapped", 0)
+            out = tmp_path / "out" / name
+            export_gliner_benchmark(store, name, out)
+            theirs = json.loads(f.read_text(encoding="utf-8"))
+            ours = json.loads((out / "test.json").read_text(encoding="utf-8"))
+            assert [r["sentence"] for r in ours] == [r["sentence"] for r in theirs], name
+            differ = sum(
+                sorted(process(a)["ner"], key=str) != sorted(set(process(b)["ner"]), key=str)
+                for a, b in zip(ours, theirs, strict=True)
+            )
+            assert differ <= snapped, (name, differ, snapped)
+
+
 def test_eval_layout_refuses_a_folder_it_would_clobber(
     crossner_excerpt: Path, tmp_path: Path
 ) -> None:
