@@ -82,6 +82,30 @@ def test_training_negative_key_and_duplicates(db: Path, tmp_path: Path) -> None:
     assert res.splits[0].report["counts"] == {"duplicate_spans": 1}
 
 
+def test_benchmark_moves_an_entity_found_inside_another_word(db: Path, tmp_path: Path) -> None:
+    """GLiNER's mit-movie test record 'give me rated r movies ...': its "r" sits at [8, 9],
+    inside "rated" (the first `str.find`); the annotated word is the later token "r"."""
+    s = "give me rated r movies that are r rated"
+    f = write(
+        tmp_path,
+        [
+            {
+                "sentence": s,
+                "entities": [
+                    {"name": "r", "type": "rating", "pos": [8, 9]},  # inside "rated"
+                    {"name": "r", "type": "rating", "pos": [8, 9]},  # the second "r", same find
+                    {"name": "rated", "type": "rating", "pos": [34, 39]},
+                ],
+            }
+        ],
+    )
+    with Store(db) as store:
+        res = ingest(store, "gliner", f)
+        _, mentions, _ = stored_rows(store, "gliner")
+    assert mentions == [(0, 3, 4, "rating"), (0, 7, 8, "rating"), (0, 8, 9, "rating")]
+    assert res.splits[0].report["counts"] == {"char_spans_moved_to_whole_words": 2}
+
+
 def test_benchmark_snaps_char_spans_and_counts_name_mismatches(db: Path, tmp_path: Path) -> None:
     s = "The Paris-based UNESCO met in Rome ."
     f = write(
@@ -269,7 +293,7 @@ def test_failed_ingest_leaves_the_store_unchanged(db: Path, tmp_path: Path, data
 # conversion never closes a final entity (AI: "PSOLA", "website", "Confusion matrix",
 # "hinge loss", "Kismet" -> 1,804). MIT Movie / Restaurant json have one sentence fewer each.
 GLINER_TEST_FILES = {
-    "CoNLL2003": (3453, 5646),
+    "CoNLL2003": (3453, 5648),  # 10 entities moved to their words: 2 no longer collide
     "CrossNER_AI": (431, 1804),
     "CrossNER_literature": (416, 2263),
     "CrossNER_music": (465, 3334),
@@ -290,3 +314,22 @@ def test_gliner_benchmark_test_files(db: Path, shared: Path) -> None:
             assert res.sentences == len(records)
             assert (res.sentences, res.mentions) == GLINER_TEST_FILES[f.parent.name]
             assert res.splits[0].report["counts"].get("entity_name_mismatch", 0) == 0
+
+
+@pytest.mark.shared
+def test_gliner_mit_movie_reads_like_its_bio_file(db: Path, shared: Path) -> None:
+    """GLiNER's mit-movie test json against MIT's own BIO file: the same tokens and the same
+    mention positions in every one of its 2,442 sentences (95 of its entities sit inside
+    another word in the json and are moved to theirs; the BIO file has one sentence more)."""
+    with Store(db) as store:
+        res = ingest(store, "gliner", shared / "gliner-format/mit-movie/test.json", name="g")
+        ingest(store, "mit-movie", shared / "mit-movie")
+
+        def rows(source: str, split: str | None) -> list[tuple[list[str], list[tuple[int, int]]]]:
+            got = store.sentences_with_spans(source, split)
+            return [(tokens, [(s, e) for s, e, _ in spans]) for _, _, tokens, spans in got]
+
+        ours, bio = rows("g", None), rows("mit-movie", "test")
+    assert res.splits[0].report["counts"] == {"char_spans_moved_to_whole_words": 95}
+    assert (len(ours), len(bio)) == (2442, 2443)
+    assert ours == bio[: len(ours)]
