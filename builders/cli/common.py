@@ -162,6 +162,7 @@ def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) ->
     from builders.store.ingest import ingest
 
     if path is None and store.has_source(source):
+        warn_older_reads(store, source)
         return
     with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
         res = ingest(store, source, path, progress=bar)
@@ -170,6 +171,18 @@ def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) ->
         f"{res.types:,} labels)",
         quiet,
     )
+
+
+def warn_older_reads(store: Store, source: str | None = None) -> None:
+    """Say (on stderr, even with --quiet) which stored splits an older version of their reader
+    read: the figures come from that reading until the source is ingested again."""
+    for src, split, reader, was, now in store.older_reads(source):
+        click.echo(
+            f"warning: {src}/{split} was read by version {was} of the {reader} reader, which now "
+            f"reads differently (version {now}); ingest it again to re-read it "
+            f"(`builders ingest {reader} --path ... --name {src}`)",
+            err=True,
+        )
 
 
 def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -20,6 +20,7 @@ from builders.cli.common import (
     parse_options,
     print_table,
     progress_bar,
+    warn_older_reads,
 )
 from builders.sources import SOURCES, check_split, reader_options
 from builders.store import Store
@@ -263,6 +264,7 @@ def stats_cmd(db: Path, drop: tuple[str, ...], as_json: bool, quiet: bool) -> No
                 raise click.BadParameter(f"no cached vectors under {key!r}", param_hint="KEY")
             note(f"dropped {dropped:,} cached vectors of {key}", quiet)
         stats = store.stats()
+        warn_older_reads(store)
     if as_json:
         emit_json(stats)
         return

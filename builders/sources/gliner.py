@@ -22,12 +22,16 @@ GLiNER's inference regex, which splits "e.g.", "U.S." and "'s". A character span
 tokens that overlap it. A boundary that falls inside a token is GLiNER's conversion placing an
 entity at the first `str.find` of its name, inside another word ("r" in "are", "Australia" in
 "Australian": 95 of mit-movie test's 5,338 entities, 10 of CoNLL-2003 test's), while the
-annotated words come later; the entity then moves to the first later tokens that spell its
-name word for word (`char_spans_moved_to_whole_words`). Where no such tokens exist, the span is
-snapped outwards to the tokens it overlaps (`char_spans_snapped`). An entity whose `name`
-differs from its `sentence[start:end]` is counted (`entity_name_mismatch`) and never moved, and a
-span that no token overlaps is an error. Spans that come out
-identical are kept once (`duplicate_spans`).
+annotated words come later. Once every aligned entity is in place, such an entity moves to the
+first later tokens that spell its name word for word and overlap no placed span
+(`char_spans_moved_to_whole_words`; in json not made by that conversion, a span meant inside a
+word moves too, and is counted the same). Where no such tokens exist, the span is snapped
+outwards to the tokens it overlaps (`char_spans_snapped`). An entity whose `name` differs from
+its `sentence[start:end]` is counted (`entity_name_mismatch`) and never moved, and a span that
+no token overlaps is an error. Spans that come out identical are kept once
+(`duplicate_spans`). A sentence that is not its words joined by single spaces is counted
+(`sentences_not_single_spaced`): GLiNER's evaluation misplaces its entities, while this reader
+and `export-gliner` (which joins the words by single spaces) keep them.
 
 GLiNER's benchmark files are converted from BIO and drop an entity that ends a sentence with no
 final punctuation (5 of CrossNER AI test's 1,809 mentions); that is the data, read as it is.
@@ -180,16 +184,19 @@ def _benchmark(
     if not isinstance(entities, list):
         raise rec.error("'entities' is not a list", entities)
     tokens, starts, ends = split_with_offsets(sentence)
+    if sentence != " ".join(tokens):  # GLiNER's evaluation assumes single spaces between words
+        report.add("sentences_not_single_spaced")
     spans: set[tuple[int, int, str]] = set()
+    inside: list[tuple[int, int, str, list[str]]] = []  # found inside a word: placed last
     for entity in entities:
         if not isinstance(entity, dict) or not set(ENTITY_KEYS) <= entity.keys():
             raise rec.error("entity is not an object with name, type and pos", entity)
         unread.update(f"entities[].{k}" for k in entity if k not in ENTITY_KEYS)
-        pos, label = entity["pos"], entity["type"]
+        pos, label, name = entity["pos"], entity["type"], entity["name"]
         if not (isinstance(pos, list) and len(pos) == 2 and all(_is_int(p) for p in pos)):
             raise rec.error("entity pos is not [char_start, char_end]", entity)
-        if not isinstance(label, str):
-            raise rec.error("entity type is not a string", entity)
+        if not isinstance(label, str) or not isinstance(name, str):
+            raise rec.error("entity type or name is not a string", entity)
         cs, ce = pos
         if not 0 <= cs < ce <= len(sentence):
             raise rec.error(
@@ -199,41 +206,47 @@ def _benchmark(
         first, last = bisect_right(ends, cs), bisect_left(starts, ce) - 1
         if first > last:
             raise rec.error("entity pos covers no token", entity)
-        named = entity["name"] == sentence[cs:ce]
-        if starts[first] != cs or ends[last] != ce:
-            later = _later_whole_words(tokens, starts, entity["name"], cs, label, spans)
-            if named and later is not None:
-                first, last = later
-                report.add("char_spans_moved_to_whole_words")
-            else:
-                report.add("char_spans_snapped")
+        named = name == sentence[cs:ce]
         if not named:
             report.add("entity_name_mismatch")
-        span = (first, last + 1, label)
-        if span in spans:
-            report.add("duplicate_spans")
-        spans.add(span)
+        if starts[first] != cs or ends[last] != ce:
+            if named:  # GLiNER's conversion found the name inside another word
+                inside.append((first, last, label, name.split()))
+                continue
+            report.add("char_spans_snapped")
+        _add(spans, (first, last + 1, label), report)
+    for first, last, label, words in inside:  # after every aligned entity is in place
+        later = _later_whole_words(tokens, words, first + 1, spans)
+        if later is None:
+            report.add("char_spans_snapped")
+        else:
+            first, last = later
+            report.add("char_spans_moved_to_whole_words")
+        _add(spans, (first, last + 1, label), report)
     return Example(tokens=tokens, spans=sorted(spans), line=rec.line, record=rec.number)
 
 
+def _add(spans: set[tuple[int, int, str]], span: tuple[int, int, str], report: ReadReport) -> None:
+    if span in spans:
+        report.add("duplicate_spans")
+    spans.add(span)
+
+
 def _later_whole_words(
-    tokens: list[str],
-    starts: list[int],
-    name: object,
-    cs: int,
-    label: str,
-    spans: set[tuple[int, int, str]],
+    tokens: list[str], words: list[str], start: int, spans: set[tuple[int, int, str]]
 ) -> tuple[int, int] | None:
-    """The first tokens after character `cs` that spell `name` word for word and are not yet a
-    `label` span: (first, last) inclusive, or None. GLiNER's conversion placed an entity at the
-    first `str.find` of its name, which can fall inside another word ("r" in "are", "Australia"
-    in "Australian") when the annotated words come later."""
-    words = name.split() if isinstance(name, str) else []
+    """(first, last) inclusive of the first tokens from `start` on that spell `words` and
+    overlap no span placed yet, else of the first that spell them at all (a duplicate then),
+    else None. GLiNER's conversion placed an entity at the first `str.find` of its name, which
+    can fall inside another word ("r" in "are", "Australia" in "Australian"); the annotated
+    words come later, since a whole-word occurrence before it would have been found first."""
     n = len(words)
-    for i in range(bisect_right(starts, cs), len(tokens) - n + 1 if n else 0):
-        if tokens[i : i + n] == words and (i, i + n, label) not in spans:
-            return i, i + n - 1
-    return None
+    hits = [i for i in range(start, len(tokens) - n + 1) if tokens[i : i + n] == words]
+    free = [i for i in hits if not any(a < i + n and i < b for a, b, _ in spans)]
+    if not hits:
+        return None
+    best = (free or hits)[0]
+    return best, best + n - 1
 
 
 def _is_int(value: object) -> bool:

@@ -107,6 +107,7 @@ class StoredSplit:
     inputs: list[dict[str, Any]]
     origin: str
     spec: str | None = None  # the registered source that read it
+    loader_version: str | None = None  # the version of its reader that read it
 
 
 #: SQL that orders a split column train, dev, test, then other names.
@@ -179,6 +180,22 @@ class Store(OverlapQueries):
     def has_source(self, source: str) -> bool:
         row = one(self.con.execute("SELECT 1 FROM sources WHERE source = ? LIMIT 1", [source]))
         return row is not None
+
+    def older_reads(self, source: str | None = None) -> list[tuple[str, str, str, str, str]]:
+        """(source, split, reader, stored version, current version) of every stored split that
+        an older version of its reader read (it reads that input differently now)."""
+        from builders.sources import SOURCES
+
+        rows = self.con.execute(
+            "SELECT source, split, spec, loader_version FROM sources "
+            "WHERE spec IS NOT NULL AND (? IS NULL OR source = ?) ORDER BY source, split",
+            [source, source],
+        ).fetchall()
+        return [
+            (src, split, spec, str(ver), SOURCES[spec].loader_version)
+            for src, split, spec, ver in rows
+            if spec in SOURCES and str(ver) != SOURCES[spec].loader_version
+        ]
 
     def require_source(self, source: str) -> None:
         if not self.has_source(source):
@@ -288,7 +305,8 @@ class Store(OverlapQueries):
         """What each stored split of `source` holds: counts, options, inputs, report."""
         rows = self.con.execute(
             "SELECT split, fingerprint, options, n_sentences, n_mentions, n_negatives, "
-            "n_negative_spans, report, inputs, origin, spec FROM sources WHERE source = ?",
+            "n_negative_spans, report, inputs, origin, spec, loader_version FROM sources "
+            "WHERE source = ?",
             [source],
         ).fetchall()
         return {
@@ -303,6 +321,7 @@ class Store(OverlapQueries):
                 inputs=json.loads(r[8]),
                 origin=r[9],
                 spec=r[10],
+                loader_version=r[11],
             )
             for r in rows
         }

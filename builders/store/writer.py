@@ -186,7 +186,7 @@ def write_source(
         inputs = [
             _Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]
         ]
-        verdict = _decide(source, split, stored.get(split), inputs, plan, replace, append)
+        verdict = _decide(source, split, stored.get(split), inputs, plan, replace, append, spec)
         if isinstance(verdict, str):
             refusals.append(verdict)
         elif verdict is None:
@@ -221,10 +221,17 @@ def _decide(
     plan: ReadPlan,
     replace: bool,
     append: bool,
+    spec: SourceSpec,
 ) -> _Job | str | None:
     """A job, None (unchanged) or the reason to refuse (see the module docstring)."""
     if old is None or replace:
         return _Job(split, inputs, None)
+    if append and old.loader_version not in (None, spec.loader_version):
+        return (
+            f"{source}/{split} was read by version {old.loader_version} of the {plan.module} "
+            f"reader, which now reads differently (version {spec.loader_version}); --append "
+            "would mix the two: re-read the split with --replace"
+        )
     if append:
         stored = {i["input"]: i["fingerprint"] for i in old.inputs}
         changed = [i for i in inputs if i.key in stored and stored[i.key] != i.fingerprint]

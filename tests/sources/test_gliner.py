@@ -106,6 +106,48 @@ def test_benchmark_moves_an_entity_found_inside_another_word(db: Path, tmp_path:
     assert res.splits[0].report["counts"] == {"char_spans_moved_to_whole_words": 2}
 
 
+def test_a_moved_entity_never_takes_the_words_of_one_listed_after_it(
+    db: Path, tmp_path: Path
+) -> None:
+    """GLiNER's CoNLL-2003 train record 12124: the first "Iran" sits inside "Iranian", the
+    second names the "Iran" at [65, 69] exactly; the first belongs to the last "Iran"."""
+    s = (
+        "An Iranian embassy spokesman said in response to an inquiry that Iran had formally "
+        "requested Banisadr 's extradition for hijacking the military aircraft which he "
+        "commandeered to flee Iran in July 1981 ."
+    )
+    entities = [
+        {"name": "Banisadr", "type": "person", "pos": [93, 101]},
+        {"name": "Iranian", "type": "else", "pos": [3, 10]},
+        {"name": "Iran", "type": "location", "pos": [3, 7]},
+        {"name": "Iran", "type": "location", "pos": [65, 69]},
+    ]
+    with Store(db) as store:
+        res = ingest(store, "gliner", write(tmp_path, [{"sentence": s, "entities": entities}]))
+        sentences, mentions, _ = stored_rows(store, "gliner")
+    iran = [i for i, t in enumerate(sentences[0][1]) if t == "Iran"]
+    assert [m[1:] for m in mentions if m[3] == "location"] == [
+        (iran[0], iran[0] + 1, "location"),
+        (iran[1], iran[1] + 1, "location"),
+    ]
+    assert len(mentions) == 4
+    assert res.splits[0].report["counts"] == {"char_spans_moved_to_whole_words": 1}
+
+
+def test_sentences_not_single_spaced_are_counted_and_read(db: Path, tmp_path: Path) -> None:
+    s = "Ada  met\tAlan ."  # GLiNER's `process` would misplace "Alan" (it assumes single spaces)
+    f = write(
+        tmp_path,
+        [{"sentence": s, "entities": [{"name": "Alan", "type": "person", "pos": [9, 13]}]}],
+    )
+    with Store(db) as store:
+        res = ingest(store, "gliner", f)
+        sentences, mentions, _ = stored_rows(store, "gliner")
+    assert sentences[0][1] == ["Ada", "met", "Alan", "."]
+    assert [m[1:] for m in mentions] == [(2, 3, "person")]
+    assert res.splits[0].report["counts"] == {"sentences_not_single_spaced": 1}
+
+
 def test_benchmark_snaps_char_spans_and_counts_name_mismatches(db: Path, tmp_path: Path) -> None:
     s = "The Paris-based UNESCO met in Rome ."
     f = write(

@@ -112,6 +112,40 @@ def test_append_refuses_a_changed_input_and_other_options(
             ingest(store, "columns", g, name="r", append=True, replace=True)
 
 
+def test_a_split_read_by_an_older_reader_is_named_and_never_appended_to(
+    tmp_path: Path, shards: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader whose output changed bumps its loader version: a split it read before is
+    re-read on its next ingest, never mixed with the new reading by --append, and commands
+    that use it as stored say so."""
+    import dataclasses
+
+    from builders import sources
+
+    one, two, _ = (shards / n for n in SHARDS)
+    db = tmp_path / "s.duckdb"
+    now = sources.SOURCES["gliner"]
+    older = dataclasses.replace(now, loader_version=str(int(now.loader_version) - 1))
+    with monkeypatch.context() as m:
+        m.setattr(sources, "SOURCES", {**sources.SOURCES, "gliner": older})
+        with Store(db) as store:
+            ingest(store, "gliner", one, name="med")
+    with Store(db) as store:
+        assert store.older_reads() == [
+            ("med", "train", "gliner", older.loader_version, now.loader_version)
+        ]
+        before = store.checksums()
+        with pytest.raises(BuildersError, match=r"med/train was read by version .* re-read the"):
+            ingest(store, "gliner", two, name="med", append=True)
+        assert store.checksums() == before
+    res = CliRunner().invoke(cli, ["stats", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "warning: med/train was read by version" in res.stderr
+    with Store(db) as store:
+        assert counts(ingest(store, "gliner", one, name="med")) == [("train", "ingested", 4, 11)]
+        assert store.older_reads() == []
+
+
 @pytest.mark.parametrize(
     ("name", "split"),
     [
