@@ -20,6 +20,12 @@ import time  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# No time limit per example: speed is measured by scripts, never by tests, and a first example
+# that pays for an import or a busy machine must not fail a property that holds.
+settings.register_profile("labelshift", deadline=None)
+settings.load_profile("labelshift")
 from helpers import DATA, LABELS_A, SAMPLE_MEDIUM, SHARED, TOKEN, bio_corpus  # noqa: E402
 from hubserver import HubServer  # noqa: E402
 
