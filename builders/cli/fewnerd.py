@@ -19,6 +19,7 @@ from builders.cli.common import (
     open_store,
     print_table,
     progress_bar,
+    warn_older_reads,
 )
 from builders.defaults import SEED, canonical_split, hub_split
 from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS
@@ -34,6 +35,7 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
     from builders.store.ingest import ingest
 
     if path is None and store.has_source(source):
+        warn_older_reads(store, source)
         return
     spec = source if source in SOURCES else "fewnerd"
     with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
