@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -176,13 +176,14 @@ def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) ->
 def warn_older_reads(store: Store, source: str | None = None) -> None:
     """Say (on stderr, even with --quiet) which stored splits an older version of their reader
     read: the figures come from that reading until the source is ingested again."""
-    for src, split, reader, was, now in store.older_reads(source):
-        click.echo(
-            f"warning: {src}/{split} was read by version {was} of the {reader} reader, which now "
-            f"reads differently (version {now}); ingest it again to re-read it "
-            f"(`builders ingest {reader} --path ... --name {src}`)",
-            err=True,
-        )
+    for text in store.older_read_notes(source):
+        click.echo(f"warning: {text}", err=True)
+
+
+def warn_older_benchmarks(store: Store, evalsets: Iterable[Any]) -> None:
+    """`warn_older_reads` for the stored sources whose sentences the benchmarks come from."""
+    for src in dict.fromkeys(s.sentences[0] for s in evalsets if s.sentences):
+        warn_older_reads(store, src)
 
 
 def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -21,6 +21,7 @@ from builders.cli.common import (
     print_table,
     protocol_option,
     source_options,
+    warn_older_benchmarks,
     weighting_option,
 )
 from builders.cli.leakage import leakage_options, print_leakage
@@ -153,6 +154,7 @@ def _measure(
     evalsets = resolve(
         benchmarks, store=store, keep_misc=keep_misc, mapping=label_map, protocol=protocol
     )
+    warn_older_benchmarks(store, evalsets)
     table = LabelTable.load(store, source, protocol)
     rep = measure(
         store,

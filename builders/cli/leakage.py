@@ -22,6 +22,7 @@ from builders.cli.common import (
     open_store,
     print_table,
     source_options,
+    warn_older_benchmarks,
 )
 from builders.defaults import FAMILIAR_SIM, NGRAM
 
@@ -188,6 +189,7 @@ def leakage_cmd(
     with open_store(db) as store:
         ensure_ingested(store, source, path, quiet)
         sets = resolve(benchmarks, store=store, mapping=label_map)
+        warn_older_benchmarks(store, sets)
         found = scan(
             store, source, sets, n=ngram, model=model, threshold=threshold,
             on_note=lambda s: note(s, quiet), backend=backend, precision=precision,

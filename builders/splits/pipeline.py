@@ -107,6 +107,9 @@ def build(
         protocol=cfg.protocol,
     )
     sets = {s.name: s.labels for s in evalsets}
+    for src in dict.fromkeys(s.sentences[0] for s in evalsets if s.sentences):
+        for text in store.older_read_notes(src):
+            stage(f"warning: {text}")
     emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)  # one model load
     found = _scan(store, cfg, evalsets, stage, emb)
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []

@@ -197,6 +197,15 @@ class Store(OverlapQueries):
             if spec in SOURCES and str(ver) != SOURCES[spec].loader_version
         ]
 
+    def older_read_notes(self, source: str | None = None) -> list[str]:
+        """`older_reads` as sentences to show a user."""
+        return [
+            f"{src}/{split} was read by version {was} of the {reader} reader, which now reads "
+            f"differently (version {now}); ingest it again to re-read it "
+            f"(`builders ingest {reader} --path ... --name {src}`)"
+            for src, split, reader, was, now in self.older_reads(source)
+        ]
+
     def require_source(self, source: str) -> None:
         if not self.has_source(source):
             known = self.source_names()

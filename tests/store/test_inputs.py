@@ -142,6 +142,12 @@ def test_a_split_read_by_an_older_reader_is_named_and_never_appended_to(
     assert res.exit_code == 0, res.output
     assert "warning: med/train was read by version" in res.stderr
     with Store(db) as store:
+        ingest(store, "gliner", two, name="other")  # read by the current reader
+    args = ["familiarity", "--source", "other", "--benchmarks", "med:train", "--no-leakage"]
+    res = CliRunner().invoke(cli, [*args, "--model", "all-MiniLM-L6-v2", "--db", str(db), "-q"])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count("warning: ") == 1 and "med/train was read by version" in res.stderr
+    with Store(db) as store:
         assert counts(ingest(store, "gliner", one, name="med")) == [("train", "ingested", 4, 11)]
         assert store.older_reads() == []
 
