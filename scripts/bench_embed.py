@@ -121,7 +121,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backend", default="torch", help=f"comma list of {', '.join(BACKENDS)}")
     ap.add_argument("--precision", default="fp32", help=f"comma list of {', '.join(PRECISIONS)}")
     ap.add_argument("--model", default="minilm", help="minilm, mpnet or a model folder")
-    ap.add_argument("--labels", type=int, default=20_000, help="number of distinct labels")
+    ap.add_argument(
+        "--labels",
+        type=int,
+        default=2_000,
+        help="number of distinct labels (the GPU target: --labels 200000)",
+    )
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     ap.add_argument(
         "--batch-size", type=int, help="toolkit rows per batch (default: 32 CPU, 2048 GPU)"
