@@ -195,6 +195,29 @@ def test_cosine_clipped(minilm: Embedder) -> None:
         cosine_clipped(x, np.ones((2, 3)))
 
 
+def test_cosine_clipped_does_not_depend_on_the_other_rows_and_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A similarity's bits are its own: the same with the columns in another order, with only
+    some of them, and with the rows cut in other chunks (a float32 product of this shape gave
+    other bits to a third of the elements)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3000, 768)).astype(np.float32)
+    b = rng.standard_normal((25, 768)).astype(np.float32)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    full = cosine_clipped(a, b, dtype=np.float32)
+    order = rng.permutation(25)
+    assert cosine_clipped(a, b[order], dtype=np.float32).tobytes() == full[:, order].tobytes()
+    assert cosine_clipped(a, b[order[:7]], dtype=np.float32).tobytes() == (
+        full[:, order[:7]].tobytes()
+    )
+    monkeypatch.setattr(embedder, "COSINE_CHUNK", 1000)
+    assert cosine_clipped(a, b, dtype=np.float32).tobytes() == full.tobytes()
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.array_equal(full, np.clip(exact, 0, 1).astype(np.float32))
+
+
 # ------------------------------------------------------------------ the cache
 def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: Store) -> None:
     first = minilm.embed_cached(store, LABELS)
