@@ -265,7 +265,8 @@ class Embedder:
         return table[pc.index_in(arr, value_set=uniq).to_numpy(zero_copy_only=False)]
 
 
-#: Rows of `a` multiplied at once in `cosine_clipped` (bounds its float64 copy: 48 MB at 768).
+#: Rows of the larger matrix multiplied at once in `cosine_clipped` (its float64 buffer: 48 MB
+#: at 768 dimensions).
 COSINE_CHUNK = 8192
 
 
@@ -273,20 +274,25 @@ def cosine_clipped(a: np.ndarray, b: np.ndarray, dtype: Any = np.float64) -> np.
     """max(cos, 0) of unit float32 rows as a (len(a), len(b)) matrix, clipped to [0, 1].
 
     Each product is computed in float64 and rounded to float32, so a similarity is the float32
-    nearest its float64 value whatever the other rows and columns: a float32 matrix product's
-    bits depend on the matrix's shape (OpenBLAS gave other bits to a third of the elements when
-    the evaluation labels came in another order or company), which moved a label's F(z) by up
-    to 1.5e-7 with the benchmarks named beside it."""
+    nearest its float64 value: the same, in practice, whatever the other rows and columns (only
+    a float64 value within ~1e-16 of a float32 rounding midpoint could round otherwise). A
+    float32 matrix product's bits depend on the matrix's shape (OpenBLAS gave other bits to a
+    quarter of the elements when the evaluation labels came in another order or company), which
+    moved a label's F(z) by up to 1.5e-7 with the benchmarks named beside it."""
     a32 = np.asarray(a, dtype=np.float32)
     b32 = np.asarray(b, dtype=np.float32)
     if a32.ndim != 2 or b32.ndim != 2 or a32.shape[1] != b32.shape[1]:
         raise BuildersError(
             f"cosine_clipped: need (n, d) and (m, d) arrays, got {a32.shape}, {b32.shape}"
         )
+    if len(b32) > len(a32):  # chunk the larger one: only the smaller is copied whole
+        return np.ascontiguousarray(cosine_clipped(b32, a32, dtype).T)
     sims = np.empty((len(a32), len(b32)), dtype=np.float32)
     bt = b32.astype(np.float64).T
+    buf = np.empty((min(COSINE_CHUNK, len(a32)), a32.shape[1]), dtype=np.float64)
     for start in range(0, len(a32), COSINE_CHUNK):
-        part = a32[start : start + COSINE_CHUNK].astype(np.float64)
-        sims[start : start + len(part)] = part @ bt
+        n = min(COSINE_CHUNK, len(a32) - start)
+        np.copyto(buf[:n], a32[start : start + n])
+        sims[start : start + n] = buf[:n] @ bt
     np.clip(sims, 0.0, 1.0, out=sims)
     return sims.astype(dtype, copy=False)

@@ -114,7 +114,7 @@ def similarity_matrix(
     precision (a caller that also records its cache key).
 
     A training label whose (normalised) text is an evaluation label's has similarity exactly
-    1: the float32 cosine of a vector with itself can read 0.99999994 (METHOD.md section 4).
+    1: the cosine of a float32 unit vector with itself can read 0.99999994 (METHOD.md section 4).
     """
     from builders.shift.embedder import Embedder, cosine_clipped
 

@@ -212,6 +212,8 @@ def test_cosine_clipped_does_not_depend_on_the_other_rows_and_columns(
     assert cosine_clipped(a, b[order[:7]], dtype=np.float32).tobytes() == (
         full[:, order[:7]].tobytes()
     )
+    swapped = cosine_clipped(b, a, dtype=np.float32)  # the larger matrix is chunked either way
+    assert swapped.flags.c_contiguous and swapped.tobytes() == full.T.copy().tobytes()
     monkeypatch.setattr(embedder, "COSINE_CHUNK", 1000)
     assert cosine_clipped(a, b, dtype=np.float32).tobytes() == full.tobytes()
     exact = a.astype(np.float64) @ b.astype(np.float64).T
