@@ -182,7 +182,9 @@ def warn_older_reads(store: Store, source: str | None = None) -> None:
 
 def warn_older_benchmarks(store: Store, evalsets: Iterable[Any]) -> None:
     """`warn_older_reads` for the stored sources whose sentences the benchmarks come from."""
-    for src in dict.fromkeys(s.sentences[0] for s in evalsets if s.sentences):
+    from builders.shift.benchmarks import stored_sources
+
+    for src in stored_sources(evalsets):
         warn_older_reads(store, src)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -99,6 +99,11 @@ class EvalSet:
             "sentences": "/".join(self.sentences) if self.sentences else None,
             "labels": list(self.labels),
         }
+
+
+def stored_sources(sets: Iterable[EvalSet]) -> list[str]:
+    """The stored sources the sets' sentences come from, each once, in the sets' order."""
+    return list(dict.fromkeys(s.sentences[0] for s in sets if s.sentences))
 
 
 def evaluation_sets(

@@ -242,10 +242,10 @@ def _later_whole_words(
     words come later, since a whole-word occurrence before it would have been found first."""
     n = len(words)
     hits = [i for i in range(start, len(tokens) - n + 1) if tokens[i : i + n] == words]
-    free = [i for i in hits if not any(a < i + n and i < b for a, b, _ in spans)]
     if not hits:
         return None
-    best = (free or hits)[0]
+    free = (i for i in hits if not any(a < i + n and i < b for a, b, _ in spans))
+    best = next(free, hits[0])
     return best, best + n - 1
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from builders.labels import union_labels
-from builders.shift.benchmarks import EvalSet, resolve
+from builders.shift.benchmarks import EvalSet, resolve, stored_sources
 from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
@@ -107,7 +107,7 @@ def build(
         protocol=cfg.protocol,
     )
     sets = {s.name: s.labels for s in evalsets}
-    for src in dict.fromkeys(s.sentences[0] for s in evalsets if s.sentences):
+    for src in stored_sources(evalsets):
         for text in store.older_read_notes(src):
             stage(f"warning: {text}")
     emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)  # one model load

@@ -23,6 +23,17 @@ def write(tmp_path: Path, records: object, name: str = "test.json") -> Path:
     return f
 
 
+def read_one(
+    db: Path, tmp_path: Path, sentence: str, entities: list[dict]
+) -> tuple[dict[str, int], list[str], list[tuple]]:
+    """Ingest one GLiNER benchmark record: its report counts, tokens and (start, stop, label)s."""
+    f = write(tmp_path, [{"sentence": sentence, "entities": entities}])
+    with Store(db) as store:
+        res = ingest(store, "gliner", f)
+        sentences, mentions, _ = stored_rows(store, "gliner")
+    return res.splits[0].report["counts"], sentences[0][1], [m[1:] for m in mentions]
+
+
 def test_benchmark_json(db: Path, data_dir: Path) -> None:
     with Store(db) as store:
         res = ingest(store, "gliner", data_dir / BENCH)
@@ -85,25 +96,16 @@ def test_training_negative_key_and_duplicates(db: Path, tmp_path: Path) -> None:
 def test_benchmark_moves_an_entity_found_inside_another_word(db: Path, tmp_path: Path) -> None:
     """GLiNER's mit-movie test record 'give me rated r movies ...': its "r" sits at [8, 9],
     inside "rated" (the first `str.find`); the annotated word is the later token "r"."""
-    s = "give me rated r movies that are r rated"
-    f = write(
-        tmp_path,
-        [
-            {
-                "sentence": s,
-                "entities": [
-                    {"name": "r", "type": "rating", "pos": [8, 9]},  # inside "rated"
-                    {"name": "r", "type": "rating", "pos": [8, 9]},  # the second "r", same find
-                    {"name": "rated", "type": "rating", "pos": [34, 39]},
-                ],
-            }
-        ],
+    entities = [
+        {"name": "r", "type": "rating", "pos": [8, 9]},  # inside "rated"
+        {"name": "r", "type": "rating", "pos": [8, 9]},  # the second "r", same find
+        {"name": "rated", "type": "rating", "pos": [34, 39]},
+    ]
+    counts, _, mentions = read_one(
+        db, tmp_path, "give me rated r movies that are r rated", entities
     )
-    with Store(db) as store:
-        res = ingest(store, "gliner", f)
-        _, mentions, _ = stored_rows(store, "gliner")
-    assert mentions == [(0, 3, 4, "rating"), (0, 7, 8, "rating"), (0, 8, 9, "rating")]
-    assert res.splits[0].report["counts"] == {"char_spans_moved_to_whole_words": 2}
+    assert mentions == [(3, 4, "rating"), (7, 8, "rating"), (8, 9, "rating")]
+    assert counts == {"char_spans_moved_to_whole_words": 2}
 
 
 def test_a_moved_entity_never_takes_the_words_of_one_listed_after_it(
@@ -122,54 +124,38 @@ def test_a_moved_entity_never_takes_the_words_of_one_listed_after_it(
         {"name": "Iran", "type": "location", "pos": [3, 7]},
         {"name": "Iran", "type": "location", "pos": [65, 69]},
     ]
-    with Store(db) as store:
-        res = ingest(store, "gliner", write(tmp_path, [{"sentence": s, "entities": entities}]))
-        sentences, mentions, _ = stored_rows(store, "gliner")
-    iran = [i for i, t in enumerate(sentences[0][1]) if t == "Iran"]
-    assert [m[1:] for m in mentions if m[3] == "location"] == [
+    counts, tokens, mentions = read_one(db, tmp_path, s, entities)
+    iran = [i for i, t in enumerate(tokens) if t == "Iran"]
+    assert [m for m in mentions if m[2] == "location"] == [
         (iran[0], iran[0] + 1, "location"),
         (iran[1], iran[1] + 1, "location"),
     ]
     assert len(mentions) == 4
-    assert res.splits[0].report["counts"] == {"char_spans_moved_to_whole_words": 1}
+    assert counts == {"char_spans_moved_to_whole_words": 1}
 
 
 def test_sentences_not_single_spaced_are_counted_and_read(db: Path, tmp_path: Path) -> None:
     s = "Ada  met\tAlan ."  # GLiNER's `process` would misplace "Alan" (it assumes single spaces)
-    f = write(
-        tmp_path,
-        [{"sentence": s, "entities": [{"name": "Alan", "type": "person", "pos": [9, 13]}]}],
-    )
-    with Store(db) as store:
-        res = ingest(store, "gliner", f)
-        sentences, mentions, _ = stored_rows(store, "gliner")
-    assert sentences[0][1] == ["Ada", "met", "Alan", "."]
-    assert [m[1:] for m in mentions] == [(2, 3, "person")]
-    assert res.splits[0].report["counts"] == {"sentences_not_single_spaced": 1}
+    entities = [{"name": "Alan", "type": "person", "pos": [9, 13]}]
+    counts, tokens, mentions = read_one(db, tmp_path, s, entities)
+    assert tokens == ["Ada", "met", "Alan", "."]
+    assert mentions == [(2, 3, "person")]
+    assert counts == {"sentences_not_single_spaced": 1}
 
 
 def test_benchmark_snaps_char_spans_and_counts_name_mismatches(db: Path, tmp_path: Path) -> None:
-    s = "The Paris-based UNESCO met in Rome ."
-    f = write(
-        tmp_path,
-        [
-            {
-                "sentence": s,
-                "entities": [
-                    {"name": "Paris", "type": "city", "pos": [4, 9]},  # inside "Paris-based"
-                    {"name": "UNESCO", "type": "organization", "pos": [16, 22]},
-                    {"name": "Roma", "type": "city", "pos": [30, 34]},
-                    {"name": "NESC", "type": "organization", "pos": [17, 21]},  # snaps to UNESCO
-                ],
-            }
-        ],
+    entities = [
+        {"name": "Paris", "type": "city", "pos": [4, 9]},  # inside "Paris-based"
+        {"name": "UNESCO", "type": "organization", "pos": [16, 22]},
+        {"name": "Roma", "type": "city", "pos": [30, 34]},
+        {"name": "NESC", "type": "organization", "pos": [17, 21]},  # snaps to UNESCO
+    ]
+    counts, tokens, mentions = read_one(
+        db, tmp_path, "The Paris-based UNESCO met in Rome .", entities
     )
-    with Store(db) as store:
-        res = ingest(store, "gliner", f)
-        sentences, mentions, _ = stored_rows(store, "gliner")
-    assert sentences[0][1] == ["The", "Paris-based", "UNESCO", "met", "in", "Rome", "."]
-    assert mentions == [(0, 1, 2, "city"), (0, 2, 3, "organization"), (0, 5, 6, "city")]
-    assert res.splits[0].report["counts"] == {
+    assert tokens == ["The", "Paris-based", "UNESCO", "met", "in", "Rome", "."]
+    assert mentions == [(1, 2, "city"), (2, 3, "organization"), (5, 6, "city")]
+    assert counts == {
         "char_spans_snapped": 2,
         "duplicate_spans": 1,
         "entity_name_mismatch": 1,
