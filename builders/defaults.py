@@ -36,9 +36,16 @@ DEFAULT_PROTOCOL = PROTOCOLS[0]
 #: The paper protocol's entropy: -sum p ln(p + 1e-10), in float32, as the authors computed it.
 PAPER_ENTROPY_EPSILON = 1e-10
 
-#: Label scores, entropy first: the default strategy and a repo folder's default config.
-STRATEGIES = ("entropy", "max")
+#: How levels are chosen, entropy first: the default strategy and a repo folder's default
+#: config. `entropy` and `max` are the paper's label scores cut at quantiles (`SCORES`);
+#: `familiarity` places levels by their Familiarity (METHOD.md section 8).
+STRATEGIES = ("entropy", "max", "familiarity")
+SCORES = ("entropy", "max")
 DEFAULT_STRATEGY = STRATEGIES[0]
+#: `familiarity` levels: the smallest Familiarity gap between consecutive levels, and how
+#: close a level must come to a Familiarity it is asked for (`--targets`).
+MIN_GAP = 0.05
+TARGET_TOLERANCE = 0.02
 #: Label-shift levels, easy to hard.
 LEVELS = ("low", "medium", "high")
 #: Scores closer than this are tied (what float32 similarities resolve, METHOD.md section 4):

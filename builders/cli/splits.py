@@ -30,15 +30,18 @@ from builders.defaults import (
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
+    MIN_GAP,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
     SEED,
     STRATEGIES,
+    TARGET_TOLERANCE,
     TEMPERATURE,
 )
 from builders.labels import reference_splits
 from builders.splits import SplitConfig, build
 from builders.splits.config import BuildResult
+from builders.splits.levels import ORDER_REMEDY
 
 
 def _short(benchmark: str) -> str:
@@ -84,11 +87,55 @@ def _ordered_band(
     return value
 
 
+def _targets(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    try:
+        return tuple(float(x) for x in value.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: write one Familiarity per level, e.g. 0.55,0.42,0.30"
+        ) from None
+
+
 @click.command("build-splits", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="build-splits")
 @source_options
 @click.option(
-    "--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    default=DEFAULT_STRATEGY,
+    show_default=True,
+    help="entropy, max: the paper's label scores cut at quantiles (the levels' order is not "
+    "guaranteed); familiarity: levels of equal size placed by their Familiarity, ordered by "
+    "construction (METHOD.md section 8).",
+)
+@click.option(
+    "--targets",
+    callback=_targets,
+    metavar="LOW,MEDIUM,HIGH",
+    help="familiarity: the Familiarity asked of each level (union macro), each met within "
+    f"{TARGET_TOLERANCE:g}; refused, naming the range the corpus reaches, when it cannot be.",
+)
+@click.option(
+    "--min-gap",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=MIN_GAP,
+    show_default=True,
+    help="familiarity: the smallest Familiarity gap between consecutive levels.",
+)
+@click.option(
+    "--level-mentions",
+    type=click.IntRange(min=1),
+    help="familiarity: mentions in every level. Default: the largest size that gives the "
+    "levels asked for.",
+)
+@click.option(
+    "--check-model",
+    help="A second embedding model: every level's Familiarity under it is reported beside, "
+    "and the verdict says whether the order holds under both models.",
 )
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @benchmarks_option
@@ -167,11 +214,15 @@ def build_splits(
 ) -> None:
     """Build low / medium / high label-shift subsets of a training corpus.
 
-    Scores every training label against the benchmark labels (max similarity or softmax
-    entropy), cuts them at the paper's quantiles, writes each subset as a Hub-ready folder
-    OUT/{source}-{level}-shift/{strategy}/ and reports its Familiarity per benchmark.
+    entropy / max (the paper's): scores every training label against the benchmark labels
+    (softmax entropy or max similarity) and cuts the scores at the paper's quantiles.
+    familiarity: ranks the labels by what they add to Familiarity and places levels of equal
+    size whose Familiarity falls from low to high by at least --min-gap, or meets --targets.
+    Writes each subset as a Hub-ready folder OUT/{source}-{level}-shift/{strategy}/ and
+    reports its Familiarity per benchmark, with verdicts on the order.
 
-    Example: build-splits --source nuner --path NuNER/ --strategy entropy --out out/
+    Example: build-splits --source mine --strategy familiarity --targets 0.55,0.42,0.30
+    (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
     with open_store(db) as store:
@@ -189,34 +240,65 @@ def build_splits(
         return
     for res in results:
         cols, rows = _summary_rows(res)
-        title = (
-            f"{cfg.source}: label-shift subsets ({cfg.strategy}, {res.profile} profile, "
-            f"{cfg.model}, K={cfg.k})"
+        how = (
+            f"{res.subsets[0].selection['level_mentions']:,} mentions a level"
+            if cfg.strategy == "familiarity"
+            else f"{res.profile} profile"
         )
+        title = f"{cfg.source}: label-shift subsets ({cfg.strategy}, {how}, {cfg.model}, K={cfg.k})"
         print_table(title, cols, rows)
         for sub in res.subsets:
-            sel = sub.selection
-            note(
-                f"{sub.level}: {sel['side']} q{sel['quantiles']} = "
-                f"{', '.join(f'{t:.4g}' for t in sel['thresholds'])} -> {sub.path}",
-                quiet,
-            )
-        _print_verdicts(res)
+            note(f"{sub.level}: {_selection_text(sub.selection)} -> {sub.path}", quiet)
+        _print_verdicts(res, quiet)
         if res.leakage is not None:
             print_build_leakage(cfg.source, res.leakage, quiet)
 
 
-def _print_verdicts(res: BuildResult) -> None:
-    """The build's verdicts under its table: what passed, what did not, what to keep in mind."""
-    v = res.verdicts
-    union = v.falls["union"]
-    order = ", ".join(f"{lv} {x:.3f}" for lv, x in union["values"].items())
-    falls = sum(f["falls"] for f in v.falls.values())
-    click.echo(
-        f"verdict: Familiarity falls from level to level over the union: "
-        f"{'yes' if union['falls'] else 'NO'} ({order}); on {falls - union['falls']} of "
-        f"{len(v.falls) - 1} benchmarks"
+def _selection_text(sel: dict[str, Any]) -> str:
+    """How a level was chosen, in one line: its quantile cut, or its window of the ranking."""
+    if "ranking" in sel:
+        first, last = sel["mentions"]
+        target = f", target {sel['target']:g}" if sel.get("target") is not None else ""
+        return (
+            f"ranking mentions {first:,}-{last:,} ({sel['level_mentions']:,} a level, "
+            f"{_labels(sel['capped_labels'])} capped at {sel['label_cap']:,}){target}"
+        )
+    return f"{sel['side']} q{sel['quantiles']} = " + ", ".join(
+        f"{t:.4g}" for t in sel["thresholds"]
     )
+
+
+def _labels(n: int) -> str:
+    return f"{n:,} label{'' if n == 1 else 's'}"
+
+
+def _falls_line(falls: dict[str, Any], model: str = "") -> str:
+    union = falls["union"]
+    order = ", ".join(f"{lv} {x:.3f}" for lv, x in union["values"].items())
+    n = sum(f["falls"] for f in falls.values()) - union["falls"]
+    under = f" under {model}" if model else ""
+    return (
+        f"verdict: Familiarity falls from level to level over the union{under}: "
+        f"{'yes' if union['falls'] else 'NO'} ({order}); on {n} of {len(falls) - 1} benchmarks"
+    )
+
+
+def _print_verdicts(res: BuildResult, quiet: bool) -> None:
+    """The build's verdicts under its table: what passed, what did not, what to keep in mind.
+    When the order fails, which benchmarks break it and what to do go to stderr too."""
+    v = res.verdicts
+    click.echo(_falls_line(v.falls))
+    if v.check is not None:
+        click.echo(_falls_line(v.check["falls"], v.check["model"]))
+        click.echo(
+            f"verdict: the order holds under both models: {'yes' if v.check['holds'] else 'NO'}"
+        )
+    if v.gaps:
+        gaps = ", ".join(f"{pair} {gap:.3f}" for pair, gap in v.gaps.items())
+        click.echo(
+            f"verdict: gaps between levels: {gaps}; level sizes (mentions) differ by up to "
+            f"{v.sizes['spread']:.2%} of the largest"
+        )
     shares = "; ".join(
         f"{lv} {s['labels']:.1%} of the labels, {s['mentions']:.1%} of the mentions"
         for lv, s in v.shares.items()
@@ -228,3 +310,11 @@ def _print_verdicts(res: BuildResult) -> None:
         click.echo(f"limitation: {line}")
     for line in v.notes:
         click.echo(f"note: {line}")
+    if not v.falls["union"]["falls"] and len(v.falls["union"]["values"]) > 1:
+        broken = [b for b, f in v.falls.items() if b != "union" and not f["falls"]]
+        note(
+            "the levels' order fails over the union"
+            + (f", and on {', '.join(broken)}" if broken else "")
+            + (f". {ORDER_REMEDY}" if res.config.strategy != "familiarity" else "."),
+            quiet,
+        )

@@ -82,25 +82,42 @@ def subset_yaml(
         c: familiarity_meta(b["subset"]["familiarity"], (b.get("full") or {}).get("familiarity"))
         for c, b in builds.items()
     }
+    for c, b in builds.items():
+        check = b["subset"].get("check_familiarity")
+        if check is not None:
+            full = ((b.get("full") or {}).get("check_familiarity")) or None
+            familiarity[c]["check_model"] = familiarity_meta(check, full)
     extra = {"label_shift": _label_shift_meta(builds), "familiarity": familiarity}
     return card_yaml(header, data_configs, infos, extra)
 
 
 def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Source, level and each config's cut, for the card's YAML."""
+    """Source, level and how each config chose it, for the card's YAML."""
     first = next(iter(builds.values()))
     return {
         "source": first["config"]["source"],
         "level": first["subset"]["level"],
-        "cuts": {
-            c: {
-                "side": b["subset"]["selection"]["side"],
-                "quantiles": list(b["subset"]["selection"]["quantiles"]),
-                "thresholds": [float(t) for t in b["subset"]["selection"]["thresholds"]],
-                "labels": int(b["subset"]["labels"]),
-            }
-            for c, b in builds.items()
-        },
+        "cuts": {c: _cut_meta(b) for c, b in builds.items()},
+    }
+
+
+def _cut_meta(b: Mapping[str, Any]) -> dict[str, Any]:
+    """A quantile cut (side, quantiles, thresholds), or a `familiarity` level's window."""
+    sel = b["subset"]["selection"]
+    if "ranking" in sel:
+        return {
+            "strategy": "familiarity",
+            "level_mentions": int(sel["level_mentions"]),
+            "ranking_mentions": [int(x) for x in sel["mentions"]],
+            "target": sel.get("target"),
+            "min_gap": sel["min_gap"],
+            "labels": int(b["subset"]["labels"]),
+        }
+    return {
+        "side": sel["side"],
+        "quantiles": list(sel["quantiles"]),
+        "thresholds": [float(t) for t in sel["thresholds"]],
+        "labels": int(b["subset"]["labels"]),
     }
 
 
@@ -111,11 +128,40 @@ def _rule_text(cut: Mapping[str, Any], symbol: str) -> str:
     return f"{symbol} {_SIDE[cut['side']]} q({q[0]:g}) = {t[0]:.4g}"
 
 
+def _level_order(item: tuple[str, Any]) -> int:
+    return LEVELS.index(item[0]) if item[0] in LEVELS else 9
+
+
+def _cuts_view(b: Mapping[str, Any], symbol: str) -> list[dict[str, Any]]:
+    """Every level of the build: its quantile rule, or its window of the ranking."""
+    sub = b["subset"]
+    cuts = b.get("cuts") or {sub["level"]: sub["selection"]}
+    levels = b.get("levels") or {}
+    rows = []
+    for lv, c in sorted(cuts.items(), key=_level_order):
+        row: dict[str, Any] = {"level": lv, "this": lv == sub["level"]}
+        if "ranking" in c:
+            fam = ((b.get("verdicts") or {}).get("versus_full") or {}).get(lv, {})
+            row.update(
+                first=c["mentions"][0],
+                last=c["mentions"][1],
+                planned=c["planned_familiarity"],
+                familiarity=fam.get("familiarity"),
+                target=c.get("target"),
+                labels=(levels.get(lv) or {}).get("labels"),
+                mentions=(levels.get(lv) or {}).get("mentions"),
+            )
+        else:
+            row.update(rule=_rule_text(c, symbol), count=c["count"])
+        rows.append(row)
+    return rows
+
+
 def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
     cfg, sub = b["config"], b["subset"]
     full = b.get("full")
-    symbol = "e" if cfg["strategy"] == "entropy" else "m"
-    cuts = b.get("cuts") or {sub["level"]: sub["selection"]}
+    symbol = {"entropy": "e", "max": "m"}.get(cfg["strategy"], "")
+    sel = sub["selection"]
     return {
         "name": config,
         "cfg": cfg,
@@ -123,20 +169,18 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "full": full,
         "rep": sub["familiarity"],
         "frep": full["familiarity"] if full else None,
+        "check": sub.get("check_familiarity"),
+        "fcheck": (full or {}).get("check_familiarity"),
+        "by_familiarity": "ranking" in sel,
         "symbol": symbol,
-        "rule": _rule_text(sub["selection"], symbol),
-        "cuts": [
-            {
-                "level": lv,
-                "rule": _rule_text(c, symbol),
-                "count": c["count"],
-                "this": lv == sub["level"],
-            }
-            for lv, c in sorted(
-                cuts.items(), key=lambda kv: LEVELS.index(kv[0]) if kv[0] in LEVELS else 9
-            )
-        ],
-        "profile": sub["selection"].get("profile", "custom"),
+        "rule": "" if "ranking" in sel else _rule_text(sel, symbol),
+        "cuts": _cuts_view(b, symbol),
+        "level_mentions": sel.get("level_mentions"),
+        "size_rule": sel.get("size"),
+        "label_cap": sel.get("label_cap"),
+        "min_gap": sel.get("min_gap"),
+        "tolerance": sel.get("tolerance"),
+        "profile": sel.get("profile", "custom"),
         "protocol": cfg.get("protocol", "ours"),
         "match": sub["selection"].get("matched"),
         "matched_to": sub["selection"].get("matched_to"),

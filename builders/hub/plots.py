@@ -1,17 +1,18 @@
-"""The score histogram of a subset config, with every level's thresholds marked (`scores.png`).
+"""A subset config's picture (`scores.png`): the score histogram with every level's cut
+marked (entropy, max), or the dial of the `familiarity` strategy (the Familiarity of windows
+along its ranking, with the levels' windows).
 
-    render_histogram(scores, {"low": [t], "medium": [t0, t1], "high": [t]}, strategy, path)
+    histogram_png(scores, {"low": [t], "medium": [t0, t1], "high": [t]}, strategy)
+    dial_png(curve, {"low": (first, last, familiarity), ...})
 
-The PNG bytes depend only on the scores and thresholds: an Agg canvas of fixed size and dpi,
-matplotlib's default style whatever the user's rc file says, fixed margins, and no `Software`
-metadata.
+The PNG bytes depend only on the inputs: an Agg canvas of fixed size and dpi, matplotlib's
+default style whatever the user's rc file says, fixed margins, and no `Software` metadata.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -81,18 +82,65 @@ def score_plot_title(
     )
 
 
-def render_histogram(
-    scores: Sequence[float] | np.ndarray,
-    thresholds: Mapping[str, Sequence[float]],
-    strategy: str,
-    path: Path,
+def dial_png(
+    curve: Sequence[tuple[int, float]],
+    windows: Mapping[str, tuple[int, int, float]],
     *,
     level: str | None = None,
     title: str | None = None,
-    sides: Mapping[str, str] | None = None,
-) -> Path:
-    """Write `histogram_png(...)` to `path` (the subset's own level drawn solid, its region
-    shaded)."""
-    data = histogram_png(scores, thresholds, strategy, level=level, title=title, sides=sides)
-    Path(path).write_bytes(data)
-    return Path(path)
+    targets: Mapping[str, float | None] | None = None,
+) -> bytes:
+    """PNG bytes of the `familiarity` strategy's dial: the Familiarity of a level-sized window
+    against where it starts in the ranking (mentions), every level's window shaded and its
+    Familiarity marked, `level`'s own drawn solid. Same input, same bytes (as the histogram).
+
+    Args:
+        curve: (window start in mentions, its Familiarity), the windows the search computed.
+        windows: level -> (first mention, mention after the last, Familiarity).
+        targets: level -> the Familiarity asked for, or None.
+    """
+    import matplotlib.style
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
+    points = sorted(curve)
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(7.0, 3.9), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot(1, 1, 1)
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.plot(
+                xs,
+                ys,
+                color="#7f8c9b",
+                linewidth=1.0,
+                marker=".",
+                markersize=3,
+                label="a window starting here",
+            )
+        for lv, (start, stop, value) in windows.items():
+            this = level is None or lv == level
+            colour = colours.get(lv, "black")
+            ax.axvspan(start, stop, color=colour, alpha=0.18 if this else 0.07, linewidth=0)
+            ax.hlines(
+                value,
+                start,
+                stop,
+                color=colour,
+                linewidth=2.0 if this else 1.2,
+                linestyle="-" if this else "--",
+                label=f"{lv} shift ({value:.3f})",
+            )
+            target = (targets or {}).get(lv)
+            if target is not None:
+                ax.plot([start], [target], marker="x", color=colour, markersize=7)
+        ax.set_xlabel("window start in the familiarity ranking (mentions)")
+        ax.set_ylabel("Familiarity (union macro)")
+        ax.set_title(title or "Familiarity along the ranking", fontsize=10)
+        ax.legend(fontsize=8, loc="upper right", frameon=False)
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.86)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()

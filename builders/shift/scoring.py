@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from builders.defaults import PAPER_ENTROPY_EPSILON, STRATEGIES, TIE_TOLERANCE
+from builders.defaults import PAPER_ENTROPY_EPSILON, SCORES, TIE_TOLERANCE
 
 #: Default quantiles (low level, high level) per source profile and strategy, paper Appendix B.
 QUANTILES: dict[str, dict[str, tuple[float, float]]] = {
@@ -104,8 +104,8 @@ class SelectionRule:
     profile: str = "custom"
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {self.strategy!r}. Valid: {', '.join(STRATEGIES)}")
+        if self.strategy not in SCORES:
+            raise ValueError(f"unknown strategy {self.strategy!r}. Valid: {', '.join(SCORES)}")
         _check_quantile("low", self.low)
         _check_quantile("high", self.high)
         if len(self.medium) != 2:
@@ -154,8 +154,8 @@ def default_rule(profile: str, strategy: str) -> SelectionRule:
     """The paper's rule for a profile ("pilener" or "nuner") and a strategy."""
     if profile not in QUANTILES:
         raise ValueError(f"unknown profile {profile!r}. Valid: {', '.join(QUANTILES)}")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(STRATEGIES)}")
+    if strategy not in SCORES:
+        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
     low, high = QUANTILES[profile][strategy]
     return SelectionRule(strategy, low, high, MEDIUM_QUANTILES, profile)
 
@@ -245,8 +245,8 @@ def select(
         ValueError: on an unknown strategy, a rule for another strategy, or empty, non-1-D or
             NaN scores.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(STRATEGIES)}")
+    if strategy not in SCORES:
+        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"scores must be a non-empty 1-D array, got shape {s.shape}")
@@ -291,8 +291,8 @@ def paper_scores(
     benchmark's label count).
     """
     m = _check_matrix(M)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(STRATEGIES)}")
+    if strategy not in SCORES:
+        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
     out = np.empty((m.shape[0], len(groups)), dtype=np.float64)
     eps, t = np.float32(PAPER_ENTROPY_EPSILON), np.float32(temperature)
     for b, cols in enumerate(groups):

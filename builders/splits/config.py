@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import asdict, dataclass, field, fields
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from builders.defaults import (
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
+    MIN_GAP,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
     NGRAM,
@@ -37,7 +39,6 @@ from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.runtime import check_choice
-from builders.shift.scoring import SelectionResult
 
 #: Parameters a recorded command always names.
 _ALWAYS = ("strategy", "model", "k", "temperature", "weighting", "seed", "protocol")
@@ -75,14 +76,23 @@ class SplitConfig:
     ngram: int = NGRAM
     backend: str = DEFAULT_BACKEND
     precision: str = DEFAULT_PRECISION
+    #: `familiarity` strategy: the Familiarity asked of each level (in `levels` order), the
+    #: smallest gap between consecutive levels, and the mentions of every level (None: the
+    #: largest size that gives the levels asked for).
+    targets: tuple[float, ...] | None = None
+    min_gap: float = MIN_GAP
+    level_mentions: int | None = None
+    #: A second embedding model whose Familiarity of the same levels is reported beside.
+    check_model: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("levels", "benchmarks", "medium_band"):
+        for name in ("levels", "benchmarks", "medium_band", "targets"):
             value = getattr(self, name)
             if isinstance(value, str):  # a comma-separated list, as the command line has it
                 value = [x.strip() for x in value.split(",") if x.strip()]
             if value is not None:
-                object.__setattr__(self, name, tuple(value))
+                cast = float if name == "targets" else None
+                object.__setattr__(self, name, tuple(_as(cast, name, v) for v in value))
         if self.benchmarks in (("all",), ()):
             object.__setattr__(self, "benchmarks", ())
         if self.strategy not in STRATEGIES:
@@ -121,6 +131,79 @@ class SplitConfig:
             raise BuildersError(f"temperature must be > 0, got {self.temperature}")
         if self.ngram < 1:
             raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
+        if self.check_model is not None and self.check_model == self.model:
+            raise BuildersError(
+                f"--check-model {self.check_model} is the build's own --model: name another one"
+            )
+        self._check_familiarity()
+
+    def _check_familiarity(self) -> None:
+        """The `familiarity` strategy's options, and no option that it would ignore."""
+        if self.strategy != "familiarity":
+            given = [
+                opt
+                for opt, value, default in (
+                    ("--targets", self.targets, None),
+                    ("--level-mentions", self.level_mentions, None),
+                    ("--min-gap", self.min_gap, MIN_GAP),
+                )
+                if value != default
+            ]
+            if given:
+                raise BuildersError(
+                    f"{', '.join(given)} place levels by Familiarity: use --strategy familiarity"
+                )
+            return
+        ignored = [
+            opt
+            for opt, value, default in (
+                ("--low-quantile", self.low_quantile, None),
+                ("--high-quantile", self.high_quantile, None),
+                ("--medium-band", self.medium_band, None),
+                ("--profile", self.profile, None),
+                ("--match", self.match, "none"),
+                ("--protocol", self.protocol, DEFAULT_PROTOCOL),
+            )
+            if value != default
+        ]
+        if ignored:
+            raise BuildersError(
+                f"--strategy familiarity places levels of equal size by their Familiarity "
+                f"(METHOD.md section 8); {', '.join(ignored)} belong to the quantile "
+                f"strategies (entropy, max): leave them out, or choose one of those strategies"
+            )
+        if not 0 <= self.min_gap < 1:
+            raise BuildersError(f"--min-gap must be in [0, 1), got {self.min_gap}")
+        if self.level_mentions is not None and self.level_mentions < self.min_mentions:
+            raise BuildersError(
+                f"--level-mentions {self.level_mentions} is below --min-mentions "
+                f"{self.min_mentions}"
+            )
+        if self.targets is None:
+            return
+        order = [lv for lv in LEVELS if lv in self.levels]
+        if list(self.levels) != order:
+            raise BuildersError(
+                f"--levels {','.join(self.levels)} with --targets: name the levels in the order "
+                f"{','.join(order)}"
+            )
+        if len(self.targets) != len(self.levels):
+            raise BuildersError(
+                f"--targets gives {len(self.targets)} values for {len(self.levels)} levels "
+                f"({','.join(self.levels)}): give one Familiarity per level, in that order"
+            )
+        if not all(0 <= t <= 1 for t in self.targets):
+            raise BuildersError(f"--targets must lie in [0, 1], got {_shown(self.targets)}")
+        for (a, ta), (b, tb) in pairwise(zip(self.levels, self.targets, strict=True)):
+            if ta - tb < self.min_gap:
+                raise BuildersError(
+                    f"--targets {_shown(self.targets)}: {a} ({ta:g}) must be at least "
+                    f"--min-gap {self.min_gap:g} above {b} ({tb:g})"
+                )
+
+    def always_named(self) -> tuple[str, ...]:
+        """The parameters a recorded command names even at their defaults."""
+        return (*_ALWAYS, "min_gap") if self.strategy == "familiarity" else _ALWAYS
 
     def command_line(self) -> str:
         """The `build-splits` command that asks for this config: the method's parameters
@@ -130,13 +213,15 @@ class SplitConfig:
         defaults = SplitConfig.defaults()
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "source" or (value == defaults[f.name] and f.name not in _ALWAYS):
+            if f.name == "source" or (
+                value == defaults[f.name] and f.name not in self.always_named()
+            ):
                 continue
             option = "--" + f.name.replace("_", "-")
             if isinstance(value, bool):
                 args.append(option if value else "--no-" + f.name.replace("_", "-"))
-            elif f.name in ("levels", "benchmarks"):
-                args += [option, ",".join(value)]
+            elif f.name in ("levels", "benchmarks", "targets"):
+                args += [option, ",".join(str(v) for v in value)]
             elif isinstance(value, tuple):
                 args += [option, *(str(v) for v in value)]
             else:
@@ -150,6 +235,19 @@ class SplitConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _as(cast: Any, name: str, value: Any) -> Any:
+    if cast is None:
+        return value
+    try:
+        return cast(value)
+    except (TypeError, ValueError):
+        raise BuildersError(f"--{name}: {value!r} is not a number") from None
+
+
+def _shown(values: tuple[float, ...]) -> str:
+    return ",".join(f"{v:g}" for v in values)
 
 
 @dataclass
@@ -167,9 +265,11 @@ class SubsetResult:
     path: str | None = None
     rows: pa.Table | None = field(default=None, repr=False)
     label_counts: dict[str, int] = field(default_factory=dict, repr=False)
+    #: The same set's Familiarity under the build's `check_model`, when one is named.
+    check: FamiliarityReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "level": self.level,
             "strategy": self.strategy,
@@ -179,6 +279,9 @@ class SubsetResult:
             "labels": self.labels,
             "familiarity": self.familiarity.to_dict(),
         }
+        if self.check is not None:
+            out["check_familiarity"] = self.check.to_dict()
+        return out
 
 
 @dataclass
@@ -192,7 +295,9 @@ class BuildResult:
     subsets: list[SubsetResult]
     table: LabelTable = field(repr=False)
     scores: np.ndarray = field(repr=False)
-    cuts: dict[str, SelectionResult] = field(repr=False)
+    #: Per level, what chose it: a quantile cut (`SelectionResult`) or, for the
+    #: `familiarity` strategy, a window of the ranking (`splits.dial.Placement`).
+    cuts: dict[str, Any] = field(repr=False)
     levels: list[Any] = field(default_factory=list, repr=False)  # splits.levels.Level
     verdicts: Any = None  # splits.levels.Verdicts
     embedded_new: int = 0
@@ -202,6 +307,10 @@ class BuildResult:
     provenance: dict[str, Any] | None = None
     #: Every benchmark the build was asked for, resolved (`all` spelt out).
     all_benchmarks: tuple[str, ...] = ()
+    #: `familiarity` strategy: the ranking's per-label columns (rank, gain, max) for
+    #: scores.parquet, and the Familiarity of windows along it ([mention offset, value]).
+    ranking: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    curve: list[tuple[int, float]] = field(default_factory=list, repr=False)
 
     def config_dict(self) -> dict[str, Any]:
         """The config as asked, with its benchmarks resolved to their names."""

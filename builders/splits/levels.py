@@ -18,7 +18,7 @@ import numpy as np
 
 from builders.defaults import LEVELS
 from builders.errors import BuildersError
-from builders.shift.report import LabelTable
+from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.scoring import SelectionResult
 from builders.splits.config import SplitConfig, SubsetResult
 
@@ -33,34 +33,38 @@ LOW_BELOW_FULL = (
 
 @dataclass
 class Level:
-    """The labels one level keeps: whole labels (`mask`), and with size matching perhaps one
-    more label of which only the first sentences (in corpus order) up to `cap` mentions."""
+    """The labels one level keeps: whole labels (`mask`), and labels of which it keeps only
+    the first sentences (in corpus order) up to a number of mentions (`caps`: label index ->
+    mentions): a size-matched level's last label, or every label a `familiarity` level takes
+    fewer mentions of than the corpus has."""
 
     level: str
     mask: np.ndarray
     selection: dict[str, Any]
-    partial: tuple[int, int] | None = None  # (label index, mention cap)
+    caps: dict[int, int] = field(default_factory=dict)
 
     def labels(self, table: LabelTable) -> list[str]:
         """The labels kept whole."""
         return [lab for lab, keep in zip(table.labels, self.mask, strict=True) if keep]
 
+    def capped(self, table: LabelTable) -> dict[str, int]:
+        """The labels kept in part, by label text, with their mention caps."""
+        return {table.labels[i]: cap for i, cap in sorted(self.caps.items())}
+
     def kept(self, table: LabelTable) -> list[str]:
-        """Every label the level keeps mentions of (the partial one too), by label text."""
-        extra = [table.labels[self.partial[0]]] if self.partial else []
-        return sorted([*self.labels(table), *extra])
+        """Every label the level keeps mentions of (the capped ones too), by label text."""
+        return sorted([*self.labels(table), *self.capped(table)])
 
     def selected_mask(self) -> np.ndarray:
         mask = self.mask.copy()
-        if self.partial is not None:
-            mask[self.partial[0]] = True
+        mask[list(self.caps)] = True
         return mask
 
     def n_labels(self) -> int:
-        return int(self.mask.sum()) + (self.partial is not None)
+        return int(self.mask.sum()) + len(self.caps)
 
     def mentions(self, table: LabelTable) -> int:
-        return int(table.mentions[self.mask].sum()) + (self.partial[1] if self.partial else 0)
+        return int(table.mentions[self.mask].sum()) + sum(self.caps.values())
 
 
 def from_cuts(
@@ -101,7 +105,7 @@ def match_levels(
     for lv in levels:
         order = [i for i in _ranking(lv.level, scores, strategy) if lv.mask[i]]
         mask = np.zeros_like(lv.mask)
-        partial = None
+        caps = {}
         if mode == "labels":
             mask[order[:target]] = True
         else:
@@ -110,9 +114,9 @@ def match_levels(
             mask[order[:whole]] = True
             got = int(cum[whole - 1]) if whole else 0
             if got < target:
-                partial = (order[whole], target - got)
+                caps[int(order[whole])] = target - got
         selection = {**lv.selection, "matched": mode, "matched_to": int(target)}
-        out.append(Level(lv.level, mask, selection, partial))
+        out.append(Level(lv.level, mask, selection, caps))
     return out
 
 
@@ -146,10 +150,21 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig) -> No
             f"{cfg.source}: {len(table.labels):,} labels cannot give disjoint "
             f"{'/'.join(lv.level for lv in levels)} levels of the size wanted: "
             + "; ".join(problems)
-            + ". Nothing was written. Options that help: --low-quantile, --high-quantile and "
-            "--medium-band (wider cuts), --min-labels and --min-mentions (smaller levels), "
-            "--levels (fewer levels)"
+            + ". Nothing was written. Options that help: "
+            + (
+                "--level-mentions (another size), "
+                if cfg.strategy == "familiarity"
+                else "--low-quantile, --high-quantile and --medium-band (wider cuts), "
+            )
+            + "--min-labels and --min-mentions (smaller levels), --levels (fewer levels)"
         )
+
+
+#: Said when a build's levels do not fall in order (the quantile strategies promise no order).
+ORDER_REMEDY = (
+    "`--strategy familiarity` places levels of equal size by their Familiarity, so that it "
+    "falls from level to level by construction (METHOD.md section 8)."
+)
 
 
 @dataclass
@@ -162,6 +177,10 @@ class Verdicts:
         shares: per level, its share of the full corpus's labels and mentions.
         overlap: per pair of levels, how many labels they share (zero by construction).
         versus_full: per level, its union Familiarity and the full corpus's.
+        gaps: per pair of consecutive levels, their union Familiarity's difference.
+        sizes: per level, its mentions; `spread`: (largest - smallest) / largest.
+        check: with a check model: its name and `falls` as above under it, and whether the
+            union order holds under both models (`holds`).
         failed: one sentence per check that fails (the card's Limitations).
         notes: what to keep in mind reading the numbers (e.g. a low level below the full
             corpus, which is expected of a small low level).
@@ -171,6 +190,9 @@ class Verdicts:
     shares: dict[str, dict[str, float]] = field(default_factory=dict)
     overlap: dict[str, int] = field(default_factory=dict)
     versus_full: dict[str, dict[str, float]] = field(default_factory=dict)
+    gaps: dict[str, float] = field(default_factory=dict)
+    sizes: dict[str, Any] = field(default_factory=dict)
+    check: dict[str, Any] | None = None
     failed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -180,30 +202,49 @@ class Verdicts:
             "shares": self.shares,
             "overlap": self.overlap,
             "versus_full": self.versus_full,
+            "gaps": self.gaps,
+            "sizes": self.sizes,
+            "check": self.check,
             "failed": self.failed,
             "notes": self.notes,
         }
 
 
 def verdicts(
-    full: SubsetResult, subsets: list[SubsetResult], labels: Mapping[str, set[str]]
+    full: SubsetResult,
+    subsets: list[SubsetResult],
+    labels: Mapping[str, set[str]],
+    *,
+    min_gap: float | None = None,
 ) -> Verdicts:
-    """The verdicts of a build: order of Familiarity, shares, overlap, levels vs full corpus.
+    """The verdicts of a build: order of Familiarity, shares, overlap, levels vs full corpus,
+    gaps and sizes.
 
     Args:
         labels: level -> the labels it keeps.
+        min_gap: the gap consecutive levels promise (the `familiarity` strategy), or None.
     """
     v = Verdicts()
     subs = sorted(subsets, key=lambda s: LEVELS.index(s.level))
-    benches = ["union", *full.familiarity.per_benchmark]
-    for name in benches:
-        values = {s.level: _fam(s, name) for s in subs}
-        v.falls[name] = {
-            "values": values,
-            "falls": all(a > b for a, b in pairwise(values.values())),
-        }
+    v.falls = _falls(full.familiarity, [(s.level, s.familiarity) for s in subs])
     if len(subs) > 1:
         v.failed += _order_failures(v.falls, [s.level for s in subs])
+        if v.failed and subs[0].strategy != "familiarity":
+            v.failed.append(ORDER_REMEDY)
+    for a, b in pairwise(subs):
+        gap = a.familiarity.union_macro - b.familiarity.union_macro
+        v.gaps[f"{a.level}/{b.level}"] = gap
+        if min_gap is not None and subs[0].strategy == "familiarity" and gap < min_gap:
+            v.failed.append(
+                f"The {a.level} and {b.level} levels are {gap:.3f} apart, less than the "
+                f"{min_gap:g} asked."
+            )
+    sizes = [s.mentions for s in subs]
+    largest = max(sizes, default=0)
+    v.sizes = {
+        "mentions": {s.level: s.mentions for s in subs},
+        "spread": (largest - min(sizes)) / largest if largest else 0.0,
+    }
     for s in subs:
         v.shares[s.level] = {
             "labels": s.labels / full.labels,
@@ -227,6 +268,39 @@ def verdicts(
     return v
 
 
+def check_verdicts(v: Verdicts, full: SubsetResult, subsets: list[SubsetResult]) -> None:
+    """Add the check model's figures to `v`: does the order hold under it too?"""
+    subs = sorted(subsets, key=lambda s: LEVELS.index(s.level))
+    reports = [(s.level, s.check) for s in subs if s.check is not None]
+    if full.check is None or len(reports) != len(subs):
+        return
+    falls = _falls(full.check, reports)  # type: ignore[arg-type]
+    model = full.check.model
+    holds = bool(falls["union"]["falls"] and v.falls["union"]["falls"])
+    v.check = {"model": model, "falls": falls, "holds": holds}
+    if len(subs) > 1 and not falls["union"]["falls"]:
+        shown = ", ".join(f"{lv} {x:.3f}" for lv, x in falls["union"]["values"].items())
+        v.failed.append(
+            f"Under the check model {model}, Familiarity does not fall "
+            f"{' > '.join(s.level for s in subs)} over the union ({shown}): the order holds "
+            "for the build's model only."
+        )
+
+
+def _falls(
+    full: FamiliarityReport, reports: Sequence[tuple[str, FamiliarityReport]]
+) -> dict[str, dict[str, Any]]:
+    """Per benchmark and `union`: each level's Familiarity and whether it falls strictly."""
+    out = {}
+    for name in ["union", *full.per_benchmark]:
+        values = {lv: _value(rep, name) for lv, rep in reports}
+        out[name] = {
+            "values": values,
+            "falls": all(a > b for a, b in pairwise(values.values())),
+        }
+    return out
+
+
 def _order_failures(falls: dict[str, dict[str, Any]], levels: list[str]) -> list[str]:
     order = " > ".join(levels)
     out = []
@@ -248,6 +322,5 @@ def _order_failures(falls: dict[str, dict[str, Any]], levels: list[str]) -> list
     return out
 
 
-def _fam(sub: SubsetResult, name: str) -> float:
-    rep = sub.familiarity
+def _value(rep: FamiliarityReport, name: str) -> float:
     return rep.union_macro if name == "union" else rep.per_benchmark[name].familiarity

@@ -16,12 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 
+from builders.defaults import TARGET_TOLERANCE
+from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
+from builders.shift.coverage import familiarity_ranking
 from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
@@ -42,8 +46,16 @@ from builders.shift.scoring import (
     select_pooled,
 )
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
+from builders.splits.dial import Dial, Placement, Unreachable, choose
 from builders.splits.leakage import leakage_record
-from builders.splits.levels import Level, check_levels, from_cuts, match_levels, verdicts
+from builders.splits.levels import (
+    Level,
+    check_levels,
+    check_verdicts,
+    from_cuts,
+    match_levels,
+    verdicts,
+)
 from builders.splits.provenance import provenance
 from builders.store import Store
 
@@ -116,6 +128,8 @@ def build(
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
     with clean as dropped:
         results = _measure(store, cfg, sets, progress, stage, emb)
+        if cfg.check_model:
+            _check(store, cfg, results, progress, stage)
         after = _scan(store, cfg, evalsets, stage, emb) if cfg.decontaminate else found
     if found is not None and after is not None:
         for res in results:
@@ -166,6 +180,52 @@ def _measure(
     return results
 
 
+def _check(
+    store: Store,
+    cfg: SplitConfig,
+    results: list[BuildResult],
+    progress: bool,
+    stage: Callable[[str], None],
+) -> None:
+    """The full corpus and every level scored again with `cfg.check_model` (same counts, K,
+    weighting and benchmarks), and the verdicts told whether the order holds under it."""
+    assert cfg.check_model is not None
+    check = Embedder(cfg.check_model, backend=cfg.backend, precision=cfg.precision)
+    model = canonical_name(cfg.check_model)
+    stage(f"check model {model}: Familiarity of the full corpus and every level")
+    for res in results:
+        m, _ = similarity_matrix(
+            store,
+            cfg.check_model,
+            res.table.labels,
+            res.eval_labels,
+            progress,
+            backend=cfg.backend,
+            precision=cfg.precision,
+            embedder=check,
+        )
+        sims = np.ascontiguousarray(m.T)
+        index = {lab: i for i, lab in enumerate(res.table.labels)}
+        for sub in [res.full, *res.subsets]:
+            counts = res.table.mentions
+            if sub.level != "full":
+                counts = np.zeros(len(res.table.labels), dtype=np.int64)
+                for lab, n in sub.label_counts.items():
+                    counts[index[lab]] = n
+            sub.check = familiarity_report(
+                sims,
+                counts,
+                res.table.labels,
+                res.benchmarks,
+                model=model,
+                k=cfg.k,
+                weighting=cfg.weighting,
+                seed=cfg.seed,
+                protocol=cfg.protocol,
+            )
+        check_verdicts(res.verdicts, res.full, res.subsets)
+
+
 def _scan(
     store: Store,
     cfg: SplitConfig,
@@ -201,15 +261,13 @@ def _subset(
 ) -> SubsetResult:
     """One level: its rows (store SQL) and the Familiarity of the mentions it keeps."""
     counts = np.where(level.mask, table.mentions, 0)
-    partial = None
-    if level.partial is not None:
-        index, cap = level.partial
-        partial = (table.labels[index], cap)
-    rows = store.subset_rows(cfg.source, table.stored(level.labels(table)), partial)
-    if partial is not None:  # the partial label's mentions in the sentences it got
-        spans = pc.list_flatten(rows.column("spans"))
-        kept = pc.sum(pc.equal(pc.struct_field(spans, "label"), partial[0])).as_py() or 0
-        counts[level.partial[0]] = kept  # type: ignore[index]
+    capped = level.capped(table)
+    rows = store.subset_rows(cfg.source, table.stored(level.labels(table)), capped)
+    if capped:  # the capped labels' mentions in the sentences they got
+        spans = pc.struct_field(pc.list_flatten(rows.column("spans")), "label")
+        got = dict(zip(*(c.to_pylist() for c in pc.value_counts(spans).flatten()), strict=True))
+        for i in level.caps:
+            counts[i] = got.get(table.labels[i], 0)
     return SubsetResult(
         name=name,
         level=level.level,
@@ -233,13 +291,19 @@ def _build_group(
     stage: Callable[[str], None],
 ) -> BuildResult:
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group."""
-    rule = selection_rule(cfg, len(table.labels))
-    stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
-    scores, cuts = _score_and_cut(cfg, rule, group, m)
-    levels = from_cuts(cuts, cfg.levels, rule.profile)
-    levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
-    check_levels(levels, table, cfg)
     sims_zd = np.ascontiguousarray(m.T)
+    extra: dict[str, Any] = {}
+    if cfg.strategy == "familiarity":
+        profile = "familiarity"
+        scores, cuts, levels, extra = _by_familiarity(cfg, table, m, sims_zd, stage)
+    else:
+        rule = selection_rule(cfg, len(table.labels))
+        profile = rule.profile
+        stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
+        scores, cuts = _score_and_cut(cfg, rule, group, m)
+        levels = from_cuts(cuts, cfg.levels, rule.profile)
+        levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
+    check_levels(levels, table, cfg)
     model = canonical_name(cfg.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
@@ -275,7 +339,7 @@ def _build_group(
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
     return BuildResult(
         config=cfg,
-        profile=rule.profile,
+        profile=profile,
         benchmarks=group,
         full=full,
         subsets=subsets,
@@ -283,5 +347,81 @@ def _build_group(
         scores=scores,
         cuts=cuts,
         levels=levels,
-        verdicts=verdicts(full, subsets, kept),
+        verdicts=verdicts(full, subsets, kept, min_gap=cfg.min_gap),
+        **extra,
     )
+
+
+def _by_familiarity(
+    cfg: SplitConfig,
+    table: LabelTable,
+    m: np.ndarray,
+    sims_zd: np.ndarray,
+    stage: Callable[[str], None],
+) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
+    """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows.
+
+    Returns the per-label gains (the scores), each level's window, the levels, and the
+    BuildResult fields it adds (the ranking's columns and the Familiarity along it).
+    """
+    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
+    ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
+    stage(f"placing {'/'.join(cfg.levels)} levels" + _asked(cfg))
+    try:
+        dial, placed = choose(
+            ranking,
+            sims_zd,
+            cfg.levels,
+            targets=cfg.targets,
+            min_gap=cfg.min_gap,
+            tolerance=TARGET_TOLERANCE,
+            size=cfg.level_mentions,
+            smallest=cfg.min_mentions,
+            k=cfg.k,
+            weighting=cfg.weighting,
+            min_labels=cfg.min_labels,
+        )
+    except Unreachable as e:
+        raise BuildersError(f"{cfg.source}: {e}. Nothing was written. {_REMEDY}") from None
+    stage(
+        f"levels of {dial.size:,} mentions each"
+        + (" (--level-mentions)" if cfg.level_mentions else " (the largest that gives them)")
+    )
+    levels = [_level(p, table, dial, cfg) for p in placed]
+    best = m.max(axis=1) if m.shape[1] else np.zeros(len(table.labels))
+    columns = {"rank": ranking.position, "gain": ranking.gain, "max": best.astype(np.float64)}
+    curve = [(int(dial.cum[s]), f) for s, f in sorted(dial.evaluated().items())]
+    return ranking.gain, {p.level: p for p in placed}, levels, {"ranking": columns, "curve": curve}
+
+
+_REMEDY = (
+    "Options that help: --targets (other values), --level-mentions (another size), "
+    "--min-gap (a smaller gap), --levels (fewer levels), or --strategy entropy|max"
+)
+
+
+def _asked(cfg: SplitConfig) -> str:
+    if cfg.targets is None:
+        return ""
+    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.targets)
+
+
+def _level(placed: Placement, table: LabelTable, dial: Dial, cfg: SplitConfig) -> Level:
+    """A window as a level: labels taken whole, and the others capped at what it takes."""
+    mask = np.zeros(len(table.labels), dtype=bool)
+    caps = {}
+    for i, n in zip(placed.labels.tolist(), placed.take.tolist(), strict=True):
+        if n >= table.mentions[i]:
+            mask[i] = True
+        else:
+            caps[i] = n
+    selection = {
+        **placed.to_dict(),
+        "level_mentions": dial.size,
+        "size": "given" if cfg.level_mentions else "largest",
+        "label_cap": cfg.k,
+        "capped_labels": len(caps),
+        "min_gap": cfg.min_gap,
+        "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,
+    }
+    return Level(placed.level, mask, selection, caps)

@@ -32,7 +32,7 @@ from builders.hub.folder import (
     write_json,
     write_parquet,
 )
-from builders.hub.plots import render_histogram, score_plot_title
+from builders.hub.plots import dial_png, histogram_png, score_plot_title
 from builders.hub.readme import CARD, folder_card, repo_name
 from builders.splits.config import BuildResult, SubsetResult
 
@@ -140,24 +140,41 @@ def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict
         }
     )
     pq.write_table(score_table, where / "scores.parquet", compression="zstd")
-    cfg = res.config
-    title = score_plot_title(
-        cfg.source, cfg.strategy, res.scores.size, list(res.benchmarks), cfg.model, sub.level
-    )
-    render_histogram(
-        res.scores.ravel(),
-        {lv: list(c.thresholds) for lv, c in res.cuts.items()},
-        cfg.strategy,
-        where / "scores.png",
-        level=sub.level,
-        title=title,
-        sides={lv: c.side for lv, c in res.cuts.items()},
-    )
+    (where / "scores.png").write_bytes(_plot(res, sub.level))
     write_json(where / BUILD_JSON, record)
 
 
+def _plot(res: BuildResult, level: str) -> bytes:
+    """The config's picture: the score histogram with the cuts, or for the `familiarity`
+    strategy the Familiarity of windows along the ranking with the levels' windows."""
+    cfg = res.config
+    title = score_plot_title(
+        cfg.source, cfg.strategy, res.scores.size, list(res.benchmarks), cfg.model, level
+    )
+    if cfg.strategy == "familiarity":
+        windows = {lv: (p.offset, p.offset + p.size, p.familiarity) for lv, p in res.cuts.items()}
+        targets = {lv: p.target for lv, p in res.cuts.items()}
+        return dial_png(res.curve, windows, level=level, title=title, targets=targets)
+    return histogram_png(
+        res.scores.ravel(),
+        {lv: list(c.thresholds) for lv, c in res.cuts.items()},
+        cfg.strategy,
+        level=level,
+        title=title,
+        sides={lv: c.side for lv, c in res.cuts.items()},
+    )
+
+
 def _score_columns(res: BuildResult) -> dict[str, pa.Array]:
-    """`score` per label; under the paper protocol `score <benchmark>` per benchmark."""
+    """`score` per label; under the paper protocol `score <benchmark>` per benchmark; for
+    the `familiarity` strategy the ranking's `rank`, `gain` (Familiarity per mention when the
+    ranking took it, 0 after its greedy part) and `max` (closest similarity)."""
+    if res.ranking is not None:
+        return {
+            "rank": pa.array(res.ranking["rank"], pa.int64()),
+            "gain": pa.array(res.ranking["gain"], pa.float64()),
+            "max": pa.array(res.ranking["max"], pa.float64()),
+        }
     if res.scores.ndim == 1:
         return {"score": pa.array(res.scores, pa.float64())}
     return {

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -357,37 +357,54 @@ class Store(OverlapQueries):
 
     # ------------------------------------------------------------------ rows
     def subset_rows(
-        self, source: str, labels: list[str], partial: tuple[str, int] | None = None
+        self, source: str, labels: list[str], caps: Mapping[str, int] | None = None
     ) -> pa.Table:
         """The rows of a label subset, in corpus order (METHOD.md section 4).
 
         A sentence is kept if it has a mention of one of `labels`; only those mentions are
-        kept, and only the negatives (types asked about with no answer) among `labels`.
-        `partial = (label, cap)` adds one more label, but only in its first sentences (in
-        corpus order) until `cap` of its mentions are in (the last one may pass it).
+        kept, and only the negatives (types asked about with no answer) among the labels kept.
+        `caps` (label -> mentions) adds labels kept in part: each only in its first sentences
+        (in corpus order) until that many of its mentions are in (the last one may pass it).
         Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives.
         """
-        plabel, cap = partial if partial is not None else (None, 0)
+        capped = dict(caps or {})
         order = _SPLIT_ORDER_SQL.format(col="split")
-        with self._registered("_selected", pa.table({"label": pa.array(labels, pa.string())})):
+        selected = pa.table(
+            {
+                "label": pa.array([*labels, *capped], pa.string()),
+                "cap": pa.array([None] * len(labels) + list(capped.values()), pa.int64()),
+            }
+        )
+        with self._registered("_selected", selected):
             return self.con.sql(
                 f"""
-                WITH p AS (
-                    SELECT split, idx, count(*) AS n FROM mentions
-                    WHERE source = $1 AND label = $2 GROUP BY split, idx
-                ), pc AS (
-                    SELECT split, idx,
-                           sum(n) OVER (ORDER BY {order}, split, idx) - n AS before
-                    FROM p
+                WITH per AS (
+                    SELECT m.label, m.split, m.idx, count(*) AS n
+                    FROM mentions m JOIN _selected c ON m.label = c.label
+                    WHERE m.source = $1 AND c.cap IS NOT NULL
+                    GROUP BY m.label, m.split, m.idx
+                ), capped AS (
+                    SELECT label, split, idx FROM (
+                        SELECT label, split, idx,
+                               sum(n) OVER (PARTITION BY label
+                                            ORDER BY {order}, split, idx) - n AS before
+                        FROM per
+                    ) JOIN _selected USING (label)
+                    WHERE before < cap
+                ), kept AS (
+                    SELECT m.split, m.idx, m.start, m.stop, m.label
+                    FROM mentions m JOIN _selected c ON m.label = c.label
+                    WHERE m.source = $1 AND c.cap IS NULL
+                    UNION ALL
+                    SELECT m.split, m.idx, m.start, m.stop, m.label
+                    FROM mentions m JOIN capped c
+                         ON m.label = c.label AND m.split = c.split AND m.idx = c.idx
+                    WHERE m.source = $1
                 ), m AS (
                     SELECT split, idx,
                            list({{'start': start, 'end': stop, 'label': label}}
                                 ORDER BY start, stop, label) AS spans
-                    FROM mentions
-                    WHERE source = $1 AND (label IN (SELECT label FROM _selected)
-                          OR (label = $2 AND (split, idx) IN
-                              (SELECT (split, idx) FROM pc WHERE before < $3)))
-                    GROUP BY split, idx
+                    FROM kept GROUP BY split, idx
                 ), n AS (
                     SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
                     FROM negatives
@@ -402,7 +419,7 @@ class Store(OverlapQueries):
                 WHERE s.source = $1
                 ORDER BY {_SPLIT_ORDER_SQL.format(col="s.split")}, s.split, s.idx
                 """,
-                params=[source, plabel, cap],
+                params=[source],
             ).to_arrow_table()
 
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:

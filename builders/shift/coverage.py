@@ -1,0 +1,213 @@
+"""The familiarity ranking: training labels ordered by what they add to Familiarity.
+
+    ranking = familiarity_ranking(sims_dz, counts, k=1000, weighting="zipf")
+    ranking.order          label indices, the most familiar-making first
+    ranking.usable         mentions a level may take of each label: min(c_d, K)
+
+METHOD.md section 8. Familiarity reads, for every evaluation label z, the first K of the
+training mentions ordered by similarity to z. A label set is therefore familiar when it holds
+close mentions for *many* evaluation labels, not when it holds many mentions of a few exact
+matches, and no label gives more than K useful mentions.
+
+The ranking is the greedy maximisation of
+
+    G(S) = mean_z sum_{k=1..K} w_k s_(k)(z) / W(K)
+
+(the Familiarity of S with its missing positions counted as 0, equal to it once S holds K
+mentions): it repeatedly takes the label with the largest gain of G per mention it costs (at
+most K mentions a label), re-computing gains lazily (G is submodular, so a gain never grows).
+Labels that add nothing once every evaluation label's first K positions are taken follow in
+order of their closest similarity to any evaluation label (the `max` score), ties by label
+text. One pass; its cost is about one gain evaluation per label, each over the evaluation
+labels the label could still enter.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from builders.shift.familiarity import WEIGHTINGS
+
+#: A gain below this (per label, on a [0, 1] scale) is rounding noise: the label adds nothing.
+_NO_GAIN = 1e-12
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Labels from the most to the least familiar-making.
+
+    Attributes:
+        order: label indices (into the table the sims came from), most familiar first; labels
+            with no mention are left out.
+        usable: per label index, the mentions a level may take of it: min(c_d, K).
+        gain: per label index, the Familiarity (G) it added per mention when the greedy took
+            it; 0 for the labels after the greedy part.
+        greedy: how many labels at the front of `order` the greedy placed.
+    """
+
+    order: np.ndarray
+    usable: np.ndarray
+    gain: np.ndarray
+    greedy: int
+
+    @property
+    def position(self) -> np.ndarray:
+        """Per label index, its place in `order` (-1 for labels left out)."""
+        pos = np.full(self.usable.size, -1, dtype=np.int64)
+        pos[self.order] = np.arange(self.order.size)
+        return pos
+
+
+def position_weights(k: int, weighting: str) -> np.ndarray:
+    """w_1..w_K of METHOD.md section 2 (Zipf 1/k, linear (K - k + 1) / K, unweighted 1)."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
+    pos = np.arange(1, k + 1, dtype=np.float64)
+    if weighting == "zipf":
+        return 1.0 / pos
+    if weighting == "linear":
+        return (k - pos + 1) / k
+    return np.ones(k)
+
+
+class _TopK:
+    """Every evaluation label's first K positions over the labels taken so far, as runs of
+    equal similarity (one run per label: its value and the positions it holds, descending),
+    and the gain of G a new label would bring. Positions past the runs hold 0."""
+
+    def __init__(self, n_eval: int, k: int, weighting: str):
+        self.k = k
+        w = position_weights(k, weighting)
+        self.cum = np.concatenate([[0.0], np.cumsum(w)])  # W(n), n = 0..K
+        self.norm = n_eval * self.cum[k]
+        self.value = np.zeros((n_eval, 8))  # runs, descending; unused runs hold 0 positions
+        self.count = np.zeros((n_eval, 8), dtype=np.int64)
+        self.kth = np.zeros(n_eval)  # the K-th position's value (0 until K are held)
+
+    def _rows(self, s: np.ndarray) -> np.ndarray:
+        """The evaluation labels whose first K positions `s` would enter."""
+        return np.flatnonzero(s > self.kth)
+
+    def _enter(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows `s` would enter, their runs' start positions, and its first position."""
+        rows = self._rows(s)
+        cnt = self.count[rows]
+        start = np.cumsum(cnt, axis=1) - cnt
+        p = np.where(self.value[rows] >= s[rows, None], cnt, 0).sum(axis=1)
+        return rows, start, p
+
+    def gain(self, s: np.ndarray, a: int) -> float:
+        """G(S + d) - G(S) for a label with similarities `s` and `a` mentions (a <= K)."""
+        rows, start, p = self._enter(s)
+        if rows.size == 0:
+            return 0.0
+        k, cum, sr = self.k, self.cum, s[rows]
+        added = sr * (cum[np.minimum(p + a, k)] - cum[p])
+        stop = start + self.count[rows]
+        below = self.value[rows] < sr[:, None]  # runs that move down a places
+        before = cum[stop] - cum[start]
+        after = cum[np.minimum(stop + a, k)] - cum[np.minimum(start + a, k)]
+        moved = np.where(below, self.value[rows] * (before - after), 0.0).sum(axis=1)
+        return float((added - moved).sum()) / self.norm
+
+    def take(self, s: np.ndarray, a: int) -> None:
+        """Insert the label's run into every row it enters, keeping the first K positions."""
+        rows = self._rows(s)
+        if rows.size == 0:
+            return
+        n_runs = (self.count[rows] > 0).sum(axis=1)
+        if n_runs.max() + 1 > self.value.shape[1]:
+            grow = self.value.shape[1]
+            self.value = np.pad(self.value, ((0, 0), (0, grow)))
+            self.count = np.pad(self.count, ((0, 0), (0, grow)))
+        width = self.value.shape[1]
+        slot = (self.value[rows] >= s[rows, None]) & (self.count[rows] > 0)
+        at = slot.sum(axis=1)[:, None]  # the new run's index in each row
+        j = np.arange(width)[None, :]
+        src = np.maximum(j - 1, 0)
+        old_v, old_c = self.value[rows], self.count[rows]
+        shift_v = np.take_along_axis(old_v, np.broadcast_to(src, old_v.shape), 1)
+        shift_c = np.take_along_axis(old_c, np.broadcast_to(src, old_c.shape), 1)
+        value = np.where(j < at, old_v, np.where(j == at, s[rows, None], shift_v))
+        count = np.where(j < at, old_c, np.where(j == at, a, shift_c))
+        begin = np.cumsum(count, axis=1) - count  # keep the first K positions only
+        count = np.clip(self.k - begin, 0, count)
+        value = np.where(count > 0, value, 0.0)
+        self.value[rows], self.count[rows] = value, count
+        full = count.sum(axis=1) >= self.k
+        last = np.maximum((count > 0).sum(axis=1) - 1, 0)
+        self.kth[rows] = np.where(full, value[np.arange(rows.size), last], 0.0)
+
+
+def contributors(sims_dz: np.ndarray, usable: np.ndarray, k: int) -> np.ndarray:
+    """The labels that hold one of the first K positions of some evaluation label over the
+    whole corpus (ties at the K-th value all count): the only labels Familiarity reads."""
+    d, z = sims_dz.shape
+    keep = np.zeros(d, dtype=bool)
+    live = np.flatnonzero(usable > 0)
+    if live.size == 0 or z == 0:
+        return np.flatnonzero(keep)
+    s = sims_dz[live].T  # (Z, D live)
+    kk = min(k, live.size)
+    idx = np.argpartition(-s, kk - 1, axis=1)[:, :kk] if kk < live.size else None
+    for row in range(z):
+        cand = idx[row] if idx is not None else np.arange(live.size)
+        vals = s[row, cand]
+        order = np.lexsort((cand, -vals))
+        cand, vals = cand[order], vals[order]
+        before = np.cumsum(usable[live[cand]]) - usable[live[cand]]
+        inside = (before < k) & (vals > 0)
+        if inside.any():
+            kth = vals[inside].min()
+            keep[live[cand[inside]]] = True
+            keep[live[(s[row] == kth) & (kth > 0)]] = True
+    return np.flatnonzero(keep)
+
+
+def familiarity_ranking(
+    sims_dz: np.ndarray, counts: np.ndarray, k: int = 1000, weighting: str = "zipf"
+) -> Ranking:
+    """The familiarity ranking of the training labels (module docstring).
+
+    Args:
+        sims_dz: shape (D, Z): sim(d, z) of training label d to evaluation label z, in [0, 1].
+        counts: shape (D,): mentions of each training label.
+        k, weighting: Familiarity's K and position weighting.
+
+    Ties (equal gain per mention, or equal `max` score in the tail) are broken by label index,
+    so the same inputs give the same ranking.
+    """
+    sims = np.asarray(sims_dz)
+    c = np.asarray(counts, dtype=np.int64)
+    if sims.ndim != 2 or sims.shape[0] != c.size:
+        raise ValueError(f"sims_dz must have shape (D, Z) with D = {c.size}, got {sims.shape}")
+    usable = np.minimum(c, k)
+    top = _TopK(sims.shape[1], k, weighting)
+    live = contributors(sims, usable, k)
+    s = {int(d): row for d, row in zip(live, sims[live].astype(np.float64), strict=True)}
+    # Gains against the empty set: upper bounds of every later gain (G is submodular).
+    first = {d: row.sum() * top.cum[usable[d]] / top.norm for d, row in s.items()}
+    heap = [(-g / usable[d], d) for d, g in first.items() if g > _NO_GAIN]
+    heapq.heapify(heap)
+    gain = np.zeros(c.size)
+    taken: list[int] = []
+    while heap:
+        _, d = heapq.heappop(heap)
+        g = top.gain(s[d], int(usable[d]))
+        if g <= _NO_GAIN:
+            continue  # adds nothing now, and never will: it goes to the tail
+        ratio = g / usable[d]
+        if heap and ratio < -heap[0][0]:
+            heapq.heappush(heap, (-ratio, d))
+            continue
+        top.take(s[d], int(usable[d]))
+        gain[d] = ratio
+        taken.append(d)
+    rest = np.setdiff1d(np.flatnonzero(usable > 0), np.array(taken, dtype=np.int64))
+    best = sims.max(axis=1) if sims.shape[1] else np.zeros(c.size)
+    rest = rest[np.lexsort((rest, -best[rest]))]
+    order = np.concatenate([np.array(taken, dtype=np.int64), rest])
+    return Ranking(order=order, usable=usable, gain=gain, greedy=len(taken))
