@@ -14,12 +14,14 @@ The ranking is the greedy maximisation of
     G(S) = mean_z sum_{k=1..K} w_k s_(k)(z) / W(K)
 
 (the Familiarity of S with its missing positions counted as 0, equal to it once S holds K
-mentions): it repeatedly takes the label with the largest gain of G per mention it costs (at
-most K mentions a label), re-computing gains lazily (G is submodular, so a gain never grows).
-Labels that add nothing once every evaluation label's first K positions are taken follow in
-order of their closest similarity to any evaluation label (the `max` score), ties by label
-text. One pass; its cost is about one gain evaluation per label, each over the evaluation
-labels the label could still enter.
+mentions). Among the labels that hold one of the first K positions of some evaluation label
+in the whole corpus (the only ones the corpus's Familiarity reads), it repeatedly takes the
+label with the largest gain of G per mention it costs (at most K mentions a label),
+re-computing gains lazily (G is submodular, so a gain never grows), until none gains: the
+labels taken then give every evaluation label the corpus's own first K positions. The other
+labels follow in order of their closest similarity to any evaluation label (the `max`
+score). Ties go by label index (the table is sorted by label text). Each gain is computed over
+runs of equal similarity, in the evaluation labels the label could still enter.
 """
 
 from __future__ import annotations

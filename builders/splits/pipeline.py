@@ -364,6 +364,13 @@ def _by_familiarity(
     Returns the per-label gains (the scores), each level's window, the levels, and the
     BuildResult fields it adds (the ranking's columns and the Familiarity along it).
     """
+    need = len(cfg.levels) * cfg.min_labels
+    if len(table.labels) < need:
+        raise BuildersError(
+            f"{cfg.source}: {len(table.labels):,} labels cannot give {len(cfg.levels)} disjoint "
+            f"levels of at least {cfg.min_labels} labels each ({need} labels needed; "
+            "--min-labels sets the least, --levels fewer levels). Nothing was written."
+        )
     stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
     ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
     stage(f"placing {'/'.join(cfg.levels)} levels" + _asked(cfg))

@@ -1,0 +1,140 @@
+"""Levels placed by their Familiarity (METHOD.md section 8): windows of the familiarity
+ranking, disjoint, of one size, ordered with a gap, at requested values or refused with the
+range the corpus reaches. Every figure here is recomputed with the reference Familiarity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from builders.errors import BuildersError
+from builders.shift.coverage import familiarity_ranking
+from builders.shift.familiarity import familiarity_reference
+from builders.splits import SplitConfig
+from builders.splits.dial import Dial, Unreachable, choose, largest_size, place
+
+
+def _corpus(seed: int, n_train: int = 400, n_eval: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """Similarities with a few close labels per evaluation label and a long tail, counts
+    with a Zipf-like spread (a few big labels, many small ones)."""
+    rng = np.random.default_rng(seed)
+    sims = rng.uniform(0, 0.45, size=(n_train, n_eval))
+    close = rng.integers(0, n_train, size=3 * n_eval)
+    sims[close, np.repeat(np.arange(n_eval), 3)] = rng.uniform(0.6, 1.0, size=3 * n_eval)
+    counts = np.maximum(1, (2000 / np.arange(1, n_train + 1) ** 0.9).astype(int))
+    return sims, rng.permutation(counts)
+
+
+def _check(placed, sims: np.ndarray, counts: np.ndarray, k: int, size: int) -> list[float]:
+    """The promises of a placement, with Familiarity recomputed literally; its values."""
+    seen: set[int] = set()
+    values = []
+    for p in placed:
+        labels = p.labels.tolist()
+        assert not seen & set(labels), "levels share labels"
+        seen |= set(labels)
+        assert int(p.take.sum()) == size
+        assert all(0 < t <= min(counts[d], k) for d, t in zip(labels, p.take, strict=True))
+        take = np.zeros(counts.size, dtype=np.int64)
+        take[p.labels] = p.take
+        f = familiarity_reference(sims.T, take, k=k).mean()
+        assert f == pytest.approx(p.familiarity, abs=1e-9)
+        values.append(f)
+    return values
+
+
+@given(seed=st.integers(0, 500))
+def test_default_levels_fall_with_the_gap_at_one_size(seed: int) -> None:
+    sims, counts = _corpus(seed)
+    ranking = familiarity_ranking(sims, counts, k=200)
+    dial, placed = choose(
+        ranking, sims.T.copy(), ("low", "medium", "high"), targets=None, min_gap=0.05,
+        tolerance=0.02, size=None, smallest=50, k=200, weighting="zipf", min_labels=3,
+    )  # fmt: skip
+    low, medium, high = _check(placed, sims, counts, 200, dial.size)
+    assert low - medium >= 0.05 and medium - high >= 0.05
+    assert [p.level for p in placed] == ["low", "medium", "high"]
+    assert all(p.stop - p.start >= 3 for p in placed)
+
+
+def test_targets_are_met_within_the_tolerance() -> None:
+    sims, counts = _corpus(1)
+    ranking = familiarity_ranking(sims, counts, k=200)
+    levels = ("low", "medium", "high")
+    dial, free = choose(
+        ranking, sims.T.copy(), levels, targets=None, min_gap=0.05, tolerance=0.02,
+        size=None, smallest=50, k=200, weighting="zipf",
+    )  # fmt: skip
+    low, medium, high = (p.familiarity for p in free)
+    targets = (low - 0.01, medium + 0.005, high + 0.01)
+    placed = place(dial, levels, targets, 0.05, 0.02)
+    values = _check(placed, sims, counts, 200, dial.size)
+    assert all(abs(v - t) <= 0.02 for v, t in zip(values, targets, strict=True))
+    assert [p.target for p in placed] == list(targets)
+    assert values[0] - values[1] >= 0.05 and values[1] - values[2] >= 0.05
+
+
+def test_unreachable_targets_name_the_range() -> None:
+    sims, counts = _corpus(2)
+    ranking = familiarity_ranking(sims, counts, k=200)
+    with pytest.raises(Unreachable) as e:
+        choose(
+            ranking, sims.T.copy(), ("low", "medium", "high"), targets=(0.99, 0.5, 0.1),
+            min_gap=0.05, tolerance=0.02, size=None, smallest=50, k=200, weighting="zipf",
+        )  # fmt: skip
+    assert "reach Familiarity" in str(e.value) and "low 0.990" in str(e.value)
+    assert 0 < e.value.low < e.value.high < 0.99
+
+
+def test_a_size_that_does_not_fit_is_refused_with_the_largest_that_does() -> None:
+    sims, counts = _corpus(3)
+    ranking = familiarity_ranking(sims, counts, k=200)
+    top = largest_size(ranking, 3, 50)
+    with pytest.raises(Unreachable, match=f"the largest size that fits is {top:,}"):
+        choose(
+            ranking, sims.T.copy(), ("low", "medium", "high"), targets=None, min_gap=0.05,
+            tolerance=0.02, size=top + 1, smallest=50, k=200, weighting="zipf",
+        )  # fmt: skip
+
+
+def test_two_levels_take_the_ends() -> None:
+    sims, counts = _corpus(4)
+    ranking = familiarity_ranking(sims, counts, k=200)
+    dial = Dial(ranking, sims.T.copy(), 3000, k=200, weighting="zipf", min_labels=3)
+    low, high = place(dial, ("low", "high"), None, 0.05, 0.02)
+    values = dial.evaluated()
+    admissible = [v for s, v in values.items() if dial.labels_at(s) >= 3]
+    assert low.familiarity == max(admissible) and high.familiarity == min(admissible)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"targets": (0.5, 0.4, 0.3)}, "use --strategy familiarity"),
+        ({"strategy": "familiarity", "targets": (0.5, 0.4)}, "gives 2 values for 3 levels"),
+        ({"strategy": "familiarity", "targets": (0.5, 0.48, 0.3)}, "at least --min-gap 0.05"),
+        ({"strategy": "familiarity", "targets": (0.3, 0.4, 0.5)}, "at least --min-gap"),
+        ({"strategy": "familiarity", "targets": (1.5, 0.4, 0.1)}, r"must lie in \[0, 1\]"),
+        ({"strategy": "familiarity", "low_quantile": 0.9}, "--low-quantile belong to"),
+        ({"strategy": "familiarity", "match": "mentions"}, "--match belong to"),
+        ({"strategy": "familiarity", "protocol": "paper"}, "--protocol belong to"),
+        ({"strategy": "familiarity", "level_mentions": 10}, "below --min-mentions"),
+        ({"strategy": "familiarity", "levels": ("high", "low"), "targets": (0.3, 0.5)}, "order"),
+        ({"check_model": "all-mpnet-base-v2"}, "is the build's own --model"),
+        ({"strategy": "familiarity", "targets": "0.5,x,0.3"}, "'x' is not a number"),
+    ],
+)
+def test_familiarity_options_are_checked_before_anything_is_read(
+    changes: dict, message: str
+) -> None:
+    with pytest.raises(BuildersError, match=message):
+        SplitConfig("pilener", **changes)
+
+
+def test_targets_from_a_scenario_string_and_the_recorded_command() -> None:
+    cfg = SplitConfig("mine", strategy="familiarity", targets="0.55, 0.42,0.3")
+    assert cfg.targets == (0.55, 0.42, 0.3)
+    command = cfg.command_line()
+    assert "--targets 0.55,0.42,0.3" in command and "--min-gap 0.05" in command
