@@ -1,0 +1,167 @@
+"""`build-splits --strategy familiarity` on the bundled real sample (2,217 Pile-NER passages,
+368 types): levels ordered by construction, of one size, disjoint, at requested values, each
+level's Familiarity reproduced from its parquet by independent code (scripts/verify_levels.py)
+under the build's model and its check model; refusals that write nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from helpers import LABELS_A, ROOT, bio_corpus, json_result
+
+from builders.cli.main import build_splits
+from builders.splits import SplitConfig, build
+from builders.store import Store
+from builders.store.ingest import ingest
+
+MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
+LEVELS = ("low", "medium", "high")
+FOLDERS = [f"pilener-sample-{lv}-shift" for lv in LEVELS]
+
+
+@pytest.fixture(scope="session")
+def familiarity_build(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The sample's familiarity levels (MiniLM), scored again with the paper's model."""
+    root = tmp_path_factory.mktemp("familiarity-build")
+    db = root / "s.duckdb"
+    shutil.copy(sample_results["db"], db)
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, check_model=MPNET)
+    with Store(db) as store:
+        (res,) = build(store, cfg, root / "out")
+    return {"db": db, "out": root / "out", "result": res}
+
+
+def _parquet_counts(folder: Path) -> Counter:
+    counts: Counter = Counter()
+    table = pq.read_table(next((folder / "familiarity").glob("train-*.parquet")))
+    for spans in table.column("spans").to_pylist():
+        counts.update(s["label"] for s in spans)
+    return counts
+
+
+def test_levels_fall_by_the_gap_with_one_size_and_no_shared_label(familiarity_build) -> None:
+    res = familiarity_build["result"]
+    union = [s.familiarity.union_macro for s in res.subsets]
+    assert [s.level for s in res.subsets] == list(LEVELS)
+    assert union[0] - union[1] >= 0.05 and union[1] - union[2] >= 0.05
+    assert res.verdicts.falls["union"]["falls"] and not res.verdicts.failed
+    counts = [_parquet_counts(familiarity_build["out"] / f) for f in FOLDERS]
+    sizes = [sum(c.values()) for c in counts]
+    assert max(sizes) - min(sizes) <= 0.01 * max(sizes)
+    assert sizes == [s.mentions for s in res.subsets]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert not set(counts[a]) & set(counts[b])
+    assert all(len(c) >= 3 for c in counts)
+    # a level keeps at most K mentions of a label, and a few more where a sentence passes it
+    assert all(n <= 1000 + 10 for c in counts for n in c.values())
+
+
+def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import verify_levels
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    folders = [str(familiarity_build["out"] / f) for f in FOLDERS]
+    assert verify_levels.main(folders) == 0
+    out = capsys.readouterr().out
+    assert out.count(MINILM) == 3 and out.count(MPNET) == 3  # every level, both models
+    assert out.rstrip().endswith("verdict: OK")
+
+
+def test_the_check_model_is_reported_and_judged(familiarity_build) -> None:
+    res = familiarity_build["result"]
+    check = res.verdicts.check
+    assert check is not None and check["model"] == f"sentence-transformers/{MPNET}"
+    values = list(check["falls"]["union"]["values"].values())
+    assert check["holds"] == (values[0] > values[1] > values[2])
+    assert [s.check.union_macro for s in res.subsets] == values
+    build_json = json.loads(
+        (familiarity_build["out"] / FOLDERS[0] / "familiarity" / "build.json").read_text()
+    )
+    assert build_json["subset"]["check_familiarity"]["model"] == check["model"]
+    card = (familiarity_build["out"] / FOLDERS[0] / "README.md").read_text()
+    assert f"check model** `sentence-transformers/{MPNET}`" in card
+    assert "The order over the union holds under both models" in card
+
+
+def test_the_folders_load_and_say_how_they_were_built(familiarity_build) -> None:
+    from datasets import load_dataset
+
+    folder = familiarity_build["out"] / FOLDERS[1]
+    ds = load_dataset(str(folder), "familiarity", split="train")
+    assert ds.num_rows == familiarity_build["result"].subsets[1].sentences
+    card = (folder / "README.md").read_text()
+    assert "**by their Familiarity** (METHOD.md section 8)" in card
+    assert "| **medium** |" in card
+    scores = pq.read_table(folder / "familiarity" / "scores.parquet").to_pydict()
+    assert set(scores) == {"label", "mentions", "rank", "gain", "max", "selected"}
+    assert sorted(r for r in scores["rank"] if r >= 0) == list(range(368))
+
+
+def test_the_same_inputs_give_the_same_bytes(familiarity_build, tmp_path: Path) -> None:
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, check_model=MPNET)
+    with Store(familiarity_build["db"]) as store:
+        build(store, cfg, tmp_path)
+    for folder in FOLDERS:
+        for path in sorted((familiarity_build["out"] / folder).rglob("*")):
+            if path.is_file():
+                again = tmp_path / folder / path.relative_to(familiarity_build["out"] / folder)
+                assert again.read_bytes() == path.read_bytes(), path
+
+
+def _cli(db: Path, out: Path, *args: str):
+    base = ["--source", "pilener-sample", "--model", MINILM, "--db", str(db), "--out", str(out)]
+    return CliRunner().invoke(build_splits, [*base, "--strategy", "familiarity", *args])
+
+
+def test_targets_are_met_or_refused_with_the_range(familiarity_build, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    low, medium, high = (s.familiarity.union_macro for s in familiarity_build["result"].subsets)
+    targets = (round(low - 0.01, 2), round(medium, 2), round(high + 0.01, 2))
+    res = _cli(db, tmp_path / "out", "--targets", ",".join(map(str, targets)), "--json", "-q")
+    assert res.exit_code == 0, res.output
+    [summary] = json_result(res.output)
+    got = [s["familiarity"]["union_macro"] for s in summary["subsets"]]
+    assert all(abs(g - t) <= 0.02 for g, t in zip(got, targets, strict=True)), (got, targets)
+    assert [s["selection"]["target"] for s in summary["subsets"]] == list(targets)
+
+    refused = _cli(db, tmp_path / "refused", "--targets", "0.99,0.5,0.1")
+    assert refused.exit_code == 1
+    assert "reach Familiarity" in refused.output and "Nothing was written" in refused.output
+    assert not (tmp_path / "refused").exists()
+
+
+def test_a_corpus_of_eight_labels_is_refused_with_why(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        ingest(store, "columns", bio_corpus(tmp_path / "c.txt", LABELS_A[:8], 400), name="tiny")
+    res = CliRunner().invoke(
+        build_splits,
+        ["--source", "tiny", "--strategy", "familiarity", "--model", MINILM, "--db", str(db),
+         "--out", str(tmp_path / "out"), "--no-leakage"],
+    )  # fmt: skip
+    assert res.exit_code == 1
+    assert "8 labels cannot give 3 disjoint levels of at least 3 labels each" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_quantile_build_whose_order_fails_points_to_the_familiarity_strategy(
+    sample_results: dict,
+) -> None:
+    from builders.splits.levels import ORDER_REMEDY
+
+    for strategy in ("entropy", "max"):
+        v = sample_results[strategy].verdicts
+        order_failed = not all(f["falls"] for f in v.falls.values())
+        assert (ORDER_REMEDY in v.failed) == order_failed
