@@ -23,9 +23,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
-	# 368 types: the paper's 1% medium band would hold 4 labels, too few (see README)
-	HF_HUB_OFFLINE=1 $(BIN)/build-splits --source pilener-sample --strategy entropy \
-		--medium-band 0.45 0.55 --db out/demo.duckdb --out out/demo
+	# levels placed by their Familiarity, ordered by construction (docs/METHOD.md section 8)
+	HF_HUB_OFFLINE=1 $(BIN)/build-splits --source pilener-sample --strategy familiarity \
+		--db out/demo.duckdb --out out/demo
 
 test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)

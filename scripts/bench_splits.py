@@ -7,7 +7,9 @@
 2. Cold cache: runs `build-splits` in a child process with no cached embeddings, and times the
    embedding stage inside it against the model's raw `encode` on the same labels.
 3. Warm cache: runs the same `build-splits` again in a child process: wall time and peak RSS
-   (the target is under 2 minutes and 4 GB on 2 cores).
+   (the target is under 2 minutes and 4 GB on 2 cores). With several strategies
+   (`--strategy entropy,familiarity`), each gets a warm build, run in turn `--repeat` times,
+   and the table gives each one's median wall time as a ratio of the first strategy's.
 
 Figures are printed as one table; compare ratios within one run, the machines are noisy.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +43,39 @@ def run_child(args: list[str], cwd: Path | None = None) -> tuple[float, float, s
     return wall, usage.ru_maxrss / 1024 / 1024, stdout
 
 
+def cold_rows(args: argparse.Namespace, rows: list[tuple[str, str]]) -> None:
+    """Throughput of the embedding stage vs the model's raw encode, on the same labels, with
+    nothing cached (the vectors are dropped after)."""
+    import numpy as np
+
+    from builders.shift.embedder import Embedder
+    from builders.store import Store
+
+    with Store(args.db) as store:
+        labels = [r[0] for r in store.label_counts("nuner", top=args.raw_sample, by="label")]
+        emb = Embedder(args.model)
+        key = emb.cache_key  # what the vectors are cached under (not the model name alone)
+        store.drop_vectors(key)
+        emb.encode(labels[:256])  # load the model and warm both paths outside the timings
+        emb.st.encode(labels[:256], batch_size=emb.batch_size)
+        t0 = time.perf_counter()
+        raw = emb.st.encode(labels, batch_size=emb.batch_size, normalize_embeddings=True)
+        t_raw = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cached = emb.embed_cached(store, labels)
+        t_cached = time.perf_counter() - t0
+        assert np.allclose(raw, cached, atol=1e-5)
+        assert emb.last_stats is not None and emb.last_stats.cached == 0  # cold for real
+        store.drop_vectors(key)
+    rows.append(("raw encode", f"{len(labels) / t_raw:,.0f} labels/s"))
+    rows.append(
+        (
+            "embed_cached, cold",
+            f"{len(labels) / t_cached:,.0f} labels/s ({t_cached / t_raw:.3f}x the raw time)",
+        )
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -48,7 +84,10 @@ def main() -> None:
     ap.add_argument("--db", type=Path, default=Path("build/bench-splits.duckdb"))
     ap.add_argument("--out", type=Path, default=Path("build/bench-splits-out"))
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
-    ap.add_argument("--strategy", default="entropy")
+    ap.add_argument(
+        "--strategy", default="entropy", help="comma-separated; ratios are against the first"
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="warm builds per strategy")
     ap.add_argument(
         "--raw-sample",
         type=int,
@@ -80,64 +119,55 @@ def main() -> None:
         n_sent = store.count_sentences("nuner")
     rows.append(("corpus", f"{n_sent:,} sentences, {n_labels:,} labels"))
 
-    build = [
-        *exe,
-        "build-splits",
-        "--source",
-        "nuner",
-        "--strategy",
-        args.strategy,
-        "--model",
-        args.model,
-        "--db",
-        str(args.db),
-        "--out",
-        str(args.out),
-        "-q",
-        "--json",
-    ]
+    strategies = args.strategy.split(",")
+
+    def build_cmd(strategy: str) -> list[str]:
+        return [
+            *exe,
+            "build-splits",
+            "--source",
+            "nuner",
+            "--strategy",
+            strategy,
+            "--model",
+            args.model,
+            "--db",
+            str(args.db),
+            "--out",
+            str(args.out / strategy),
+            "-q",
+            "--json",
+        ]
 
     if not args.skip_cold:
-        # Throughput of the embedding stage vs the model's raw encode, on the same labels.
-        import numpy as np
-
-        from builders.shift.embedder import Embedder
-
-        with Store(args.db) as store:
-            labels = [r[0] for r in store.label_counts("nuner", top=args.raw_sample, by="label")]
-            emb = Embedder(args.model)
-            key = emb.cache_key  # what the vectors are cached under (not the model name alone)
-            store.drop_vectors(key)
-            emb.encode(labels[:256])  # load the model and warm both paths outside the timings
-            emb.st.encode(labels[:256], batch_size=emb.batch_size)
-            t0 = time.perf_counter()
-            raw = emb.st.encode(labels, batch_size=emb.batch_size, normalize_embeddings=True)
-            t_raw = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            cached = emb.embed_cached(store, labels)
-            t_cached = time.perf_counter() - t0
-            assert np.allclose(raw, cached, atol=1e-5)
-            assert emb.last_stats is not None and emb.last_stats.cached == 0  # cold for real
-            store.drop_vectors(key)
-        rows.append(("raw encode", f"{len(labels) / t_raw:,.0f} labels/s"))
-        rows.append(
-            (
-                "embed_cached, cold",
-                f"{len(labels) / t_cached:,.0f} labels/s ({t_cached / t_raw:.3f}x the raw time)",
-            )
-        )
-        wall, gb, _ = run_child(build)
+        cold_rows(args, rows)
+        wall, gb, _ = run_child(build_cmd(strategies[0]))
         rows.append(("build-splits, cold cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
 
-    wall, gb, out = run_child(build)
-    res = json.loads(out)[0]
-    rows.append(("build-splits, warm cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
+    walls: dict[str, list[float]] = {s: [] for s in strategies}
+    peaks: dict[str, float] = dict.fromkeys(strategies, 0.0)
+    for _ in range(args.repeat):
+        for strategy in strategies:  # interleaved, so that load drifts hit every strategy
+            wall, gb, out = run_child(build_cmd(strategy))
+            walls[strategy].append(wall)
+            peaks[strategy] = max(peaks[strategy], gb)
+            res = json.loads(out)["result"][0]
+    for strategy in strategies:
+        mid = statistics.median(walls[strategy])
+        ratio = mid / statistics.median(walls[strategies[0]])
+        rows.append(
+            (
+                f"build-splits --strategy {strategy}, warm",
+                f"{mid:.1f} s median of {len(walls[strategy])}, peak {peaks[strategy]:.2f} GB, "
+                f"{ratio:.2f}x {strategies[0]}",
+            )
+        )
     for sub in res["subsets"]:
         rows.append(
             (
-                f"  {sub['level']} subset",
-                f"{sub['sentences']:,} sentences, {sub['labels']:,} labels, "
-                f"Familiarity {sub['familiarity']['union_macro']:.4f}",
+                f"  {sub['level']} subset ({strategies[-1]})",
+                f"{sub['sentences']:,} sentences, {sub['mentions']:,} mentions, "
+                f"{sub['labels']:,} labels, Familiarity {sub['familiarity']['union_macro']:.4f}",
             )
         )
     rows.append(("  full corpus", f"Familiarity {res['full']['familiarity']['union_macro']:.4f}"))

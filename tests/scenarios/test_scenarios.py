@@ -180,6 +180,9 @@ def test_repo_scenarios_file_is_valid() -> None:
     book = load_scenarios(Path(__file__).parents[2] / "scenarios.toml")
     names = [s.name for s in book.scenarios]
     assert "pilener-sample-entropy" in names and "fewnerd-inter" in names
+    assert {s.name: s for s in book.scenarios}["pilener-sample-familiarity"].params[
+        "strategy"
+    ] == "familiarity"
     fewnerd = {s.name: s for s in book.scenarios}["fewnerd-intra"]
     assert fewnerd.folders() == ["fewnerd-intra"]
 
