@@ -54,10 +54,19 @@ def familiarity(
             all-zero counts, or NaN similarities.
     """
     s, c, tie = _validate(sims, counts, k, weighting, labels)
-    z_count = s.shape[0]
     keep = c > 0
     if not keep.all():
         s, c, tie = s[:, keep], c[keep], tie[keep]
+    return closed_form(s, c, tie, k, weighting)
+
+
+def closed_form(
+    s: np.ndarray, c: np.ndarray, tie: np.ndarray, k: int, weighting: str
+) -> np.ndarray:
+    """`familiarity` on inputs it has checked: sims in [0, 1] without NaN, counts positive
+    int64 with at least one mention, `tie` the rank of each label's tie-break. For callers
+    that evaluate many label sets of one checked matrix (`splits.dial`)."""
+    z_count = s.shape[0]
     n_labels = s.shape[1]
     if z_count == 0:
         return np.zeros(0, dtype=np.float64)

@@ -22,12 +22,14 @@ import numpy as np
 
 from builders.errors import BuildersError
 from builders.shift.coverage import Ranking
-from builders.shift.familiarity import familiarity
+from builders.shift.familiarity import closed_form
 
 #: Starts evaluated on the first look over the ranking, then per zoom around each start the
 #: search chose (until neighbouring starts are adjacent).
 GRID = 64
 ZOOM = 16
+#: A level within this share of the tolerance of its goal is not looked at closer.
+ZOOM_UNTIL = 0.25
 #: Each size the search tries is this share of the one before (from the largest that fits).
 SIZE_STEP = 0.9
 
@@ -77,9 +79,13 @@ class Dial:
         k: int,
         weighting: str,
         min_labels: int = 1,
+        ranked: bool = False,
     ):
-        self.ranking, self.sims, self.size = ranking, sims_zd, int(size)
+        """`sims_zd`: the (Z, D) similarities, or with `ranked` the `ranked_sims` of them
+        (one matrix for every size tried)."""
+        self.ranking, self.size = ranking, int(size)
         self.k, self.weighting, self.min_labels = k, weighting, min_labels
+        self.sims = sims_zd if ranked else ranked_sims(sims_zd, ranking)  # windows: slices
         self.take_all = ranking.usable[ranking.order]
         self.cum = np.concatenate([[0], np.cumsum(self.take_all)])
         self.total = int(self.cum[-1])
@@ -102,8 +108,9 @@ class Dial:
     def familiarity(self, start: int) -> float:
         """The union macro of the window starting at `start`."""
         if start not in self._memo:
-            labels, take, _ = self.window(start)
-            f = familiarity(self.sims[:, labels], take, k=self.k, weighting=self.weighting)
+            _, take, stop = self.window(start)
+            ties = np.arange(stop - start)  # equal values sum alike in any order
+            f = closed_form(self.sims[:, start:stop], take, ties, self.k, self.weighting)
             self._memo[start] = float(np.sort(f).mean())
         return self._memo[start]
 
@@ -129,6 +136,12 @@ class Dial:
         offset = int(self.cum[start])
         fam = self.familiarity(start)
         return Placement(level, start, stop, offset, self.size, labels, take, fam, target)
+
+
+def ranked_sims(sims_zd: np.ndarray, ranking: Ranking) -> np.ndarray:
+    """The similarities clipped at 0 (what `familiarity` checks on every call), with the
+    columns of the ranked labels in ranking order, contiguous: a window is a slice."""
+    return np.ascontiguousarray(np.maximum(sims_zd[:, ranking.order], 0))
 
 
 def largest_size(ranking: Ranking, n_levels: int, smallest: int) -> int:
@@ -177,8 +190,12 @@ def place(
     starts = _grid(dial)
     goal = _goals(dial, starts, levels, targets)
     chosen = _search(dial, starts, goal, min_gap)
-    while chosen is not None:
-        near = [_between(starts, c) for c in chosen]
+    while chosen is not None:  # zoom in around the levels not yet close to their goal
+        near = [
+            _between(starts, c)
+            for c, t in zip(chosen, goal, strict=True)
+            if abs(dial.familiarity(c) - t) > tolerance * ZOOM_UNTIL
+        ]
         if all(x.size == 0 for x in near):
             break
         starts = np.unique(np.concatenate([starts, *near]))
@@ -315,6 +332,7 @@ def choose(
     Raises:
         Unreachable: naming the Familiarity range the sizes tried reach.
     """
+    sims_zd = ranked_sims(sims_zd, ranking)  # shared by every size tried
     top = largest_size(ranking, len(levels), max(smallest, 1))
     if top == 0 or (size is not None and size > top):
         raise Unreachable(_too_big(ranking, len(levels), size, smallest, top, k), 0.0, 0.0)
@@ -323,7 +341,9 @@ def choose(
     first: Unreachable | None = None
     feasible: tuple[Dial, list[Placement]] | None = None
     for n in sizes:
-        dial = Dial(ranking, sims_zd, n, k=k, weighting=weighting, min_labels=min_labels)
+        dial = Dial(
+            ranking, sims_zd, n, k=k, weighting=weighting, min_labels=min_labels, ranked=True
+        )
         if size is None and not _promising(dial, levels, targets, tolerance):
             spans.append(dial.span())
             continue
@@ -363,7 +383,13 @@ def _with_gaps(
     """The largest size whose levels keep the gaps (medium wherever it falls)."""
     for n in sizes:
         dial = Dial(
-            ranking, sims_zd, n, k=like.k, weighting=like.weighting, min_labels=like.min_labels
+            ranking,
+            sims_zd,
+            n,
+            k=like.k,
+            weighting=like.weighting,
+            min_labels=like.min_labels,
+            ranked=True,
         )
         try:
             return dial, place(dial, levels, None, min_gap, tolerance)
