@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -103,7 +104,6 @@ def dial_png(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
     points = sorted(curve)
     with matplotlib.style.context("default"):
         fig = Figure(figsize=(7.0, 3.9), dpi=100)
@@ -120,22 +120,8 @@ def dial_png(
                 markersize=3,
                 label="a window starting here",
             )
-        for lv, (start, stop, value) in windows.items():
-            this = level is None or lv == level
-            colour = colours.get(lv, "black")
-            ax.axvspan(start, stop, color=colour, alpha=0.18 if this else 0.07, linewidth=0)
-            ax.hlines(
-                value,
-                start,
-                stop,
-                color=colour,
-                linewidth=2.0 if this else 1.2,
-                linestyle="-" if this else "--",
-                label=f"{lv} shift ({value:.3f})",
-            )
-            target = (targets or {}).get(lv)
-            if target is not None:
-                ax.plot([start], [target], marker="x", color=colour, markersize=7)
+        for lv, window in windows.items():
+            _draw_window(ax, lv, window, level in (None, lv), (targets or {}).get(lv))
         ax.set_xlabel("window start in the familiarity ranking (mentions)")
         ax.set_ylabel("Familiarity (union macro)")
         ax.set_title(title or "Familiarity along the ranking", fontsize=10)
@@ -144,3 +130,27 @@ def dial_png(
         buf = io.BytesIO()
         fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
+
+
+_COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
+
+
+def _draw_window(
+    ax: Any, level: str, window: tuple[int, int, float], this: bool, target: float | None
+) -> None:
+    """One level's window on the dial: shaded, its Familiarity a line across it, its target
+    a cross at its start."""
+    start, stop, value = window
+    colour = _COLOURS.get(level, "black")
+    ax.axvspan(start, stop, color=colour, alpha=0.18 if this else 0.07, linewidth=0)
+    ax.hlines(
+        value,
+        start,
+        stop,
+        color=colour,
+        linewidth=2.0 if this else 1.2,
+        linestyle="-" if this else "--",
+        label=f"{level} shift ({value:.3f})",
+    )
+    if target is not None:
+        ax.plot([start], [target], marker="x", color=colour, markersize=7)

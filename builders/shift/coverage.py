@@ -27,14 +27,17 @@ runs of equal similarity, in the evaluation labels the label could still enter.
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from builders.shift.familiarity import WEIGHTINGS
+from builders.shift.familiarity import WEIGHTINGS, cumulative_weights
 
 #: A gain below this (per label, on a [0, 1] scale) is rounding noise: the label adds nothing.
 _NO_GAIN = 1e-12
+#: Significant digits of a gain per mention that the ranking compares (ties: label index).
+_DIGITS = 10
 
 
 @dataclass(frozen=True)
@@ -48,12 +51,14 @@ class Ranking:
         gain: per label index, the Familiarity (G) it added per mention when the greedy took
             it; 0 for the labels after the greedy part.
         greedy: how many labels at the front of `order` the greedy placed.
+        best: per label index, its closest similarity to an evaluation label (`max`).
     """
 
     order: np.ndarray
     usable: np.ndarray
     gain: np.ndarray
     greedy: int
+    best: np.ndarray
 
     @property
     def position(self) -> np.ndarray:
@@ -63,16 +68,12 @@ class Ranking:
         return pos
 
 
-def position_weights(k: int, weighting: str) -> np.ndarray:
-    """w_1..w_K of METHOD.md section 2 (Zipf 1/k, linear (K - k + 1) / K, unweighted 1)."""
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
-    pos = np.arange(1, k + 1, dtype=np.float64)
-    if weighting == "zipf":
-        return 1.0 / pos
-    if weighting == "linear":
-        return (k - pos + 1) / k
-    return np.ones(k)
+def _key(ratio: float) -> float:
+    """A gain per mention to 10 significant digits: gains equal but for rounding compare
+    equal, so that ties go by label index."""
+    if ratio <= 0:
+        return 0.0
+    return round(ratio, _DIGITS - 1 - math.floor(math.log10(ratio)))
 
 
 class _TopK:
@@ -82,8 +83,7 @@ class _TopK:
 
     def __init__(self, n_eval: int, k: int, weighting: str):
         self.k = k
-        w = position_weights(k, weighting)
-        self.cum = np.concatenate([[0.0], np.cumsum(w)])  # W(n), n = 0..K
+        self.cum = cumulative_weights(k, weighting)  # W(n), n = 0..K
         self.norm = n_eval * self.cum[k]
         self.value = np.zeros((n_eval, 8))  # runs, descending; unused runs hold 0 positions
         self.count = np.zeros((n_eval, 8), dtype=np.int64)
@@ -182,6 +182,8 @@ def familiarity_ranking(
     Ties (equal gain per mention, or equal `max` score in the tail) are broken by label index,
     so the same inputs give the same ranking.
     """
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
     sims = np.asarray(sims_dz)
     c = np.asarray(counts, dtype=np.int64)
     if sims.ndim != 2 or sims.shape[0] != c.size:
@@ -192,24 +194,36 @@ def familiarity_ranking(
     s = {int(d): row for d, row in zip(live, sims[live].astype(np.float64), strict=True)}
     # Gains against the empty set: upper bounds of every later gain (G is submodular).
     first = {d: row.sum() * top.cum[usable[d]] / top.norm for d, row in s.items()}
-    heap = [(-g / usable[d], d) for d, g in first.items() if g > _NO_GAIN]
+    taken, gain = _greedy(top, s, usable, first)
+    rest = np.setdiff1d(np.flatnonzero(usable > 0), np.array(taken, dtype=np.int64))
+    best = sims.max(axis=1).astype(np.float64) if sims.shape[1] else np.zeros(c.size)
+    rest = rest[np.lexsort((rest, -best[rest]))]
+    order = np.concatenate([np.array(taken, dtype=np.int64), rest])
+    return Ranking(order=order, usable=usable, gain=gain, greedy=len(taken), best=best)
+
+
+def _greedy(
+    top: _TopK, s: dict[int, np.ndarray], usable: np.ndarray, first: dict[int, float]
+) -> tuple[list[int], np.ndarray]:
+    """The lazy greedy: labels in the order taken, and each one's gain per mention.
+
+    The heap holds (-gain per mention, label) with gains that can only have fallen since
+    (submodularity); a label whose fresh gain still leads (ties: the smaller index) is taken.
+    """
+    heap = [(-_key(g / usable[d]), d) for d, g in first.items() if g > _NO_GAIN]
     heapq.heapify(heap)
-    gain = np.zeros(c.size)
+    gain = np.zeros(usable.size)
     taken: list[int] = []
     while heap:
         _, d = heapq.heappop(heap)
         g = top.gain(s[d], int(usable[d]))
         if g <= _NO_GAIN:
             continue  # adds nothing now, and never will: it goes to the tail
-        ratio = g / usable[d]
-        if heap and ratio < -heap[0][0]:
-            heapq.heappush(heap, (-ratio, d))
+        entry = (-_key(g / usable[d]), d)
+        if heap and heap[0] < entry:
+            heapq.heappush(heap, entry)
             continue
         top.take(s[d], int(usable[d]))
-        gain[d] = ratio
+        gain[d] = g / usable[d]
         taken.append(d)
-    rest = np.setdiff1d(np.flatnonzero(usable > 0), np.array(taken, dtype=np.int64))
-    best = sims.max(axis=1) if sims.shape[1] else np.zeros(c.size)
-    rest = rest[np.lexsort((rest, -best[rest]))]
-    order = np.concatenate([np.array(taken, dtype=np.int64), rest])
-    return Ranking(order=order, usable=usable, gain=gain, greedy=len(taken))
+    return taken, gain

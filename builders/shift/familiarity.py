@@ -71,7 +71,7 @@ def closed_form(
     if z_count == 0:
         return np.zeros(0, dtype=np.float64)
 
-    w = _cumulative_weights(k, weighting)
+    w = cumulative_weights(k, weighting)
     n_kept = int(min(k, int(c.sum())))
     norm = float(k) if weighting == "unweighted" else w[n_kept]
 
@@ -184,7 +184,7 @@ def _validate(
     return np.maximum(s, 0), c, tie
 
 
-def _cumulative_weights(k: int, weighting: str) -> np.ndarray:
+def cumulative_weights(k: int, weighting: str) -> np.ndarray:
     """W[n] = sum of the weights of positions 1..n, for n = 0..K (W[0] = 0)."""
     n = np.arange(k + 1, dtype=np.float64)
     if weighting == "zipf":

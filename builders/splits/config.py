@@ -140,32 +140,24 @@ class SplitConfig:
     def _check_familiarity(self) -> None:
         """The `familiarity` strategy's options, and no option that it would ignore."""
         if self.strategy != "familiarity":
-            given = [
-                opt
-                for opt, value, default in (
-                    ("--targets", self.targets, None),
-                    ("--level-mentions", self.level_mentions, None),
-                    ("--min-gap", self.min_gap, MIN_GAP),
-                )
-                if value != default
-            ]
+            given = _changed(
+                ("--targets", self.targets, None),
+                ("--level-mentions", self.level_mentions, None),
+                ("--min-gap", self.min_gap, MIN_GAP),
+            )
             if given:
                 raise BuildersError(
                     f"{', '.join(given)} place levels by Familiarity: use --strategy familiarity"
                 )
             return
-        ignored = [
-            opt
-            for opt, value, default in (
-                ("--low-quantile", self.low_quantile, None),
-                ("--high-quantile", self.high_quantile, None),
-                ("--medium-band", self.medium_band, None),
-                ("--profile", self.profile, None),
-                ("--match", self.match, "none"),
-                ("--protocol", self.protocol, DEFAULT_PROTOCOL),
-            )
-            if value != default
-        ]
+        ignored = _changed(
+            ("--low-quantile", self.low_quantile, None),
+            ("--high-quantile", self.high_quantile, None),
+            ("--medium-band", self.medium_band, None),
+            ("--profile", self.profile, None),
+            ("--match", self.match, "none"),
+            ("--protocol", self.protocol, DEFAULT_PROTOCOL),
+        )
         if ignored:
             raise BuildersError(
                 f"--strategy familiarity places levels of equal size by their Familiarity "
@@ -179,25 +171,28 @@ class SplitConfig:
                 f"--level-mentions {self.level_mentions} is below --min-mentions "
                 f"{self.min_mentions}"
             )
-        if self.targets is None:
-            return
+        if self.targets is not None:
+            self._check_targets(self.targets)
+
+    def _check_targets(self, targets: tuple[float, ...]) -> None:
+        """One Familiarity per level, in the levels' order, falling by the gap."""
         order = [lv for lv in LEVELS if lv in self.levels]
         if list(self.levels) != order:
             raise BuildersError(
                 f"--levels {','.join(self.levels)} with --targets: name the levels in the order "
                 f"{','.join(order)}"
             )
-        if len(self.targets) != len(self.levels):
+        if len(targets) != len(self.levels):
             raise BuildersError(
-                f"--targets gives {len(self.targets)} values for {len(self.levels)} levels "
+                f"--targets gives {len(targets)} values for {len(self.levels)} levels "
                 f"({','.join(self.levels)}): give one Familiarity per level, in that order"
             )
-        if not all(0 <= t <= 1 for t in self.targets):
-            raise BuildersError(f"--targets must lie in [0, 1], got {_shown(self.targets)}")
-        for (a, ta), (b, tb) in pairwise(zip(self.levels, self.targets, strict=True)):
+        if not all(0 <= t <= 1 for t in targets):
+            raise BuildersError(f"--targets must lie in [0, 1], got {_shown(targets)}")
+        for (a, ta), (b, tb) in pairwise(zip(self.levels, targets, strict=True)):
             if ta - tb < self.min_gap:
                 raise BuildersError(
-                    f"--targets {_shown(self.targets)}: {a} ({ta:g}) must be at least "
+                    f"--targets {_shown(targets)}: {a} ({ta:g}) must be at least "
                     f"--min-gap {self.min_gap:g} above {b} ({tb:g})"
                 )
 
@@ -244,6 +239,11 @@ def _as(cast: Any, name: str, value: Any) -> Any:
         return cast(value)
     except (TypeError, ValueError):
         raise BuildersError(f"--{name}: {value!r} is not a number") from None
+
+
+def _changed(*options: tuple[str, Any, Any]) -> list[str]:
+    """The options (name, value, default) given a value other than their default."""
+    return [name for name, value, default in options if value != default]
 
 
 def _shown(values: tuple[float, ...]) -> str:

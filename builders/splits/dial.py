@@ -124,7 +124,7 @@ class Dial:
 
     def fits(self, n: int) -> bool:
         """Whether `n` windows fit one after another."""
-        return _fits(self.ranking, self.size, n)
+        return _fits(self.cum, self.size, n)
 
     def span(self) -> tuple[float, float]:
         """(least, most) Familiarity of the windows computed so far."""
@@ -147,18 +147,19 @@ def ranked_sims(sims_zd: np.ndarray, ranking: Ranking) -> np.ndarray:
 def largest_size(ranking: Ranking, n_levels: int, smallest: int) -> int:
     """The largest size at which `n_levels` windows fit one after another (0 if not even
     `smallest` does)."""
-    total = int(ranking.usable[ranking.order].sum())
-    lo, hi = smallest, total // max(n_levels, 1)
-    if hi < lo or not _fits(ranking, lo, n_levels):
+    cum = np.concatenate([[0], np.cumsum(ranking.usable[ranking.order])])
+    lo, hi = smallest, int(cum[-1]) // max(n_levels, 1)
+    if hi < lo or not _fits(cum, lo, n_levels):
         return 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if _fits(ranking, mid, n_levels) else (lo, mid - 1)
+        lo, hi = (mid, hi) if _fits(cum, mid, n_levels) else (lo, mid - 1)
     return lo
 
 
-def _fits(ranking: Ranking, size: int, n: int) -> bool:
-    cum = np.concatenate([[0], np.cumsum(ranking.usable[ranking.order])])
+def _fits(cum: np.ndarray, size: int, n: int) -> bool:
+    """Whether `n` windows of `size` fit one after another (`cum`: the ranking's cumulative
+    usable mentions)."""
     start = 0
     for _ in range(n):
         if cum[-1] - cum[start] < size:
@@ -323,98 +324,101 @@ def choose(
     gives them: every target within `tolerance` (without targets, medium within it of the
     middle of low and high), consecutive levels at least `min_gap` apart.
 
-    Sizes are tried from the largest that fits down by `SIZE_STEP`; a size whose first,
+    Sizes are tried from the largest that fits down the `_ladder`; a size whose first,
     second and last windows already rule the levels out (Familiarity falls along the
-    ranking) is passed over after three windows. Without targets, a size at which medium
-    cannot reach the middle still gives levels with the gaps: the largest such is kept if no
-    size gives the middle.
+    ranking) is passed over after three windows. Without targets, when no size puts medium
+    in the middle, the largest size that keeps the gaps is used.
 
     Raises:
         Unreachable: naming the Familiarity range the sizes tried reach.
     """
-    sims_zd = ranked_sims(sims_zd, ranking)  # shared by every size tried
     top = largest_size(ranking, len(levels), max(smallest, 1))
     if top == 0 or (size is not None and size > top):
         raise Unreachable(_too_big(ranking, len(levels), size, smallest, top, k), 0.0, 0.0)
+    search = _Search(ranking, ranked_sims(sims_zd, ranking), levels, targets, min_gap, tolerance)
+    search.dial_options = {"k": k, "weighting": weighting, "min_labels": min_labels}
     sizes = [size] if size is not None else _ladder(top, smallest)
-    spans: list[tuple[float, float]] = []
-    first: Unreachable | None = None
-    feasible: tuple[Dial, list[Placement]] | None = None
-    for n in sizes:
-        dial = Dial(
-            ranking, sims_zd, n, k=k, weighting=weighting, min_labels=min_labels, ranked=True
-        )
-        if size is None and not _promising(dial, levels, targets, tolerance):
-            spans.append(dial.span())
-            continue
+    found = search.largest(sizes, prescreen=size is None)
+    if found is None:
+        raise search.refusal(sizes)
+    return found
+
+
+class _Search:
+    """The size search of `choose`: what it tried, and why a size did not do."""
+
+    def __init__(
+        self,
+        ranking: Ranking,
+        ranked: np.ndarray,
+        levels: Sequence[str],
+        targets: Sequence[float] | None,
+        min_gap: float,
+        tolerance: float,
+    ):
+        self.ranking, self.ranked, self.levels = ranking, ranked, list(levels)
+        self.targets, self.min_gap, self.tolerance = targets, min_gap, tolerance
+        self.dial_options: dict[str, Any] = {}
+        self.spans: list[tuple[float, float]] = []
+        self.errors: list[Unreachable] = []
+
+    def dial(self, size: int) -> Dial:
+        return Dial(self.ranking, self.ranked, size, ranked=True, **self.dial_options)
+
+    def place(self, dial: Dial, targets: Sequence[float] | None) -> list[Placement] | None:
         try:
-            placed = place(dial, levels, targets, min_gap, tolerance)
+            return place(dial, self.levels, targets, self.min_gap, self.tolerance)
         except Unreachable as e:
-            first = first or e
-            spans.append((e.low, e.high))
-            continue
-        if targets is not None or _balanced(placed, tolerance):
-            return dial, placed
-        feasible = feasible or (dial, placed)
-    if targets is None and feasible is None:  # no middle: the largest size with the gaps
-        feasible = _with_gaps(ranking, sims_zd, levels, sizes, min_gap, tolerance, dial)
-    if feasible is not None:
-        return feasible
-    low, high = min(lo for lo, _ in spans), max(hi for _, hi in spans)
-    if first is None or len(sizes) > 1:
-        wanted = (
-            ""
-            if targets is None
-            else " at " + ", ".join(f"{lv} {t:.3f}" for lv, t in zip(levels, targets, strict=True))
+            self.errors.append(e)
+            self.spans.append((e.low, e.high))
+            return None
+
+    def largest(self, sizes: Sequence[int], prescreen: bool) -> tuple[Dial, list[Placement]] | None:
+        """The first size (largest first) that gives the levels asked for."""
+        skipped: list[int] = []
+        with_gaps: tuple[Dial, list[Placement]] | None = None
+        for n in sizes:
+            dial = self.dial(n)
+            if prescreen and not _promising(dial, self.levels, self.targets, self.tolerance):
+                self.spans.append(dial.span())
+                skipped.append(n)
+                continue
+            placed = self.place(dial, self.targets)
+            if placed is None:
+                continue
+            if self.targets is not None or _balanced(placed, self.tolerance):
+                return dial, placed
+            with_gaps = with_gaps or (dial, placed)
+        if with_gaps is None and self.targets is None:
+            # medium off the middle is still better than nothing: the sizes passed over
+            for n in skipped:
+                dial = self.dial(n)
+                placed = self.place(dial, None)
+                if placed is not None:
+                    return dial, placed
+        return with_gaps
+
+    def refusal(self, sizes: Sequence[int]) -> Unreachable:
+        if len(sizes) == 1 and self.errors:
+            return self.errors[0]
+        low, high = min(lo for lo, _ in self.spans), max(hi for _, hi in self.spans)
+        span = f"{sizes[-1]:,} to {sizes[0]:,}" if len(sizes) > 1 else f"{sizes[0]:,}"
+        if self.targets is None:
+            wanted = f"at least {self.min_gap:g} apart"
+        else:
+            asked = ", ".join(
+                f"{lv} {t:.3f}" for lv, t in zip(self.levels, self.targets, strict=True)
+            )
+            wanted = (
+                f"at {asked} (each within {self.tolerance:g}, consecutive levels at least "
+                f"{self.min_gap:g} apart)"
+            )
+        return Unreachable(
+            f"no level size gives disjoint {'/'.join(self.levels)} levels {wanted}: levels of "
+            f"{span} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus",
+            low,
+            high,
         )
-        return _refuse(levels, wanted, min_gap, tolerance, sizes, low, high)
-    raise first
-
-
-def _with_gaps(
-    ranking: Ranking,
-    sims_zd: np.ndarray,
-    levels: Sequence[str],
-    sizes: Sequence[int],
-    min_gap: float,
-    tolerance: float,
-    like: Dial,
-) -> tuple[Dial, list[Placement]] | None:
-    """The largest size whose levels keep the gaps (medium wherever it falls)."""
-    for n in sizes:
-        dial = Dial(
-            ranking,
-            sims_zd,
-            n,
-            k=like.k,
-            weighting=like.weighting,
-            min_labels=like.min_labels,
-            ranked=True,
-        )
-        try:
-            return dial, place(dial, levels, None, min_gap, tolerance)
-        except Unreachable:
-            continue
-    return None
-
-
-def _refuse(
-    levels: Sequence[str],
-    wanted: str,
-    min_gap: float,
-    tolerance: float,
-    sizes: Sequence[int],
-    low: float,
-    high: float,
-) -> Any:
-    span = f"{sizes[-1]:,} to {sizes[0]:,}" if len(sizes) > 1 else f"{sizes[0]:,}"
-    raise Unreachable(
-        f"no level size gives disjoint {'/'.join(levels)} levels{wanted} (each within "
-        f"{tolerance:g}, consecutive levels at least {min_gap:g} apart): levels of {span} "
-        f"mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus",
-        low,
-        high,
-    )
 
 
 def _too_big(ranking: Ranking, n: int, size: int | None, smallest: int, top: int, k: int) -> str:
@@ -456,9 +460,12 @@ def _balanced(placed: list[Placement], tolerance: float) -> bool:
 
 
 def _ladder(top: int, smallest: int) -> list[int]:
-    sizes = []
+    """Sizes from `top` down: by `SIZE_STEP` to a third of it, then by `SIZE_STEP` squared
+    (a few dozen sizes at most, each once)."""
+    sizes: list[int] = []
     n = float(top)
     while int(n) >= smallest:
-        sizes.append(int(n))
-        n *= SIZE_STEP
+        if not sizes or int(n) < sizes[-1]:
+            sizes.append(int(n))
+        n *= SIZE_STEP if n > top / 3 else SIZE_STEP**2
     return sizes

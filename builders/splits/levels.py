@@ -217,8 +217,8 @@ def verdicts(
     *,
     min_gap: float | None = None,
 ) -> Verdicts:
-    """The verdicts of a build: order of Familiarity, shares, overlap, levels vs full corpus,
-    gaps and sizes.
+    """The verdicts of a build: order of Familiarity, gaps, sizes, shares, overlap, levels vs
+    the full corpus.
 
     Args:
         labels: level -> the labels it keeps.
@@ -231,20 +231,10 @@ def verdicts(
         v.failed += _order_failures(v.falls, [s.level for s in subs])
         if v.failed and subs[0].strategy != "familiarity":
             v.failed.append(ORDER_REMEDY)
-    for a, b in pairwise(subs):
-        gap = a.familiarity.union_macro - b.familiarity.union_macro
-        v.gaps[f"{a.level}/{b.level}"] = gap
-        if min_gap is not None and subs[0].strategy == "familiarity" and gap < min_gap:
-            v.failed.append(
-                f"The {a.level} and {b.level} levels are {gap:.3f} apart, less than the "
-                f"{min_gap:g} asked."
-            )
-    sizes = [s.mentions for s in subs]
-    largest = max(sizes, default=0)
-    v.sizes = {
-        "mentions": {s.level: s.mentions for s in subs},
-        "spread": (largest - min(sizes)) / largest if largest else 0.0,
-    }
+    by_familiarity = bool(subs) and subs[0].strategy == "familiarity"
+    v.failed += _gaps_and_sizes(v, subs, min_gap if by_familiarity else None)
+    if by_familiarity:
+        v.failed += _targets_missed(subs)
     for s in subs:
         v.shares[s.level] = {
             "labels": s.labels / full.labels,
@@ -266,6 +256,46 @@ def verdicts(
             f"full corpus's ({full.familiarity.union_macro:.3f}). {LOW_BELOW_FULL}"
         )
     return v
+
+
+#: How far apart in mentions the levels of a `familiarity` build may be (METHOD.md section 8).
+SIZE_SPREAD = 0.01
+
+
+def _gaps_and_sizes(v: Verdicts, subs: list[SubsetResult], min_gap: float | None) -> list[str]:
+    """Fill the gaps and sizes of `v`; with `min_gap` (a `familiarity` build) also say which
+    gap is short and whether the sizes differ by more than `SIZE_SPREAD`."""
+    failed = []
+    for a, b in pairwise(subs):
+        gap = a.familiarity.union_macro - b.familiarity.union_macro
+        v.gaps[f"{a.level}/{b.level}"] = gap
+        if min_gap is not None and gap < min_gap:
+            failed.append(
+                f"The {a.level} and {b.level} levels are {gap:.3f} apart, less than the "
+                f"{min_gap:g} asked."
+            )
+    sizes = [s.mentions for s in subs]
+    largest = max(sizes, default=0)
+    spread = (largest - min(sizes)) / largest if largest else 0.0
+    v.sizes = {"mentions": {s.level: s.mentions for s in subs}, "spread": spread}
+    if min_gap is not None and spread > SIZE_SPREAD:
+        failed.append(f"The levels' sizes differ by {spread:.1%}, more than {SIZE_SPREAD:.0%}.")
+    return failed
+
+
+def _targets_missed(subs: list[SubsetResult]) -> list[str]:
+    """The levels whose Familiarity, measured on the rows they keep, misses its target."""
+    out = []
+    for s in subs:
+        target, tolerance = s.selection.get("target"), s.selection.get("tolerance")
+        if target is None or tolerance is None:
+            continue
+        if abs(s.familiarity.union_macro - target) > tolerance:
+            out.append(
+                f"The {s.level} level's Familiarity ({s.familiarity.union_macro:.3f}) misses "
+                f"its target {target:g} by more than {tolerance:g}."
+            )
+    return out
 
 
 def check_verdicts(v: Verdicts, full: SubsetResult, subsets: list[SubsetResult]) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from builders.defaults import TARGET_TOLERANCE
+from builders.defaults import LEVELS, TARGET_TOLERANCE
 from builders.errors import BuildersError
 from builders.labels import union_labels
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
@@ -297,12 +297,7 @@ def _build_group(
         profile = "familiarity"
         scores, cuts, levels, extra = _by_familiarity(cfg, table, m, sims_zd, stage)
     else:
-        rule = selection_rule(cfg, len(table.labels))
-        profile = rule.profile
-        stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
-        scores, cuts = _score_and_cut(cfg, rule, group, m)
-        levels = from_cuts(cuts, cfg.levels, rule.profile)
-        levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
+        profile, scores, cuts, levels = _by_quantiles(cfg, table, group, m, stage)
     check_levels(levels, table, cfg)
     model = canonical_name(cfg.model)
 
@@ -320,16 +315,7 @@ def _build_group(
         )
 
     stage("Familiarity of the full corpus")
-    full = SubsetResult(
-        name=cfg.source,
-        level="full",
-        strategy=cfg.strategy,
-        selection={},
-        sentences=store.count_sentences(cfg.source),
-        mentions=int(table.mentions.sum()),
-        labels=len(table.labels),
-        familiarity=fam(table.mentions),
-    )
+    full = _full(store, cfg, table, fam(table.mentions))
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets = []
     for level in levels:
@@ -352,6 +338,38 @@ def _build_group(
     )
 
 
+def _full(
+    store: Store, cfg: SplitConfig, table: LabelTable, familiarity: FamiliarityReport
+) -> SubsetResult:
+    """The full corpus as the row every level stands beside."""
+    return SubsetResult(
+        name=cfg.source,
+        level="full",
+        strategy=cfg.strategy,
+        selection={},
+        sentences=store.count_sentences(cfg.source),
+        mentions=int(table.mentions.sum()),
+        labels=len(table.labels),
+        familiarity=familiarity,
+    )
+
+
+def _by_quantiles(
+    cfg: SplitConfig,
+    table: LabelTable,
+    group: dict[str, tuple[str, ...]],
+    m: np.ndarray,
+    stage: Callable[[str], None],
+) -> tuple[str, np.ndarray, dict[str, Any], list[Level]]:
+    """The paper's strategies: the profile, every label's score, the cuts and the levels."""
+    rule = selection_rule(cfg, len(table.labels))
+    stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
+    scores, cuts = _score_and_cut(cfg, rule, group, m)
+    levels = from_cuts(cuts, cfg.levels, rule.profile)
+    levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
+    return rule.profile, scores, dict(cuts), levels
+
+
 def _by_familiarity(
     cfg: SplitConfig,
     table: LabelTable,
@@ -364,21 +382,15 @@ def _by_familiarity(
     Returns the per-label gains (the scores), each level's window, the levels, and the
     BuildResult fields it adds (the ranking's columns and the Familiarity along it).
     """
-    need = len(cfg.levels) * cfg.min_labels
-    if len(table.labels) < need:
-        raise BuildersError(
-            f"{cfg.source}: {len(table.labels):,} labels cannot give {len(cfg.levels)} disjoint "
-            f"levels of at least {cfg.min_labels} labels each ({need} labels needed; "
-            "--min-labels sets the least, --levels fewer levels). Nothing was written."
-        )
+    order = _familiarity_levels(cfg, table, m)
     stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
     ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
-    stage(f"placing {'/'.join(cfg.levels)} levels" + _asked(cfg))
+    stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
     try:
         dial, placed = choose(
             ranking,
             sims_zd,
-            cfg.levels,
+            order,
             targets=cfg.targets,
             min_gap=cfg.min_gap,
             tolerance=TARGET_TOLERANCE,
@@ -395,10 +407,25 @@ def _by_familiarity(
         + (" (--level-mentions)" if cfg.level_mentions else " (the largest that gives them)")
     )
     levels = [_level(p, table, dial, cfg) for p in placed]
-    best = m.max(axis=1) if m.shape[1] else np.zeros(len(table.labels))
-    columns = {"rank": ranking.position, "gain": ranking.gain, "max": best.astype(np.float64)}
+    columns = {"rank": ranking.position, "gain": ranking.gain, "max": ranking.best}
     curve = [(int(dial.cum[s]), f) for s, f in sorted(dial.evaluated().items())]
     return ranking.gain, {p.level: p for p in placed}, levels, {"ranking": columns, "curve": curve}
+
+
+def _familiarity_levels(cfg: SplitConfig, table: LabelTable, m: np.ndarray) -> list[str]:
+    """The levels asked for, easy to hard (windows are placed in that order), once the corpus
+    is known to have labels enough and there are evaluation labels to place them by."""
+    order = [lv for lv in LEVELS if lv in cfg.levels]
+    need = len(order) * cfg.min_labels
+    if len(table.labels) < need:
+        raise BuildersError(
+            f"{cfg.source}: {len(table.labels):,} labels cannot give {len(order)} disjoint "
+            f"levels of at least {cfg.min_labels} labels each ({need} labels needed; "
+            "--min-labels sets the least, --levels fewer levels). Nothing was written."
+        )
+    if m.shape[1] == 0:
+        raise BuildersError(f"{cfg.source}: the benchmarks have no labels to place levels by")
+    return order
 
 
 _REMEDY = (

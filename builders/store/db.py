@@ -116,6 +116,50 @@ _SPLIT_ORDER_SQL = (
 )
 
 
+#: `Store.subset_rows`: the mentions of whole labels and of capped labels in their first
+#: sentences, grouped per sentence, with the selected labels' negatives.
+_SUBSET_SQL = """
+WITH per AS (
+    SELECT m.label, m.split, m.idx, count(*) AS n
+    FROM mentions m JOIN _selected c ON m.label = c.label
+    WHERE m.source = $1 AND c.cap IS NOT NULL
+    GROUP BY m.label, m.split, m.idx
+), capped AS (
+    SELECT label, split, idx FROM (
+        SELECT label, split, idx,
+               sum(n) OVER (PARTITION BY label ORDER BY {order}, split, idx) - n AS before
+        FROM per
+    ) JOIN _selected USING (label)
+    WHERE before < cap
+), kept AS (
+    SELECT m.split, m.idx, m.start, m.stop, m.label
+    FROM mentions m JOIN _selected c ON m.label = c.label
+    WHERE m.source = $1 AND c.cap IS NULL
+    UNION ALL
+    SELECT m.split, m.idx, m.start, m.stop, m.label
+    FROM mentions m JOIN capped c ON m.label = c.label AND m.split = c.split AND m.idx = c.idx
+    WHERE m.source = $1
+), m AS (
+    SELECT split, idx,
+           list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+               AS spans
+    FROM kept GROUP BY split, idx
+), n AS (
+    SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
+    FROM negatives
+    WHERE source = $1 AND label IN (SELECT label FROM _selected)
+    GROUP BY split, idx
+)
+SELECT s.sentence_id AS id, s.tokens, m.spans,
+       coalesce(n.negatives, []::VARCHAR[]) AS negatives
+FROM sentences s
+JOIN m ON s.split = m.split AND s.idx = m.idx
+LEFT JOIN n ON s.split = n.split AND s.idx = n.idx
+WHERE s.source = $1
+ORDER BY {s_order}, s.split, s.idx
+"""
+
+
 def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV, DEFAULT_DB))
 
@@ -365,62 +409,24 @@ class Store(OverlapQueries):
         kept, and only the negatives (types asked about with no answer) among the labels kept.
         `caps` (label -> mentions) adds labels kept in part: each only in its first sentences
         (in corpus order) until that many of its mentions are in (the last one may pass it).
+        A label both in `labels` and in `caps` is kept whole; each label counts once.
         Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives.
         """
-        capped = dict(caps or {})
-        order = _SPLIT_ORDER_SQL.format(col="split")
+        whole = sorted(set(labels))
+        kept = set(whole)
+        capped = {lab: int(n) for lab, n in sorted((caps or {}).items()) if lab not in kept}
         selected = pa.table(
             {
-                "label": pa.array([*labels, *capped], pa.string()),
-                "cap": pa.array([None] * len(labels) + list(capped.values()), pa.int64()),
+                "label": pa.array([*whole, *capped], pa.string()),
+                "cap": pa.array([None] * len(whole) + list(capped.values()), pa.int64()),
             }
         )
+        sql = _SUBSET_SQL.format(
+            order=_SPLIT_ORDER_SQL.format(col="split"),
+            s_order=_SPLIT_ORDER_SQL.format(col="s.split"),
+        )
         with self._registered("_selected", selected):
-            return self.con.sql(
-                f"""
-                WITH per AS (
-                    SELECT m.label, m.split, m.idx, count(*) AS n
-                    FROM mentions m JOIN _selected c ON m.label = c.label
-                    WHERE m.source = $1 AND c.cap IS NOT NULL
-                    GROUP BY m.label, m.split, m.idx
-                ), capped AS (
-                    SELECT label, split, idx FROM (
-                        SELECT label, split, idx,
-                               sum(n) OVER (PARTITION BY label
-                                            ORDER BY {order}, split, idx) - n AS before
-                        FROM per
-                    ) JOIN _selected USING (label)
-                    WHERE before < cap
-                ), kept AS (
-                    SELECT m.split, m.idx, m.start, m.stop, m.label
-                    FROM mentions m JOIN _selected c ON m.label = c.label
-                    WHERE m.source = $1 AND c.cap IS NULL
-                    UNION ALL
-                    SELECT m.split, m.idx, m.start, m.stop, m.label
-                    FROM mentions m JOIN capped c
-                         ON m.label = c.label AND m.split = c.split AND m.idx = c.idx
-                    WHERE m.source = $1
-                ), m AS (
-                    SELECT split, idx,
-                           list({{'start': start, 'end': stop, 'label': label}}
-                                ORDER BY start, stop, label) AS spans
-                    FROM kept GROUP BY split, idx
-                ), n AS (
-                    SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
-                    FROM negatives
-                    WHERE source = $1 AND label IN (SELECT label FROM _selected)
-                    GROUP BY split, idx
-                )
-                SELECT s.sentence_id AS id, s.tokens, m.spans,
-                       coalesce(n.negatives, []::VARCHAR[]) AS negatives
-                FROM sentences s
-                JOIN m ON s.split = m.split AND s.idx = m.idx
-                LEFT JOIN n ON s.split = n.split AND s.idx = n.idx
-                WHERE s.source = $1
-                ORDER BY {_SPLIT_ORDER_SQL.format(col="s.split")}, s.split, s.idx
-                """,
-                params=[source],
-            ).to_arrow_table()
+            return self.con.sql(sql, params=[source]).to_arrow_table()
 
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:
         """(split, idx, distinct labels) of every sentence with a mention, in corpus order."""

@@ -138,3 +138,84 @@ def test_targets_from_a_scenario_string_and_the_recorded_command() -> None:
     assert cfg.targets == (0.55, 0.42, 0.3)
     command = cfg.command_line()
     assert "--targets 0.55,0.42,0.3" in command and "--min-gap 0.05" in command
+
+
+def test_the_size_found_is_the_largest_on_the_ladder_that_places_the_targets() -> None:
+    """The three-window screen passes over sizes only where a full search fails too."""
+    from builders.splits.dial import _ladder
+
+    for seed in range(6):
+        sims, counts = _corpus(seed, n_train=150, n_eval=6)
+        ranking = familiarity_ranking(sims, counts, k=100)
+        levels = ("low", "medium", "high")
+        _, free = choose(
+            ranking, sims.T.copy(), levels, targets=None, min_gap=0.05, tolerance=0.02,
+            size=None, smallest=30, k=100, weighting="zipf",
+        )  # fmt: skip
+        targets = tuple(p.familiarity + d for p, d in zip(free, (-0.01, 0.0, 0.01), strict=True))
+        got, _ = choose(
+            ranking, sims.T.copy(), levels, targets=targets, min_gap=0.05, tolerance=0.02,
+            size=None, smallest=30, k=100, weighting="zipf",
+        )  # fmt: skip
+        for n in _ladder(largest_size(ranking, 3, 30), 30):  # every size, fully searched
+            try:
+                place(Dial(ranking, sims.T.copy(), n, k=100, weighting="zipf"), levels,
+                      targets, 0.05, 0.02)  # fmt: skip
+            except Unreachable:
+                continue
+            assert got.size == n, (seed, got.size, n)
+            break
+
+
+def test_a_corpus_without_contrast_is_refused_quickly() -> None:
+    """Every label equally close to every evaluation label: no two windows differ, no size
+    gives levels 0.05 apart; each size is searched once."""
+    import builders.splits.dial as dial_module
+
+    sims = np.full((60, 4), 0.5)
+    counts = np.full(60, 20)
+    ranking = familiarity_ranking(sims, counts, k=50)
+    calls: list[int] = []
+    real = dial_module.place
+
+    def counted(dial, *args):
+        calls.append(dial.size)
+        return real(dial, *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dial_module, "place", counted)
+        with pytest.raises(Unreachable, match=r"levels at least 0\.05 apart: levels of") as e:
+            choose(
+                ranking, sims.T.copy(), ("low", "medium", "high"), targets=None, min_gap=0.05,
+                tolerance=0.02, size=None, smallest=20, k=50, weighting="zipf",
+            )  # fmt: skip
+    assert "within" not in str(e.value)  # no targets were asked for
+    assert len(calls) == len(set(calls))
+
+
+def test_verdicts_hold_familiarity_levels_to_their_targets_and_sizes() -> None:
+    from types import SimpleNamespace
+
+    from builders.splits.levels import Verdicts, _gaps_and_sizes, _targets_missed
+
+    def sub(level: str, value: float, mentions: int, target: float | None):
+        return SimpleNamespace(
+            level=level,
+            mentions=mentions,
+            familiarity=SimpleNamespace(union_macro=value),
+            selection={"target": target, "tolerance": 0.02 if target is not None else None},
+        )
+
+    subs = [
+        sub("low", 0.60, 1000, 0.55),
+        sub("medium", 0.52, 1000, 0.52),
+        sub("high", 0.30, 970, None),
+    ]
+    missed = _targets_missed(subs)  # type: ignore[arg-type]
+    assert (
+        len(missed) == 1 and "low level's Familiarity (0.600) misses its target 0.55" in missed[0]
+    )
+    failed = _gaps_and_sizes(Verdicts(), subs, 0.1)  # type: ignore[arg-type]
+    assert any("are 0.080 apart, less than the 0.1 asked" in f for f in failed)
+    assert any("sizes differ by 3.0%" in f for f in failed)
+    assert _gaps_and_sizes(Verdicts(), subs, None) == []  # quantile builds promise neither

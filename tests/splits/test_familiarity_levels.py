@@ -165,3 +165,12 @@ def test_a_quantile_build_whose_order_fails_points_to_the_familiarity_strategy(
         v = sample_results[strategy].verdicts
         order_failed = not all(f["falls"] for f in v.falls.values())
         assert (ORDER_REMEDY in v.failed) == order_failed
+
+
+def test_levels_named_in_any_order_are_placed_easy_to_hard(familiarity_build) -> None:
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, levels=("high", "low"))
+    with Store(familiarity_build["db"]) as store:
+        (res,) = build(store, cfg, None)
+    low, high = res.subsets
+    assert (low.level, high.level) == ("low", "high")
+    assert low.familiarity.union_macro - high.familiarity.union_macro >= 0.05

@@ -316,3 +316,24 @@ def test_a_container_cap_lowers_the_default(
     assert db_module.memory_limit() is None
     cap.write_text(f"{64 * 2**30}\n", encoding="ascii")
     assert db_module.memory_limit() == ("4GB" if 0.8 * ram >= 4 * 2**30 else None)
+
+
+def test_subset_rows_counts_each_label_once_and_a_whole_label_wins_over_its_cap(
+    tmp_path, data_dir
+) -> None:
+    """A label named twice, or both whole and capped, keeps its mentions once."""
+    from builders.store import Store
+    from builders.store.ingest import ingest
+
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, "pilener-sample")
+
+        def mentions(labels, caps=None) -> int:
+            rows = store.subset_rows("pilener-sample", labels, caps).to_pylist()
+            return sum(len(r["spans"]) for r in rows)
+
+        whole = mentions(["date"])
+        assert mentions(["date", "date"]) == whole
+        assert mentions(["date"], {"date": 5}) == whole
+        capped = mentions([], {"date": 5})
+        assert 5 <= capped < whole
