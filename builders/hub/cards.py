@@ -262,6 +262,7 @@ def render_card(
     license: str,
     source_origin: str | None,
     changelog: Sequence[Mapping[str, Any]] | None = None,
+    load_from: str | None = None,
 ) -> str:
     """The README.md of a subset repo folder (pure).
 
@@ -276,6 +277,8 @@ def render_card(
             "details": {config: {"labels_added": [...], "labels_removed": [...]}}}` (see
             `changelog_entry`; `note` and `details` optional), newest first. Only version
             strings are shown, never dates, so the card stays a function of its inputs.
+        load_from: what the `load_dataset` and `export-gliner` lines name
+            (`hub.readme.load_path`); default `name`.
     """
     if not builds:
         raise ValueError("render_card needs at least one config's build.json")
@@ -299,6 +302,8 @@ def render_card(
         .render(
             yaml_header=yaml_header,
             name=name,
+            load_from=load_from or name,
+            local="/" not in name,  # not for a Hub repo
             title=name.rsplit("/", 1)[-1],
             level=first["subset"]["level"],
             level_text=LEVEL_TEXT.get(first["subset"]["level"], first["subset"]["level"]),

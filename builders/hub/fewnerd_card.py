@@ -34,11 +34,14 @@ def render_fewnerd_card(
     command: str | None,
     features: Features,
     version: str = __version__,
+    load_from: str | None = None,
 ) -> str:
     """The README.md of a Few-NERD split folder (`fewnerd-intra`, `fewnerd-inter`), pure.
 
     Args:
         name: folder name or Hub repo id.
+        load_from: what its `load_dataset` line names (`hub.readme.load_path`; default
+            `name`).
         summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`, a
             Familiarity report of the validation and test types against the train types).
         command: the command that rebuilds the folder.
@@ -58,6 +61,8 @@ def render_fewnerd_card(
         .render(
             yaml_header=_metadata(summary, features),
             name=name,
+            load_from=load_from or name,
+            local="/" not in name,  # not for a Hub repo
             title=_pretty_name(summary),
             s=summary,
             parts=[{"split": p, **parts[p], "types_of": by_part.get(p, [])} for p in parts],

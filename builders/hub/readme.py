@@ -43,15 +43,25 @@ def repo_name(folder: Path, org: str | None) -> str:
     return f"{valid_org(org)}/{folder.name}" if org else folder.name
 
 
-def folder_card(folder: Path, name: str) -> str:
-    """The card of a subset or Few-NERD repo folder, for the repo (or folder) `name`.
+def load_path(folder: Path, org: str | None) -> str:
+    """What a card's `load_dataset` line names: the Hub repo `org/folder`, or the folder as
+    the command that wrote it named it (relative to where it ran), or, where that was an
+    absolute path (which a card never shows), the folder's name."""
+    if org:
+        return repo_name(folder, org)
+    return folder.as_posix() if not folder.is_absolute() else folder.name
+
+
+def folder_card(folder: Path, name: str, load_from: str | None = None) -> str:
+    """The card of a subset or Few-NERD repo folder, for the repo (or folder) `name`, whose
+    `load_dataset` line names `load_from` (default: `name`).
 
     Raises:
         BuildersError: when the folder holds neither a config's build.json nor summary.json.
     """
     folder = Path(folder)
     if (folder / SUMMARY_JSON).is_file():
-        return _fewnerd_card(folder, name)
+        return _fewnerd_card(folder, name, load_from or name)
     configs = configs_of(folder) if folder.is_dir() else []
     if not configs:
         raise BuildersError(
@@ -67,10 +77,11 @@ def folder_card(folder: Path, name: str) -> str:
         license=spec.license if spec else "unknown",
         source_origin=spec.origin if spec else None,
         changelog=read_json(folder / CHANGELOG),
+        load_from=load_from,
     )
 
 
-def _fewnerd_card(folder: Path, name: str) -> str:
+def _fewnerd_card(folder: Path, name: str, load_from: str) -> str:
     import pyarrow.parquet as pq
     from datasets import Features
 
@@ -85,4 +96,5 @@ def _fewnerd_card(folder: Path, name: str) -> str:
         command=summary.get("command"),
         features=features,
         version=summary.get("toolkit_version", "unknown"),
+        load_from=load_from,
     )

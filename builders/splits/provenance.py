@@ -100,7 +100,9 @@ def ingest_commands(
 def _portable(path: str, spec: SourceSpec) -> str | None:
     """How another machine names an input: None for the registry's own default (the bundled
     sample, the local copy, the Hub origin), `$LABELSHIFT_DATA/...` under that folder, a
-    dataset split by its dataset, else as it is."""
+    dataset split by its dataset (a Hub id), else its file or folder name: the builder's own
+    folders mean nothing elsewhere (and a card carries no absolute path); build.json's
+    fingerprints identify the file."""
     if not Path(path).exists():  # a dataset split `<dataset>[config]/<split>`, or a moved file
         dataset = re.sub(r"(\[[^\]]*\])?/[^/]+$", "", path)
         if dataset == spec.origin:
@@ -116,4 +118,6 @@ def _portable(path: str, spec: SourceSpec) -> str | None:
             return "$LABELSHIFT_DATA/" + Path(path).relative_to(Path(root).resolve()).as_posix()
         except ValueError:
             pass
-    return path
+    if is_hub_id(path) and not Path(path).exists():
+        return path
+    return Path(path).name or path

@@ -33,7 +33,7 @@ from builders.hub.folder import (
     write_parquet,
 )
 from builders.hub.plots import dial_png, histogram_png, score_plot_title
-from builders.hub.readme import CARD, folder_card, repo_name
+from builders.hub.readme import CARD, folder_card, load_path, repo_name
 from builders.splits.config import BuildResult, SubsetResult
 
 
@@ -96,7 +96,8 @@ def write_results(
         for tmp, (folder, res, sub) in zip(tmps, jobs, strict=True):
             log = (changelogs or {}).get(folder.name)
             record = build_record(res, sub, command, scenario)
-            _stage(tmp, folder, res, sub, record, log, repo_name(folder, org))
+            names = (repo_name(folder, org), load_path(folder, org))
+            _stage(tmp, folder, res, sub, record, log, names)
     for folder, _, sub in jobs:
         sub.path = str(folder)
     return [folder for folder, _, _ in jobs]
@@ -109,17 +110,17 @@ def _stage(
     sub: SubsetResult,
     record: dict[str, Any],
     changelog: list[dict[str, Any]] | None,
-    name: str,
+    names: tuple[str, str],
 ) -> None:
     """The complete new repo folder in `tmp`: the other configs, this one, changelog, and the
-    card of every config, for the repo (or folder) `name`."""
+    card of every config, for the repo (or folder) `names[0]`, loaded from `names[1]`."""
     strategy = res.config.strategy
     skip = {strategy, CARD} | ({CHANGELOG} if changelog is not None else set())
     link_tree(folder, tmp, skip=skip)
     _write_config(tmp / strategy, res, sub, record)
     if changelog is not None:
         write_json(tmp / CHANGELOG, changelog)
-    (tmp / CARD).write_text(folder_card(tmp, name), encoding="utf-8")
+    (tmp / CARD).write_text(folder_card(tmp, *names), encoding="utf-8")
 
 
 def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict[str, Any]) -> None:

@@ -174,3 +174,22 @@ def test_levels_named_in_any_order_are_placed_easy_to_hard(familiarity_build) ->
     low, high = res.subsets
     assert (low.level, high.level) == ("low", "high")
     assert low.familiarity.union_macro - high.familiarity.union_macro >= 0.05
+
+
+def test_the_cards_load_line_works_as_printed(
+    familiarity_build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built with a relative --out, the card's python block runs from where the build ran."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, levels=("low", "high"))
+    with Store(familiarity_build["db"]) as store:
+        (res,) = build(store, cfg, Path("runs/out"))
+    card = (tmp_path / "runs/out/pilener-sample-low-shift/README.md").read_text()
+    block = re.search(r"```python\n(.*?)```", card, re.S)
+    assert block and 'load_dataset("runs/out/pilener-sample-low-shift"' in block[1]
+    scope: dict = {}
+    exec(block[1], scope)  # the card's own lines
+    assert scope["ds"].num_rows == res.subsets[0].sentences
+    assert "builders export-gliner runs/out/pilener-sample-low-shift --config" in card

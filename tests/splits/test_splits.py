@@ -250,11 +250,23 @@ def test_org_names_the_repo_in_the_cards(sample_results: dict, tmp_path: Path) -
     assert "Invalid value for '--org': must be a user or organisation name" in bad.output
 
 
-def test_provenance_names_a_dataset_split_by_its_dataset_and_keeps_a_moved_file() -> None:
+def test_provenance_names_a_dataset_split_by_its_dataset_and_a_file_by_its_name(
+    tmp_path: Path,
+) -> None:
+    """A card carries no path of the building machine: a local input, there or moved since,
+    is named by its file (or folder) name; build.json's fingerprints identify it."""
     from builders.sources import SOURCES
     from builders.splits.provenance import _portable
 
     spec = SOURCES["columns"]
     assert _portable("org/my-data[en]/train", spec) == "org/my-data"
-    # a local input moved or deleted since ingest keeps its whole path
-    assert _portable("/no/such/folder/train.bio", spec) == "/no/such/folder/train.bio"
+    assert _portable("/no/such/folder/train.bio", spec) == "train.bio"
+    (tmp_path / "corpus").mkdir()
+    assert _portable(str(tmp_path / "corpus"), spec) == "corpus"
+
+
+def test_a_card_holds_no_path_of_the_building_machine(published: Path) -> None:
+    """The `published` folder was built from a corpus in a temporary folder."""
+    card = (published / "README.md").read_text(encoding="utf-8")
+    root = published.parent.parent
+    assert str(root) not in card and "--path corpus.txt" in card
