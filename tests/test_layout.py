@@ -115,3 +115,19 @@ def test_the_checks_can_fail() -> None:
     assert "builders.splits" in GRAPH["builders.cli.splits"]
     assert "builders.store" in GRAPH["builders.splits.pipeline"]
     assert RANKS["store"] < RANKS["splits"] < RANKS["cli"]
+
+
+def test_the_card_templates_are_package_data_not_a_top_level_module(tmp_path: Path) -> None:
+    """Installed, `cards/` is `builders.cards`: `import cards` finds nothing outside the repo."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.resources as r, importlib.util as u;"
+        "print(u.find_spec('cards') is None,"
+        " r.files('builders.cards').joinpath('subset.md.j2').is_file())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "True"]
