@@ -131,3 +131,22 @@ def test_the_card_templates_are_package_data_not_a_top_level_module(tmp_path: Pa
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_every_method_reference_resolves_to_a_section_of_docs_method() -> None:
+    """`METHOD.md section N` (and `sections N, M and P`) anywhere in the code, the card
+    templates, the docs or the README names a section docs/METHOD.md has."""
+    import re
+
+    root = Path(builders.__file__).parent.parent
+    method = (root / "docs" / "METHOD.md").read_text(encoding="utf-8")
+    have = {int(n) for n in re.findall(r"^## (\d+)\. ", method, flags=re.M)}
+    files = [*root.glob("builders/**/*.py"), *root.glob("cards/*.j2"), *root.glob("docs/*.md")]
+    files += [root / "README.md", *root.glob("scripts/*.py")]
+    cited: set[int] = set()
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for ref in re.findall(r"METHOD\.md\]?(?:\(METHOD\.md\))?,? sections? ([\d, and]+)", text):
+            cited |= {int(n) for n in re.findall(r"\d+", ref)}
+    assert cited and cited <= have, sorted(cited - have)
+    assert (root / "cards" / "METHOD.md").resolve() == (root / "docs" / "METHOD.md").resolve()

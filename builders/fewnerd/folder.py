@@ -88,7 +88,7 @@ def write_split(
         dataset_sizes,
         write_json,
     )
-    from builders.hub.readme import CARD, folder_card, load_path, repo_name
+    from builders.hub.readme import CARD, folder_card, load_path, repo_name, write_method
 
     target = Path(out_dir) / build.name
     feats = features(build.fine_names)
@@ -113,6 +113,7 @@ def write_split(
         write_json(tmp / SUMMARY_JSON, summary)
         for name, obj in (extra_json or {}).items():  # e.g. the changelog, kept across builds
             write_json(tmp / name, obj)
+        write_method(tmp)
         card = folder_card(tmp, repo_name(target, org), load_path(target, org))
         (tmp / CARD).write_text(card, encoding="utf-8")
     return target

@@ -22,6 +22,17 @@ from builders.hub.folder import BUILD_JSON, SUMMARY_JSON, configs_of, read_json
 from builders.sources import SOURCES
 
 CARD = "README.md"
+#: The specification every card cites ("METHOD.md section N"), shipped beside it.
+METHOD = "METHOD.md"
+
+
+def write_method(folder: Path) -> None:
+    """Put the toolkit's METHOD.md (docs/METHOD.md, packaged with the card templates) into a
+    repo folder, so that a card's references resolve wherever the folder is published."""
+    from importlib import resources
+
+    text = resources.files("builders.cards").joinpath(METHOD).read_text(encoding="utf-8")
+    (Path(folder) / METHOD).write_text(text, encoding="utf-8")
 
 
 _ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")

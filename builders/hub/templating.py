@@ -40,7 +40,9 @@ _SECRET_OPT = re.compile(r"(--(?:hf-)?token[= ])\S+")
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(
-            lambda name: resources.files("builders.cards").joinpath(name).read_text(encoding="utf-8")
+            lambda name: (
+                resources.files("builders.cards").joinpath(name).read_text(encoding="utf-8")
+            )
         ),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,

@@ -33,7 +33,7 @@ from builders.hub.folder import (
     write_parquet,
 )
 from builders.hub.plots import dial_png, histogram_png, score_plot_title
-from builders.hub.readme import CARD, folder_card, load_path, repo_name
+from builders.hub.readme import CARD, METHOD, folder_card, load_path, repo_name, write_method
 from builders.splits.config import BuildResult, SubsetResult
 
 
@@ -115,11 +115,12 @@ def _stage(
     """The complete new repo folder in `tmp`: the other configs, this one, changelog, and the
     card of every config, for the repo (or folder) `names[0]`, loaded from `names[1]`."""
     strategy = res.config.strategy
-    skip = {strategy, CARD} | ({CHANGELOG} if changelog is not None else set())
+    skip = {strategy, CARD, METHOD} | ({CHANGELOG} if changelog is not None else set())
     link_tree(folder, tmp, skip=skip)
     _write_config(tmp / strategy, res, sub, record)
     if changelog is not None:
         write_json(tmp / CHANGELOG, changelog)
+    write_method(tmp)
     (tmp / CARD).write_text(folder_card(tmp, *names), encoding="utf-8")
 
 

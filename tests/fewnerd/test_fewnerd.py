@@ -178,6 +178,7 @@ def test_write_split_is_deterministic_and_typed(tiny: Store, tmp_path: Path) -> 
     first = build_and_hash(tmp_path / "a")
     assert first == build_and_hash(tmp_path / "a") == build_and_hash(tmp_path / "b")
     assert sorted(first) == [
+        "METHOD.md",
         "README.md",
         "data/test-00000-of-00001.parquet",
         "data/train-00000-of-00001.parquet",

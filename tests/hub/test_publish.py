@@ -206,12 +206,13 @@ def test_dry_run_text_is_on_stdout_only(published: Path, hub: HubServer) -> None
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("would push org/pilener-low-shift: 9 files, ")
+    assert lines[0].startswith("would push org/pilener-low-shift: 10 files, ")
     assert lines[0].endswith(" (private)")
     plan = plan_publish(published, "org")
     card = len(plan.card.encode())
     assert any(line.startswith("  README.md  ") for line in lines[1:])
-    assert plan.to_dict()["files"][0] == {"path": "README.md", "size": card}
+    files = {f["path"]: f["size"] for f in plan.to_dict()["files"]}
+    assert files["README.md"] == card and "METHOD.md" in files
     assert hub.calls == []
 
 

@@ -101,7 +101,8 @@ def test_the_folders_load_and_say_how_they_were_built(familiarity_build) -> None
     ds = load_dataset(str(folder), "familiarity", split="train")
     assert ds.num_rows == familiarity_build["result"].subsets[1].sentences
     card = (folder / "README.md").read_text()
-    assert "**by their Familiarity** (METHOD.md section 8)" in card
+    assert "**by their Familiarity** ([METHOD.md](METHOD.md) section 8)" in card
+    assert (folder / "METHOD.md").read_text() == (ROOT / "docs" / "METHOD.md").read_text()
     assert "| **medium** |" in card
     scores = pq.read_table(folder / "familiarity" / "scores.parquet").to_pydict()
     assert set(scores) == {"label", "mentions", "rank", "gain", "max", "selected"}
