@@ -133,6 +133,26 @@ def test_the_card_templates_are_package_data_not_a_top_level_module(tmp_path: Pa
     assert out.stdout.split() == ["True", "True"]
 
 
+def test_the_card_templates_are_found_from_a_checkout_without_the_package_mapping() -> None:
+    """`python -m pytest` in a checkout beside a non-editable install imports `builders` from
+    the checkout, where `builders.cards` is no module: the templates come from `cards/`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in"
+        " getattr(f, '__module__', '') and 'editable' not in repr(f)];"
+        "import importlib.util as u; print(u.find_spec('builders.cards') is None);"
+        "from builders.hub.templating import card_text, environment;"
+        "print(card_text('METHOD.md').startswith('# '),"
+        " bool(environment().get_template('subset.md.j2')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
 def test_every_method_reference_resolves_to_a_section_of_docs_method() -> None:
     """`METHOD.md section N` (and `sections N, M and P`) anywhere in the code, the card
     templates, the docs or the README names a section docs/METHOD.md has."""

@@ -19,6 +19,7 @@ from builders.hub.cards import render_card
 from builders.hub.changelog import CHANGELOG
 from builders.hub.fewnerd_card import render_fewnerd_card
 from builders.hub.folder import BUILD_JSON, SUMMARY_JSON, configs_of, read_json
+from builders.hub.templating import card_text
 from builders.sources import SOURCES
 
 CARD = "README.md"
@@ -29,9 +30,7 @@ METHOD = "METHOD.md"
 def write_method(folder: Path) -> None:
     """Put the toolkit's METHOD.md (docs/METHOD.md, packaged with the card templates) into a
     repo folder, so that a card's references resolve wherever the folder is published."""
-    from importlib import resources
-
-    text = resources.files("builders.cards").joinpath(METHOD).read_text(encoding="utf-8")
+    text = card_text(METHOD)
     (Path(folder) / METHOD).write_text(text, encoding="utf-8")
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -39,11 +40,7 @@ _SECRET_OPT = re.compile(r"(--(?:hf-)?token[= ])\S+")
 @cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(
-            lambda name: (
-                resources.files("builders.cards").joinpath(name).read_text(encoding="utf-8")
-            )
-        ),
+        loader=jinja2.FunctionLoader(card_text),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -52,6 +49,17 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=cell)
     return env
+
+
+def card_text(name: str) -> str:
+    """A file of the card templates: package data `builders.cards` when installed; the
+    checkout's top-level `cards/` when `builders` is imported from a source tree beside a
+    non-editable install (where `builders.cards` is not a module)."""
+    try:
+        return resources.files("builders.cards").joinpath(name).read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        checkout = Path(__file__).resolve().parents[2] / "cards"
+        return (checkout / name).read_text(encoding="utf-8")
 
 
 def _g4(x: float) -> str:

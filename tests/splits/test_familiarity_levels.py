@@ -25,16 +25,25 @@ LEVELS = ("low", "medium", "high")
 FOLDERS = [f"pilener-sample-{lv}-shift" for lv in LEVELS]
 
 
-@pytest.fixture(scope="session")
-def familiarity_build(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The sample's familiarity levels (MiniLM), scored again with the paper's model."""
-    root = tmp_path_factory.mktemp("familiarity-build")
+def _build(sample_results: dict, root: Path, check_model: str | None) -> dict:
     db = root / "s.duckdb"
     shutil.copy(sample_results["db"], db)
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, check_model=MPNET)
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, check_model=check_model)
     with Store(db) as store:
         (res,) = build(store, cfg, root / "out")
     return {"db": db, "out": root / "out", "result": res}
+
+
+@pytest.fixture(scope="session")
+def familiarity_build(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The sample's familiarity levels (MiniLM)."""
+    return _build(sample_results, tmp_path_factory.mktemp("familiarity-build"), None)
+
+
+@pytest.fixture(scope="session")
+def checked_build(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The same levels, scored again with the paper's model (`--check-model`)."""
+    return _build(sample_results, tmp_path_factory.mktemp("checked-build"), MPNET)
 
 
 def _parquet_counts(folder: Path) -> Counter:
@@ -63,7 +72,8 @@ def test_levels_fall_by_the_gap_with_one_size_and_no_shared_label(familiarity_bu
     assert all(n <= 1000 + 10 for c in counts for n in c.values())
 
 
-def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> None:
+def _verify(build: dict, capsys: pytest.CaptureFixture[str]) -> str:
+    """scripts/verify_levels.py on a build's folders: its output (it must end OK)."""
     import sys
 
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -71,14 +81,25 @@ def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> 
         import verify_levels
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    folders = [str(familiarity_build["out"] / f) for f in FOLDERS]
-    assert verify_levels.main(folders) == 0
+    assert verify_levels.main([str(build["out"] / f) for f in FOLDERS]) == 0
     out = capsys.readouterr().out
-    assert out.count(MINILM) == 3 and out.count(MPNET) == 3  # every level, both models
     assert out.rstrip().endswith("verdict: OK")
+    return out
 
 
-def test_the_check_model_is_reported_and_judged(familiarity_build) -> None:
+def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> None:
+    assert _verify(familiarity_build, capsys).count(MINILM) == 3  # every level
+
+
+@pytest.mark.slow
+def test_independent_code_reproduces_the_check_models_figures(checked_build, capsys) -> None:
+    out = _verify(checked_build, capsys)
+    assert out.count(MINILM) == 3 and out.count(MPNET) == 3  # every level, both models
+
+
+@pytest.mark.slow
+def test_the_check_model_is_reported_and_judged(checked_build) -> None:
+    familiarity_build = checked_build
     res = familiarity_build["result"]
     check = res.verdicts.check
     assert check is not None and check["model"] == f"sentence-transformers/{MPNET}"
@@ -110,7 +131,7 @@ def test_the_folders_load_and_say_how_they_were_built(familiarity_build) -> None
 
 
 def test_the_same_inputs_give_the_same_bytes(familiarity_build, tmp_path: Path) -> None:
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, check_model=MPNET)
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM)
     with Store(familiarity_build["db"]) as store:
         build(store, cfg, tmp_path)
     for folder in FOLDERS:
