@@ -3,12 +3,22 @@
     EU      B-ORG          token first, tab or space separated (CrossNER, CoNLL-2003, Pile-NER BIO)
     B-GENRE comedy         label first (MIT Movie / Restaurant)
     -DOCSTART- -X- -X- O   document separators are skipped
+    # http://...  [2009]   comment lines before a sentence are skipped and counted (GermEval)
+    1  Lehmbruck  B-OTH  B-PER   an index column and outer and nested tags (GermEval 2014)
 
 Layout (`columns`): what each column holds, e.g. `token,tag`, `tag,token` or
 `token,pos,chunk,tag` (any name other than `token` and `tag` is a column that is skipped and
 named in the report). With `columns=auto` the tag column is found from the values (see
 `layout.py`): the column whose values are all tags, so label-first and token-first files both
-read right, and an ambiguous file is refused with a message that names `--columns`.
+read right; an index column is left out; of several tag columns that are levels of one
+annotation the first (outer) is read, and `tags=nested` (or `tags=N`, a column number) reads
+another; an ambiguous file is refused with a message that names `--columns` or `-o tags=`.
+
+Comments (`comments`): a line that starts with `#` and a space or tab before a sentence's
+first row is a comment when it cannot be a row of the file (other width, no tag in the tag
+column, no `1` in the index column): it is skipped and counted. One that reads as a row (the
+token `#`, `#<TAB>O`) is a row. A file with both is refused with its line, naming
+`comments=skip` (every such line is a comment) and `comments=none` (every one is a row).
 
 Tag schemes: BIO (`B-x`, `I-x`, `O`), BIOES (adds `E-x`, `S-x`) and IO (`I-x` or a bare type
 such as Few-NERD's `person-artist/author`, and `O`). In IO, adjacent tokens of the same type
@@ -16,12 +26,15 @@ are one entity: two neighbouring entities of one type cannot be told apart and a
 which is why IO files have fewer mentions than their BIO originals.
 
 Separators: a file whose first row has a tab is cut on tabs (and each cell stripped, so a tab
-followed by spaces puts no spaces into tokens); otherwise on runs of whitespace.
+followed by spaces puts no spaces into tokens); otherwise on runs of whitespace. Empty cells
+past the last column (a trailing tab) are dropped and counted. A row without a tab in a file
+cut on tabs (MIT Movie trivia10k13's `I-Plot supernatural`) is refused, naming `sep=space`
+when it reads every row of the file.
 
 Strictness: a row with the wrong number of columns, a tag outside the scheme, or `I-x` that
-does not continue an `x` entity is an error naming the file, line and value. Some published
-files are lax (`I-x` opening an entity); `repair=True` reads such an `I-x` as `B-x` and counts
-the repaired tags in the read report.
+does not continue an `x` entity is an error naming the file, line and value, and the option
+that reads it where one does. Some published files are lax (`I-x` opening an entity);
+`repair=True` reads such an `I-x` as `B-x` and counts the repaired tags in the read report.
 """
 
 from __future__ import annotations
@@ -34,11 +47,29 @@ from types import MappingProxyType
 from typing import ClassVar, Literal
 
 from builders.errors import SourceFormatError
-from builders.sources.base import Example, ReadReport, open_text
-from builders.sources.layout import decide, detect_scheme, scan, splitter
+from builders.sources.base import Example, ReadReport
+from builders.sources.layout import (
+    BLANK,
+    DOCSTART,
+    HASH,
+    TOO_FEW,
+    Layout,
+    cut_cells,
+    decide,
+    detect_scheme,
+    first_cut,
+    is_comment_like,
+    is_tag,
+    lines,
+    scan,
+    space_misfit,
+)
 from builders.sources.options import ReaderOptions, option
 
 __all__ = ["Options", "detect_scheme", "read"]
+
+#: options added after stores were written (left out of `as_dict` at their default)
+_LATER = ("comments", "tags")
 
 _SEPARATORS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": " "}
 
@@ -48,7 +79,8 @@ class Options(ReaderOptions):
     columns: str = option(
         "auto",
         "what each column holds, comma-separated: token, tag, and any other name for a column "
-        "to skip (token,pos,chunk,tag); auto: the column whose values are all tags",
+        "to skip (token,pos,chunk,tag); auto: found from the values (an index column is "
+        "skipped, the column whose values are all tags holds the tags)",
     )
     scheme: Literal["auto", "bio", "bioes", "io"] = option(
         "auto", "tag scheme; auto: BIOES if a tag has E-/S-, else BIO if one has B-, else IO"
@@ -59,6 +91,16 @@ class Options(ReaderOptions):
         "the first row has one, else whitespace",
     )
     repair: bool = option(False, "read an I-x that opens an entity as B-x, and count it")
+    comments: Literal["auto", "skip", "none"] = option(
+        "auto",
+        "lines starting with '#' and a space or tab before a sentence: skip (comments, "
+        "counted) or none (rows); auto: comments unless one reads as a row (then refused)",
+    )
+    tags: str = option(
+        "auto",
+        "the tag column when several hold tags (GermEval 2014): outer (the first), nested "
+        "(the second) or a column number; auto: the only one, or the outer of nested ones",
+    )
 
     renamed: ClassVar[Mapping[str, str]] = MappingProxyType(
         {
@@ -81,6 +123,23 @@ class Options(ReaderOptions):
                     "'tag' (e.g. token,tag or tag,token or token,pos,chunk,tag), or say auto"
                 )
             object.__setattr__(self, "columns", ",".join(roles))
+        tags = self.tags.strip().lower()
+        if tags not in ("auto", "outer", "nested") and not (tags.isdigit() and int(tags) > 0):
+            raise ValueError(
+                f"tags={self.tags!r}: give outer, nested, a column number (1, 2, ...) or auto"
+            )
+        if tags != "auto" and self.columns != "auto":
+            raise ValueError(
+                f"tags={self.tags} and columns={self.columns}: name the tag column once, "
+                "with tags or with columns"
+            )
+        object.__setattr__(self, "tags", tags)
+
+    def as_dict(self) -> dict[str, object]:
+        """The options; `comments` and `tags` (added later) only when set, so that an input
+        read before they existed keeps its recorded options and its fingerprint."""
+        given = super().as_dict()
+        return {k: v for k, v in given.items() if k not in _LATER or v != "auto"}
 
     @property
     def roles(self) -> tuple[str, ...] | None:
@@ -90,61 +149,160 @@ class Options(ReaderOptions):
 def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
     """Yield the sentences of one column file (options: see `Options`)."""
     opts: Options = Options.parse(options, "columns")
-    roles, scheme = opts.roles, str(opts.scheme)
-    if roles is None or scheme == "auto":
-        only = () if roles is None else (roles.index("token"), roles.index("tag"))
-        width, cols = scan(path, opts.sep, only)
-        layout = decide(path, width, cols, roles, scheme)
-        for text in layout.notes:
-            report.note(text)
-        token_col, tag_col, scheme = layout.token, layout.tag, layout.scheme
-    else:
-        token_col, tag_col = roles.index("token"), roles.index("tag")
-    rows = 0
+    layout = _layout(path, opts)
+    for text in layout.notes:
+        report.note(text)
+    rows = _Rows(path, layout, opts)
     tokens: list[str] = []
     tags: list[str] = []
     start_line = 0
-    width = len(roles) if roles else 0
-    cut: str | None = None
-    first = True
-    for number, line in open_text(path):
-        if not line.strip():
+    for number, line, cells in rows:
+        if cells is None:
             if tokens:
-                yield _decode(path, start_line, tokens, tags, scheme, opts.repair, report)
+                yield _decode(path, start_line, tokens, tags, layout.scheme, opts.repair, report)
                 tokens, tags = [], []
             continue
-        if line.startswith("-DOCSTART-"):
-            continue
-        if first:
-            cut, first = splitter(line, opts.sep), False
-        cells = line.split(cut)
-        if not width:
-            width = len(cells)
-        if len(cells) != width or width < 2:
-            raise _width_error(path, number, width, len(cells), line, opts.columns)
         if not tokens:
             start_line = number
-        token = cells[token_col].strip()
+        token = cells[layout.token].strip()
         if not token:
             raise SourceFormatError(path, number, "empty token", line)
         tokens.append(token)
-        tags.append(cells[tag_col].strip())
-        rows += 1
+        tags.append(cells[layout.tag].strip())
     if tokens:
-        yield _decode(path, start_line, tokens, tags, scheme, opts.repair, report)
-    if width > 2 and rows:
-        others = [i for i in range(width) if i not in (token_col, tag_col)]
-        names = roles or tuple(f"column {i + 1}" for i in range(width))
-        report.not_kept(path, "columns", Counter({names[i]: rows for i in others}))
+        yield _decode(path, start_line, tokens, tags, layout.scheme, opts.repair, report)
+    rows.finish(report)
+
+
+def _layout(path: Path, opts: Options) -> Layout:
+    """The columns, scheme and separator: from the evidence (`layout.py`), or as given."""
+    roles, scheme = opts.roles, str(opts.scheme)
+    if roles is None or scheme == "auto":
+        only = () if roles is None else (roles.index("token"), roles.index("tag"))
+        return decide(path, scan(path, opts.sep, only), roles, scheme, opts.tags)
+    token, tag = roles.index("token"), roles.index("tag")
+    return Layout(token, tag, scheme, (), len(roles), first_cut(path, opts.sep), roles)
+
+
+class _Rows:
+    """The rows of one file as (line number, line, cells), a blank line as cells None;
+    comment lines skipped and counted, trailing empty cells dropped and counted."""
+
+    def __init__(self, path: Path, layout: Layout, opts: Options):
+        self.path, self.layout, self.opts = path, layout, opts
+        self.rows = 0
+        self.comments, self.first_comment = 0, 0
+        self.as_row: tuple[int, str] | None = None  # the first comment-like line read as a row
+        self.trailing, self.first_trailing = 0, 0
+
+    def __iter__(self) -> Iterator[tuple[int, str, list[str] | None]]:
+        for number, line, kind in lines(self.path):
+            if kind == BLANK:
+                yield number, line, None
+            elif kind != DOCSTART and not (kind == HASH and self._comment(number, line)):
+                yield number, line, self._cells(number, line, kind == HASH)
+
+    def _comment(self, number: int, line: str) -> bool:
+        """Whether a comment-like line before a sentence is a comment (see the docstring)."""
+        mode = self.opts.comments
+        if mode == "none":
+            return False
+        row = mode == "auto" and self._reads_as_row(line)
+        if row:
+            self.as_row = self.as_row or (number, line)
+        else:
+            self.comments += 1
+            self.first_comment = self.first_comment or number
+        if self.as_row and self.first_comment:
+            raise SourceFormatError(
+                self.path,
+                self.as_row[0],
+                "this line starts like a comment ('#' and a space or tab, before a sentence) "
+                f"but reads as a row of the file, while line {self.first_comment} is a comment; "
+                "-o comments=skip skips every such line, -o comments=none reads them all as rows",
+                self.as_row[1],
+            )
+        return not row
+
+    def _reads_as_row(self, line: str) -> bool:
+        lay = self.layout
+        cells = cut_cells(line, lay.cut, lay.width)[0]
+        if len(cells) != lay.width or lay.width < 2:
+            return False
+        value = cells[lay.tag].strip()
+        if not (is_tag(value) or value in lay.known):
+            return False
+        return lay.index is None or cells[lay.index].strip() == "1"
+
+    def _cells(self, number: int, line: str, hashed: bool) -> list[str]:
+        lay = self.layout
+        cells, trimmed = cut_cells(line, lay.cut, lay.width)
+        if trimmed:
+            self.trailing += 1
+            self.first_trailing = self.first_trailing or number
+        if len(cells) != lay.width or lay.width < 2:
+            raise _width_error(self.path, number, lay, len(cells), line, self.opts, hashed)
+        self.rows += 1
+        return cells
+
+    def finish(self, report: ReadReport) -> None:
+        """Count and name what was read past: comments, trailing cells, unread columns."""
+        lay, name = self.layout, self.path.name
+        if self.comments:
+            report.add("comment_lines_skipped", self.comments)
+            report.note(
+                f"{name}: {_lines(self.comments, 'comment line')} skipped ('#' and a space or tab "
+                f"before a sentence; the first: line {self.first_comment}); -o comments=none "
+                "reads them as rows"
+            )
+        if self.trailing:
+            report.add("trailing_empty_cells", self.trailing)
+            report.note(
+                f"{name}: {_lines(self.trailing, 'row')} ended in empty cells past column {lay.width} "
+                f"(a trailing separator; the first: line {self.first_trailing}); read without them"
+            )
+        if lay.width > 2 and self.rows:
+            others = [i for i in range(lay.width) if i not in (lay.token, lay.tag)]
+            report.not_kept(
+                self.path, "columns", Counter({_unread_name(lay, i): self.rows for i in others})
+            )
+
+
+def _lines(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+def _unread_name(layout: Layout, i: int) -> str:
+    """A column that is not read, as the report names it: its `--columns` name, or its number
+    (and role) when the layout was detected."""
+    if not layout.detected:
+        return layout.names[i]
+    role = layout.names[i] if i < len(layout.names) else "-"
+    return f"column {i + 1}" + ("" if role == "-" else f" ({role})")
 
 
 def _width_error(
-    path: Path, number: int, width: int, found: int, line: str, columns: str
+    path: Path, number: int, layout: Layout, found: int, line: str, opts: Options, hashed: bool
 ) -> SourceFormatError:
+    width = layout.width
     if width < 2:
-        return SourceFormatError(path, number, "expected at least 2 columns (token and tag)", line)
-    said = "" if columns == "auto" else f" (--columns {columns})"
-    return SourceFormatError(path, number, f"expected {width} columns{said}, found {found}", line)
+        return SourceFormatError(path, number, TOO_FEW, line)
+    said = "" if opts.columns == "auto" else f" (--columns {opts.columns})"
+    message = f"expected {width} columns{said}, found {found}"
+    if hashed:
+        message += "; -o comments=skip skips the lines starting with '#' before a sentence"
+    elif is_comment_like(line):
+        message += "; a line starting with '#' is a comment only before a sentence's first row"
+    elif layout.cut == "\t" and "\t" not in line:
+        misfit = space_misfit(path, width)
+        message += ": this row has no tab, and the file's rows are cut on tabs; " + (
+            "-o sep=space cuts every row on runs of spaces and tabs, which reads every row of "
+            f"this file into {width} columns"
+            if misfit is None
+            else f"-o sep=space would not read the file either (line {misfit[0]} would have "
+            f"{misfit[1]} columns)"
+        )
+    return SourceFormatError(path, number, message, line)
 
 
 def _decode(
@@ -174,7 +332,7 @@ def _decode_io(
         if tag != "O":
             prefix, label = _split_tag(tag, scheme)
             if prefix is None or not label:
-                raise SourceFormatError(path, first_line + i, _bad_tag_message(scheme), tag)
+                raise SourceFormatError(path, first_line + i, _bad_tag_message(scheme, tag), tag)
         if label == open_label:
             continue
         if open_label is not None:
@@ -201,7 +359,7 @@ def _decode_bio(
     for i, tag in enumerate(tags):
         prefix, label = ("O", "") if tag == "O" else _split_tag(tag, scheme)
         if prefix is None or (prefix != "O" and not label):
-            raise fail(i, _bad_tag_message(scheme))
+            raise fail(i, _bad_tag_message(scheme, tag))
         if prefix in ("O", "B", "S"):
             if open_label is not None:
                 if bioes:
@@ -220,7 +378,9 @@ def _decode_bio(
                     "after O" if open_label is None else f"after an entity of type {open_label!r}"
                 )
                 raise fail(
-                    i, f"{prefix}- tag {what} (expected B-{label}; use repair to read it as B-)"
+                    i,
+                    f"{prefix}- tag {what} (expected B-{label}; use repair to read it as B-, "
+                    "with --repair or -o repair=true)",
                 )
             report.add("repaired_tags")
             if open_label is not None:
@@ -248,9 +408,14 @@ def _split_tag(tag: str, scheme: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def _bad_tag_message(scheme: str) -> str:
-    return {
+def _bad_tag_message(scheme: str, tag: str) -> str:
+    message = {
         "bio": "tag is not O, B-<type> or I-<type>",
         "bioes": "tag is not O, B-, I-, E- or S-<type>",
         "io": "tag is not O, I-<type> or a bare type",
     }[scheme]
+    if scheme == "bio" and tag[:2] in ("E-", "S-"):
+        message += " (-o scheme=bioes reads E- and S- tags)"
+    elif scheme == "io" and tag[:2] in ("B-", "E-", "S-"):
+        message += f" (-o scheme={'bio' if tag[0] == 'B' else 'bioes'} reads {tag[:2]} tags)"
+    return message

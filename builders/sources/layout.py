@@ -1,14 +1,23 @@
 """Which column of a column file holds the tags, and in which scheme: decided from evidence.
 
 One pass over the file collects, per column, whether EVERY value is a tag (`O` or
-`B-`/`I-`/`E-`/`S-<type>`), the tag prefixes seen and the values' frequencies. Then:
+`B-`/`I-`/`E-`/`S-<type>`), the tag prefixes seen and the values' frequencies, and whether the
+first column numbers the tokens of each sentence (`1`, `2`, ... `n`: an index). Then:
 
-- **Layout** (`columns=auto`). The tag column is the one column whose every value is a tag
-  (label first or token first alike). If no column is, the file may be IO with bare types
-  (`person-artist/author`): the tag column is then the one column whose most frequent value is
-  `O`. With two columns the other one holds the tokens. Anything else (two tag-like columns
-  such as CoNLL's chunk and NER columns, three or more columns, no tag-like column) is refused
-  with a message that names `--columns`.
+- **Comment-like lines.** A line that starts with `#` and a space or tab before a sentence
+  (at the start of the file, after a blank line or after another such line) is no evidence:
+  GermEval 2014 puts `#<TAB>http://...<TAB>[2009-10-17]` before each sentence, a tweet corpus
+  may start a sentence with the token `#`. The reader decides (see `columns.py`).
+- **Layout** (`columns=auto`). An index column holds neither tokens nor tags. Of the other
+  columns, the tag column is the one column whose every value is a tag (label first or token
+  first alike). If no column is, the file may be IO with bare types (`person-artist/author`):
+  the tag column is then the one column whose most frequent value is `O`. With two columns
+  the other one holds the tokens. Several tag columns are read without options only where the
+  evidence says they are levels of one annotation: an index column, one column of words, and
+  tag columns whose types are all types of the first (GermEval 2014's outer and nested tags).
+  The first (outer) one is read, the others are named in a note, and `tags=nested` (or a
+  column number) reads another. Anything else (CoNLL's chunk and NER columns, several columns
+  of words, no tag-like column) is refused with a message that names `--columns` or `-o tags=`.
 - **Scheme** (`scheme=auto`). BIOES if a tag has an `E-`/`S-` prefix, else BIO if one has `B-`,
   else IO.
 - **IO sanity.** A tag column read as IO by detection must look like tags, not words: it is
@@ -21,7 +30,7 @@ One pass over the file collects, per column, whether EVERY value is a tag (`O` o
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -30,6 +39,14 @@ from builders.errors import SourceFormatError
 from builders.sources.base import open_text
 
 TAG_PREFIXES = "BIES"
+
+#: the kinds of lines `lines` tells apart
+BLANK, DOCSTART, HASH, ROW = "blank", "docstart", "hash", "row"
+
+TOO_FEW = (
+    "expected at least 2 columns (token and tag), cut by tabs or spaces; -o sep=CHAR reads "
+    "columns cut by another character"
+)
 
 
 def is_tag(value: str) -> bool:
@@ -60,6 +77,66 @@ def splitter(first_row: str, sep: str | None) -> str | None:
     return None if sep == " " else sep
 
 
+def is_comment_like(line: str) -> bool:
+    """`#` alone, or followed by a space or tab: what a comment line looks like."""
+    return line.startswith("#") and (len(line) == 1 or line[1].isspace())
+
+
+def lines(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line number, line, kind) of every line; kind: BLANK, DOCSTART (`-DOCSTART-`), HASH (a
+    comment-like line before a sentence's first row: at the start of the file, after a blank
+    line or after another HASH line) or ROW."""
+    fresh = True
+    for number, line in open_text(path):
+        if not line.strip():
+            fresh = True
+            yield number, line, BLANK
+        elif line.startswith("-DOCSTART-"):
+            yield number, line, DOCSTART
+        elif fresh and is_comment_like(line):
+            yield number, line, HASH
+        else:
+            fresh = False
+            yield number, line, ROW
+
+
+def cut_cells(line: str, cut: str | None, width: int) -> tuple[list[str], bool]:
+    """The cells of a row, and whether empty cells past `width` were dropped: a trailing
+    separator (GermEval 2014's `1<TAB>"<TAB>O<TAB>O<TAB>`) adds an empty cell, nothing else."""
+    cells = line.split(cut)
+    if cut is not None and 0 < width < len(cells) and not "".join(cells[width:]).strip():
+        return cells[:width], True
+    return cells, False
+
+
+def row_width(line: str, cut: str | None) -> int:
+    """The number of columns a (first) row has, trailing empty cells past the second left out."""
+    cells = line.split(cut)
+    while cut is not None and len(cells) > 2 and not cells[-1].strip():
+        cells.pop()
+    return len(cells)
+
+
+def first_cut(path: Path, sep: str | None) -> str | None:
+    """The separator, decided on the file's first row (comment-like lines are not rows)."""
+    first: str | None = None
+    for _, line, kind in lines(path):
+        if kind == ROW:
+            return splitter(line, sep)
+        if kind == HASH and first is None:
+            first = line
+    return splitter(first or "", sep)
+
+
+def space_misfit(path: Path, width: int) -> tuple[int, int] | None:
+    """(line, columns) of the first row that does not have `width` columns when cut on runs
+    of whitespace (`sep=space`), or None when every row has."""
+    for number, line, kind in lines(path):
+        if kind == ROW and len(line.split()) != width:
+            return number, len(line.split())
+    return None
+
+
 class _Column:
     """What one column holds: its distinct values, and their counts when asked (a second pass
     over the file, needed only for IO with bare types and for messages)."""
@@ -86,64 +163,91 @@ class _Column:
         """`O` is (one of) the most frequent values."""
         return bool(self.distinct) and self.counts["O"] >= self.most_common()[1]
 
+    def types(self) -> set[str]:
+        """The entity types of a column of tags (`B-LOC`, `I-LOC` -> `LOC`)."""
+        return {v[2:] for v in self.distinct if v != "O"}
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What one pass over a file found: the number of columns (of the first row), the
+    separator, the evidence per column, and 0 when the first column is an index."""
+
+    width: int
+    cut: str | None
+    cols: list[_Column]
+    index: int | None = None
+
 
 @dataclass(frozen=True)
 class Layout:
-    """The decision: token and tag columns (0-based), scheme, and what to tell the user."""
+    """The decision: token and tag columns (0-based), scheme, what to tell the user, and what
+    the reader needs: the width, the separator, each column's role (`token`, `tag`, `index`,
+    `outer`, `nested`, `-`, or the names given with `--columns`), the index column and the
+    values the tag column holds."""
 
     token: int
     tag: int
     scheme: str
     notes: tuple[str, ...] = ()
-
-
-def data_rows(path: Path) -> Iterable[tuple[int, str]]:
-    """(line number, line) of every row that holds a token (no blank or -DOCSTART- lines)."""
-    for number, line in open_text(path):
-        if line.strip() and not line.startswith("-DOCSTART-"):
-            yield number, line
-
-
-def scan(path: Path, sep: str | None, only: tuple[int, ...] = ()) -> tuple[int, list[_Column]]:
-    """The number of columns (of the first row) and the evidence for each column (`only`:
-    these columns; the others get none). Rows of another width are left to the reader, which
-    reports them with their line."""
+    width: int = 0
     cut: str | None = None
-    width = 0
+    names: tuple[str, ...] = ()
+    index: int | None = None
+    known: frozenset[str] = frozenset()
+    detected: bool = False
+
+
+def scan(path: Path, sep: str | None, only: tuple[int, ...] = ()) -> Scan:
+    """The evidence for each column (`only`: these columns; the others get none). Rows of
+    another width are left to the reader, which reports them with their line; comment-like
+    lines (HASH) are no evidence. The first column is an index when every row's first cell is
+    its place in its sentence (1, 2, ...) and the rows have 3 columns or more."""
+    cut = first_cut(path, sep)
+    width, pos, counting = 0, 0, True
     seen: list[set[str]] = []
     wanted: tuple[int, ...] = ()
-    for number, line in data_rows(path):
+    for number, line, kind in lines(path):
+        if kind != ROW:
+            pos = pos if kind == HASH else 0
+            continue
         if not seen:
-            cut = splitter(line, sep)
-            width = len(line.split(cut))
+            width = row_width(line, cut)
             if width < 2:
-                raise SourceFormatError(
-                    path, number, "expected at least 2 columns (token and tag)", line
-                )
+                raise SourceFormatError(path, number, TOO_FEW, line)
             seen = [set() for _ in range(width)]
             wanted = tuple(j for j in (only or range(width)) if j < width)
-        cells = line.split(cut)
+        pos += 1
+        cells, _ = cut_cells(line, cut, width)
         if len(cells) != width:
             continue
+        counting = counting and cells[0].strip() == str(pos)
         for j in wanted:
             seen[j].add(cells[j].strip())
-    return width, [_Column(d, partial(_count, path, cut, width, j)) for j, d in enumerate(seen)]
+    index = 0 if seen and counting and width >= 3 and not only else None
+    cols = [_Column(d, partial(_count, path, cut, width, j)) for j, d in enumerate(seen)]
+    return Scan(width, cut, cols, index)
 
 
 def _count(path: Path, cut: str | None, width: int, j: int) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for _, line in data_rows(path):
-        cells = line.split(cut)
+    for _, line, kind in lines(path):
+        cells = cut_cells(line, cut, width)[0] if kind == ROW else []
         if len(cells) == width:
             counts[cells[j].strip()] += 1
     return counts
 
 
 def decide(
-    path: Path, width: int, cols: list[_Column], roles: tuple[str, ...] | None, scheme: str
+    path: Path,
+    found: Scan,
+    roles: tuple[str, ...] | None,
+    scheme: str,
+    tags: str = "auto",
 ) -> Layout:
     """The token and tag columns and the scheme (see the module docstring)."""
     notes: list[str] = []
+    width, cols = found.width, found.cols
     if roles is not None:
         if width and len(roles) != width:
             raise SourceFormatError(
@@ -152,36 +256,103 @@ def decide(
                 f"--columns names {len(roles)} columns ({','.join(roles)}) but the rows have "
                 f"{width}",
             )
-        token, tag = roles.index("token"), roles.index("tag")
+        token, tag, names = roles.index("token"), roles.index("tag"), roles
     else:
-        token, tag = _find_tag_column(path, width, cols)
+        token, tag, names, more = _find_columns(path, found, tags)
         notes.append(
-            f"{path.name}: columns detected as {_roles(width, token, tag)} "
-            f"(column {tag + 1} holds the tags)"
+            f"{path.name}: columns detected as {','.join(names)} (column {tag + 1} holds the tags)"
         )
+        notes += more
     if scheme == "auto":
         col = cols[tag] if cols else _Column(set(), Counter)
         scheme = scheme_of(col.prefixes)
         if scheme == "io" and cols:
             check_io(path, cols[token], col, f"column {tag + 1}")
         notes.append(f"{path.name}: tag scheme detected as {scheme.upper()}")
-    return Layout(token, tag, scheme, tuple(notes))
+    known = frozenset(cols[tag].distinct) if tag < len(cols) else frozenset()
+    index = found.index if roles is None else None
+    return Layout(
+        token, tag, scheme, tuple(notes), width, found.cut, names, index, known, roles is None
+    )
 
 
-def _find_tag_column(path: Path, width: int, cols: list[_Column]) -> tuple[int, int]:
+def _find_columns(
+    path: Path, found: Scan, tags: str
+) -> tuple[int, int, tuple[str, ...], list[str]]:
+    """Token column, tag column, each column's role and the notes, from the evidence."""
+    width, cols, index = found.width, found.cols, found.index
     if width == 0:
-        return 0, 1  # no rows: the writer reports the empty input
-    tagged = [i for i, c in enumerate(cols) if c.all_tags]
-    if width == 2 and len(tagged) == 1:
-        return 1 - tagged[0], tagged[0]
-    if width == 2 and not tagged:
-        o_first = [i for i, c in enumerate(cols) if c.o_first()]
-        if len(o_first) == 1:  # IO with bare types: O is the tag column's commonest value
-            return 1 - o_first[0], o_first[0]
-    raise SourceFormatError(path, None, _ambiguous(width, cols, tagged))
+        return 0, 1, ("token", "tag"), []  # no rows: the writer reports the empty input
+    rest = [i for i in range(width) if i != index]
+    tagged = [i for i in rest if cols[i].all_tags]
+    notes = []
+    if index is not None:
+        notes.append(
+            f"{path.name}: column {index + 1} numbers the tokens of each sentence (1, 2, ...): "
+            "an index, not read"
+        )
+    if tags != "auto":
+        tag = _chosen(path, found, tagged, tags)
+        notes.append(f"{path.name}: tags read from column {tag + 1} (-o tags={tags})")
+    elif len(rest) == 2 and len(tagged) == 1:
+        tag = tagged[0]
+    elif len(rest) == 2 and not tagged and sum(cols[i].o_first() for i in rest) == 1:
+        tag = next(i for i in rest if cols[i].o_first())  # IO with bare types
+    elif index is not None and len(rest) - len(tagged) == 1 and _nested(cols, tagged):
+        tag = tagged[0]
+        notes.append(_nested_note(path, tagged))
+    else:
+        raise SourceFormatError(path, None, _ambiguous(found, tagged))
+    words = [i for i in rest if i != tag and (i not in tagged or len(rest) == 2)]
+    if len(words) != 1:
+        raise SourceFormatError(path, None, _ambiguous(found, [*tagged, tag]))
+    return words[0], tag, _names(width, words[0], tag, index, tagged), notes
 
 
-def _ambiguous(width: int, cols: list[_Column], tagged: list[int]) -> str:
+def _nested(cols: list[_Column], tagged: list[int]) -> bool:
+    """Two or more tag columns whose types are all types of the first: outer and nested."""
+    first = cols[tagged[0]].types() if tagged else set()
+    return len(tagged) > 1 and all(cols[j].types() <= first for j in tagged[1:])
+
+
+def _nested_note(path: Path, tagged: list[int]) -> str:
+    cols = [str(j + 1) for j in tagged]
+    listed = ", ".join(cols[:-1]) + " and " + cols[-1]
+    if len(tagged) == 2:
+        other = f"column {cols[1]} is not read: -o tags=nested reads it instead"
+    else:
+        other = f"columns {', '.join(cols[1:])} are not read: -o tags=N reads column N instead"
+    return (
+        f"{path.name}: columns {listed} hold tags of the same types (outer and nested "
+        f"annotation); column {cols[0]} is read (the outer tags, -o tags=outer), {other}"
+    )
+
+
+def _chosen(path: Path, found: Scan, tagged: list[int], tags: str) -> int:
+    """The column `-o tags=outer|nested|N` names (0-based)."""
+    if tags in ("outer", "nested"):
+        k = 0 if tags == "outer" else 1
+        if len(tagged) > k:
+            return tagged[k]
+        listed = ", ".join(str(j + 1) for j in tagged) or "none"
+        raise SourceFormatError(
+            path,
+            None,
+            f"-o tags={tags}: the file has {len(tagged)} column(s) of tags ({listed}); "
+            "-o tags=N names the column of tags by its number",
+        )
+    n = int(tags)
+    if not 1 <= n <= found.width or n - 1 == found.index:
+        why = "is the index" if n - 1 == found.index else f"is not one of the {found.width}"
+        raise SourceFormatError(path, None, f"-o tags={n}: column {n} {why} columns")
+    return n - 1
+
+
+def _ambiguous(found: Scan, tagged: list[int]) -> str:
+    width, cols, index = found.width, found.cols, found.index
+    tagged = sorted(set(tagged))
+    words = [i for i in range(width) if i != index and i not in tagged]
+    words.sort(key=lambda i: all(v.isdigit() for v in cols[i].distinct))  # numbers last
     if len(tagged) > 1:
         why = "columns " + " and ".join(str(i + 1) for i in tagged) + " all hold tags"
     elif tagged:
@@ -190,10 +361,20 @@ def _ambiguous(width: int, cols: list[_Column], tagged: list[int]) -> str:
         samples = ", ".join(repr(c.most_common()[0]) for c in cols[:4])
         why = f"no column holds only tags (most frequent values: {samples})"
     if width == 2:
-        example = "--columns token,tag or --columns tag,token"
-    else:
-        tag = tagged[-1] if tagged else width - 1
-        example = "--columns " + _roles(width, 0 if tag else width - 1, tag, other="skip")
+        return (
+            f"cannot tell which column holds the tags: {why}; say it with --columns token,tag "
+            "or --columns tag,token"
+        )
+    tag = tagged[-1] if tagged else width - 1
+    token = words[0] if words else (0 if tag else width - 1)
+    example = "--columns " + _roles(width, token, tag, other="skip")
+    if len(tagged) > 1 and len(words) == 1:
+        picks = " or ".join(f"-o tags={i + 1}" for i in tagged)
+        if len(tagged) == 2:
+            picks = (
+                f"-o tags=outer (column {tagged[0] + 1}) or -o tags=nested (column {tagged[1] + 1})"
+            )
+        example = f"{picks}, or {example}"
     return f"cannot tell which column holds the tags: {why}; say it with {example}"
 
 
@@ -201,6 +382,21 @@ def _roles(width: int, token: int, tag: int, other: str = "-") -> str:
     return ",".join(
         "token" if i == token else "tag" if i == tag else other for i in range(max(width, 2))
     )
+
+
+def _names(
+    width: int, token: int, tag: int, index: int | None, tagged: list[int]
+) -> tuple[str, ...]:
+    """Each column's role, as `--columns` would name it (`index,token,tag,nested`)."""
+    names = []
+    for i in range(width):
+        if i in (token, tag, index):
+            names.append("token" if i == token else "tag" if i == tag else "index")
+        elif i in tagged:
+            names.append("outer" if i < tag else "nested")
+        else:
+            names.append("-")
+    return tuple(names)
 
 
 def column_stats(values: Iterable[str]) -> _Column:

@@ -86,7 +86,7 @@ def test_pilener_lax_tag_is_an_error_without_repair(data_dir: Path) -> None:
         list(read(path, ReadReport(), sep="\t", scheme="bio"))
     assert str(err.value) == (
         f"{path}:17: I- tag after an entity of type 'characteristic' "
-        "(expected B-symptom; use repair to read it as B-): 'I-symptom'"
+        "(expected B-symptom; use repair to read it as B-, with --repair or -o repair=true): 'I-symptom'"
     )
 
 
@@ -140,11 +140,11 @@ def test_bioes(tmp_path: Path) -> None:
         ("EU X-ORG\n\n", "{p}:1: tag is not O, B-<type> or I-<type>: 'X-ORG'"),
         (
             "EU B-ORG\nGerman I-MISC\n\n",
-            "{p}:2: I- tag after an entity of type 'ORG' (expected B-MISC; use repair to read it as B-): 'I-MISC'",
+            "{p}:2: I- tag after an entity of type 'ORG' (expected B-MISC; use repair to read it as B-, with --repair or -o repair=true): 'I-MISC'",
         ),
         (
             "EU O\nGerman I-MISC\n\n",
-            "{p}:2: I- tag after O (expected B-MISC; use repair to read it as B-): 'I-MISC'",
+            "{p}:2: I- tag after O (expected B-MISC; use repair to read it as B-, with --repair or -o repair=true): 'I-MISC'",
         ),
     ],
 )
@@ -179,7 +179,10 @@ def test_one_column(tmp_path: Path) -> None:
     f.write_text("\nEU\n\n", encoding="utf-8")
     with pytest.raises(
         SourceFormatError,
-        match=re.escape(f"{f}:2: expected at least 2 columns (token and tag): 'EU'"),
+        match=re.escape(
+            f"{f}:2: expected at least 2 columns (token and tag), cut by tabs or spaces; "
+            "-o sep=CHAR reads columns cut by another character: 'EU'"
+        ),
     ):
         list(read(f, ReadReport()))
 

@@ -250,7 +250,7 @@ def test_bad_bio_reports_row_and_token(tmp_path: Path, db: Path) -> None:
         ingest(store, "hf", str(folder), name="mine", options={"scheme": "bio"})
     assert str(err.value) == (
         f"{folder}/train:0: token 2: I- tag after O (expected B-conference; use repair to read it "
-        "as B-) (row 0): 'I-conference'"
+        "as B-, with --repair or -o repair=true) (row 0): 'I-conference'"
     )
     with Store(db) as store:
         result = ingest(

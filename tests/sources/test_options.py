@@ -21,13 +21,13 @@ from builders.sources import SOURCES, get_source, reader_options
             "columns",
             {"tokencol": -1},
             "unknown option 'tokencol' for the columns reader; valid options: columns, scheme, "
-            "sep, repair",
+            "sep, repair, comments, tags",
         ),
         (
             "columns",
             {"tag_col": 5},
             "unknown option 'tag_col' for the columns reader (the layout is given with "
-            "--columns, e.g. --columns tag,token); valid options: columns, scheme, sep, repair",
+            "--columns, e.g. --columns tag,token); valid options: columns, scheme, sep, repair, comments, tags",
         ),
         (
             "columns",
@@ -61,7 +61,7 @@ from builders.sources import SOURCES, get_source, reader_options
             "fewnerd",
             {"schem": "io"},
             "unknown option 'schem' for the fewnerd reader (did you mean 'scheme'?); valid "
-            "options: columns, scheme, sep, repair",
+            "options: columns, scheme, sep, repair, comments, tags",
         ),
     ],
 )
@@ -82,8 +82,12 @@ def test_values_are_converted_and_defaults_filled(data_dir: Path) -> None:
     plan = get_source("columns").plan(
         data_dir / "crossner/ai-test.txt", None, {"repair": "true", "sep": "tab"}
     )
+    # comments and tags at their defaults are left out: fingerprints of inputs read before
+    # these options existed stay as they were
     assert dict(plan.options) == {"columns": "auto", "scheme": "auto", "sep": "\t", "repair": True}
     assert dict(plan.user_options) == {"repair": True, "sep": "\t"}
+    plan = get_source("columns").plan(data_dir / "crossner/ai-test.txt", None, {"tags": "Outer"})
+    assert dict(plan.options)["tags"] == "outer" and "comments" not in plan.options
 
 
 def test_every_reader_declares_its_options() -> None:
@@ -107,6 +111,8 @@ def test_cli_shows_options_and_refuses_bad_ones(db: Path, data_dir: Path) -> Non
         "scheme",
         "sep",
         "repair",
+        "comments",
+        "tags",
     ]
     assert rows["conll2003"]["options"] == {"columns": "token,pos,chunk,tag", "scheme": "bio"}
     path = str(data_dir / "mit-movie/engtest.bio")
