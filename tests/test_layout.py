@@ -22,6 +22,7 @@ ROOT = Path(builders.__file__).parent
 RANKS = {
     "errors": 0,
     "defaults": 0,
+    "names": 1,
     "data": 0,
     "labels": 1,
     "sources": 2,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -75,9 +76,23 @@ def handle_errors(f: Callable) -> Callable:
         try:
             return f(*args, **kwargs)
         except (BuildersError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(printable_message(str(exc))) from exc
+        except OSError as exc:
+            message = os_error_message(exc)
+            if message is None:
+                raise
+            raise click.ClickException(message) from exc
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")
+            if duckdb is not None and isinstance(exc, duckdb.Error):
+                from builders.store.db import damaged, is_damage, write_failure
+
+                ctx = click.get_current_context(silent=True)
+                path = (ctx.params.get("db") if ctx is not None else None) or "the store"
+                if is_damage(exc):
+                    raise click.ClickException(damaged(path, exc)) from exc
+                if "No space left on device" in str(exc):
+                    raise click.ClickException(write_failure(path, exc)) from exc
             if duckdb is not None and isinstance(exc, duckdb.OutOfMemoryException):
                 from builders.store.db import MEMORY_ENV, memory_limit
 
@@ -88,6 +103,37 @@ def handle_errors(f: Callable) -> Callable:
             raise
 
     return wrapper
+
+
+#: What the user can do about an OSError they can cause, by errno name.
+_OS_FIXES = {
+    "ENOSPC": "free space there, or point --out / --db (or TMPDIR) at another disk",
+    "EDQUOT": "free space within your quota, or point --out / --db at another disk",
+    "EROFS": "the file system is read-only: pass --out / --db a writable place",
+    "EACCES": "you may not write there: pass --out / --db a folder you can write to",
+    "EPERM": "you may not write there: pass --out / --db a folder you can write to",
+    "EIO": "the disk reported an error: check it, then run the command again",
+}
+
+
+def os_error_message(exc: OSError) -> str | None:
+    """One line for an OSError the user's machine caused (disk full, read-only, permission):
+    what, where and the fix; None for others (they are bugs: a traceback is shown)."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or -1)
+    if name not in _OS_FIXES:
+        return None
+    where = exc.filename if exc.filename is not None else "a file"
+    return printable_message(f"{exc.strerror or name}: {where}: {_OS_FIXES[name]}.")
+
+
+def printable_message(text: str) -> str:
+    """An error message for the terminal: control characters from the data escaped (lines
+    of the message itself stay lines)."""
+    from builders.names import printable
+
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def k_option(f: Callable) -> Callable:
@@ -152,8 +198,32 @@ def source_options(f: Callable) -> Callable:
     )(f)
 
 
-def open_store(db: Path, read_only: bool = False) -> Store:
-    return Store(db, read_only=read_only)
+@contextmanager
+def open_store(db: Path, read_only: bool = False, create: bool = False) -> Iterator[Store]:
+    """The store at `db`, closed after the block.
+
+    Args:
+        create: make the store when there is none (a command that may ingest). A store this
+            call created is removed again, with the folders made for it, when the block fails:
+            a failed command, or a mistyped --db, leaves nothing behind.
+    """
+    from builders.hub.outdir import missing_folders
+
+    made = missing_folders(db.parent)
+    existed = db.exists()
+    store = Store(db, read_only=read_only, create=create)
+    try:
+        yield store
+    except BaseException:
+        store.close()
+        if not existed:
+            for leftover in (db, db.with_name(db.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+            for folder in made:  # innermost first; only if still empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
+    store.close()
 
 
 def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) -> None:
@@ -247,8 +317,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def note(msg: str, quiet: bool = False) -> None:
+    """A line on stderr (none with --quiet), control characters from the data escaped."""
     if not quiet:
-        click.echo(msg, err=True)
+        click.echo(printable_message(msg), err=True)
 
 
 @contextmanager
@@ -274,6 +345,7 @@ def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) ->
     from rich.markup import escape
     from rich.table import Table
 
+    title = printable_message(title) if title else None
     table = Table(title=escape(title) if title else None, show_lines=False)
     for i, col in enumerate(columns):
         table.add_column(escape(col), justify="left" if i == 0 else "right")
@@ -288,11 +360,14 @@ def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) ->
 
 
 def _fmt(v: Any) -> str:
+    """A table cell; text from the data with its control characters escaped."""
+    from builders.names import printable
+
     if isinstance(v, float):
         return f"{v:.3f}"
     if isinstance(v, int):
         return f"{v:,}"
-    return "" if v is None else str(v)
+    return "" if v is None else printable(str(v))
 
 
 def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:

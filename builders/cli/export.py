@@ -46,8 +46,10 @@ def export_gliner_cmd(
     GLiNER training json, or a stored benchmark to GLiNER's evaluation folder.
 
     Training json is a list of {"tokenized_text", "ner": [[start, end_inclusive, label], ...],
-    "ner_negatives"} (the keys GLiNER's trainer reads; `ner_negatives` only on rows that have
-    negatives). FOLDER that is not a local folder is downloaded from the Hub.
+    "ner_negatives", "negative_ner"} (the keys GLiNER's trainer reads; `ner_negatives` only on
+    rows that have negatives; `negative_ner`, span-level negatives in the layout of `ner`, only
+    on rows that have them: `builders ingest gliner` reads them back, GLiNER ignores them).
+    FOLDER that is not a local folder is downloaded from the Hub.
 
     Example: builders export-gliner out/pilener-low-shift --config max --out pilener-low-max.json
 
@@ -64,13 +66,15 @@ def export_gliner_cmd(
     where, repo_id = local_folder(folder, config)
     if repo_id:
         note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}", quiet)
-    rows = export_gliner(where, config, out, split=split)
+    counts = export_gliner(where, config, out, split=split)
     if as_json:
-        emit_json(
-            {"folder": folder, "config": config, "split": split, "out": str(out), "rows": rows}
-        )
+        emit_json({"folder": folder, "config": config, "split": split, "out": str(out), **counts})
         return
-    note(f"{folder}: {rows:,} rows -> {out}", quiet)
+    note(
+        f"{folder}: {counts['rows']:,} rows, {counts['mentions']:,} mentions, "
+        f"{counts['negatives']:,} negatives, {counts['negative_spans']:,} negative spans -> {out}",
+        quiet,
+    )
 
 
 def _export_benchmark(source: str, out: Path, db: Path, as_json: bool, quiet: bool) -> None:
@@ -90,10 +94,11 @@ def _export_benchmark(source: str, out: Path, db: Path, as_json: bool, quiet: bo
             "train, dev and test; its evaluation (get_for_one_path) uses test only",
             quiet,
         )
-    if res["splits_left_out"] or res["negatives_left_out"]:
+    if res["splits_left_out"] or res["negatives_left_out"] or res["negative_spans_left_out"]:
         note(
             f"left out: splits {res['splits_left_out'] or 'none'} (no GLiNER file name), "
-            f"{res['negatives_left_out']:,} negatives (the layout has none)",
+            f"{res['negatives_left_out']:,} negatives and {res['negative_spans_left_out']:,} "
+            "negative spans (the layout has none)",
             quiet,
         )
     if any(w in out.name for w in ("train", "dev", "test", "labels")):

@@ -96,7 +96,7 @@ def familiarity_cmd(
         model=model, k=k, weighting=weighting, backend=backend, precision=precision
     )
     emb = Embedder(model, backend=backend, precision=precision)  # one model load for both
-    with open_store(db) as store:
+    with open_store(db, create=True) as store:
         ensure_ingested(store, source, path, quiet)
         evalsets, table, rep = _measure(
             store, source, benchmarks, label_map, keep_misc, protocol, seed, quiet, emb, **opts

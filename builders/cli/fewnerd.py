@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,9 +23,13 @@ from builders.cli.common import (
     warn_older_reads,
 )
 from builders.defaults import SEED, canonical_split, hub_split
-from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS
+from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS, SplitBuild
+from builders.hub.outdir import OutLock
 from builders.sources.base import Example
 from builders.store import Store
+
+if TYPE_CHECKING:
+    from builders.shift.report import FamiliarityReport
 
 
 def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> None:
@@ -124,8 +129,11 @@ def fewnerd_splits_cmd(
     from builders.shift.runtime import check_choice
 
     check_choice(backend, precision)  # before any ingest or split
-
-    with open_store(db) as store:
+    command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
+    with (
+        OutLock(out, command),
+        open_store(db, create=True) as store,
+    ):  # --out checked before the work
         _ensure_source(store, source, path, quiet)
         with progress_bar(f"split {source} ({mode})", quiet, unit=" sent") as bar:
             build = build_split(store, source, mode, assignment, seed, progress=bar)
@@ -135,8 +143,14 @@ def fewnerd_splits_cmd(
             fam = familiarity_summary(
                 store, build, model, k=k, backend=backend, precision=precision
             )
-    command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
-    folder = write_split(build, out, fam, command=command)
+        folder = write_split(build, out, fam, command=command)
+    _report_split(build, fam, folder, as_json, quiet)
+
+
+def _report_split(
+    build: SplitBuild, fam: FamiliarityReport | None, folder: Path, as_json: bool, quiet: bool
+) -> None:
+    """fewnerd-splits' output: the summary as JSON, or a table of the parts and a note."""
     summary = build.summary()
     if fam is not None:
         summary["familiarity"] = fam.to_dict()
@@ -151,7 +165,7 @@ def fewnerd_splits_cmd(
             [p, part["sentences"], part["mentions"], part["types"], f.familiarity if f else None]
         )
     print_table(
-        f"{build.name} ({assignment}, seed {seed}) -> {folder}",
+        f"{build.name} ({build.assignment}, seed {build.seed}) -> {folder}",
         ["part", "sentences", "mentions", "types", "familiarity"],
         rows,
     )
@@ -159,6 +173,13 @@ def fewnerd_splits_cmd(
         f"dropped without entities: {build.dropped_no_entity:,}; mentions relabelled O: {build.relabelled_o:,}",
         quiet,
     )
+    if build.negatives_left_out or build.negative_spans_left_out:
+        note(
+            f"left out: {build.negatives_left_out:,} negatives and "
+            f"{build.negative_spans_left_out:,} negative spans of {build.source} (the Few-NERD "
+            "layout has no column for them; build-splits' folders keep them)",
+            quiet,
+        )
 
 
 @click.command("fewnerd-episodes")

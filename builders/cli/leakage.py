@@ -148,7 +148,7 @@ def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> Non
     "--pairs",
     "pairs_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Where the overlapping sentence pairs go (parquet) [default: leakage-SOURCE.parquet].",
+    help="Write the overlapping (benchmark, training) sentence pairs to this parquet file.",
 )
 @embedding_options
 @common_options
@@ -174,7 +174,7 @@ def leakage_cmd(
     overlap with its containment ratio, and seen mentions (and how many of those carry a
     familiar training label). Benchmarks are read from the store (packaged ones are ingested
     from $LABELSHIFT_DATA when missing). The overlapping (benchmark sentence, training
-    sentence) pairs are written to a parquet file for inspection.
+    sentence) pairs go to a parquet file with --pairs; nothing else is written.
 
     Example: builders leakage --source pilener --benchmarks crossner-ai,crossner-music
     """
@@ -186,7 +186,7 @@ def leakage_cmd(
     from builders.shift.runtime import check_choice
 
     check_choice(backend, precision)  # before any ingest or load
-    with open_store(db) as store:
+    with open_store(db, create=True) as store:
         ensure_ingested(store, source, path, quiet)
         sets = resolve(benchmarks, store=store, mapping=label_map)
         warn_older_benchmarks(store, sets)
@@ -196,21 +196,22 @@ def leakage_cmd(
         )  # fmt: skip
         rep = found.report()
     pairs = found.pairs_table()
-    out = pairs_path or Path(f"leakage-{source.replace('/', '_')}.parquet")
-    with atomic_open(out, binary=True) as fh:
-        pq.write_table(pairs, fh, compression="zstd")
+    if pairs_path is not None:  # a command that reads writes only the file it was asked for
+        with atomic_open(pairs_path, binary=True) as fh:
+            pq.write_table(pairs, fh, compression="zstd")
     if as_json:
         emit_json(
             {
                 **rep.to_dict(),
                 "benchmarks": [s.describe() for s in sets],
-                "pairs_file": str(out),
+                "pairs_file": None if pairs_path is None else str(pairs_path),
                 "pairs": pairs.num_rows,
             }
         )
         return
     _print_report(rep, quiet)
-    note(f"{pairs.num_rows:,} overlapping sentence pairs -> {out}", quiet)
+    kept = f"-> {pairs_path}" if pairs_path is not None else "(--pairs FILE.parquet keeps them)"
+    note(f"{pairs.num_rows:,} overlapping sentence pairs {kept}", quiet)
 
 
 def _print_report(rep: LeakageReport, quiet: bool) -> None:

@@ -48,10 +48,24 @@ for _command in (
     cli.add_command(_command)
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a `kill`, a job scheduler's stop) ends the run as Ctrl-C does: through every
+    `finally`, so temporary folders and a half-made store are removed (kill -9 cannot be
+    caught: the next run that takes the folder's lock cleans up after it)."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main() -> None:
+    _exit_on_sigterm()
     cli(prog_name="builders")
 
 
 def build_splits_main() -> None:
     """Entry point of the stand-alone `build-splits` command."""
+    _exit_on_sigterm()
     build_splits(prog_name="build-splits")

@@ -225,7 +225,7 @@ def build_splits(
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
-    with open_store(db) as store:
+    with open_store(db, create=True) as store:
         ensure_ingested(store, cfg.source, path, quiet)
         results = build(
             store,

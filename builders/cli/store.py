@@ -3,8 +3,6 @@ store holds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +21,6 @@ from builders.cli.common import (
     warn_older_reads,
 )
 from builders.sources import SOURCES, check_split, reader_options
-from builders.store import Store
 
 if TYPE_CHECKING:
     from builders.store.writer import IngestResult
@@ -165,7 +162,7 @@ def ingest_cmd(
         options["columns"] = columns
     spec, plan = plan_ingest(source, list(paths) or None, split=split, options=options)
     with (
-        _store_for_ingest(db) as store,
+        open_store(db, create=True) as store,
         progress_bar(f"ingest {source}", quiet, unit=" sent") as bar,
     ):
         result = write_source(
@@ -175,23 +172,6 @@ def ingest_cmd(
         emit_json(result.to_dict())
         return
     _print_result(result, quiet)
-
-
-@contextmanager
-def _store_for_ingest(db: Path) -> Iterator[Store]:
-    """The store; when this ingest created the file and then fails, the file is removed, so a
-    failed first ingest leaves no empty store behind."""
-    existed = db.exists()
-    store = open_store(db)
-    try:
-        yield store
-    except BaseException:
-        store.close()
-        if not existed:
-            for leftover in (db, db.with_name(db.name + ".wal")):
-                leftover.unlink(missing_ok=True)
-        raise
-    store.close()
 
 
 def _print_result(result: IngestResult, quiet: bool) -> None:
@@ -244,10 +224,16 @@ def labels_cmd(
     metavar="KEY",
     help="Forget the cached vectors of this cache key first (repeatable), e.g. a stale one.",
 )
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Do not read every row to verify the store's checksums (faster on a large store).",
+)
 @common_options
 @handle_errors
-def stats_cmd(db: Path, drop: tuple[str, ...], as_json: bool, quiet: bool) -> None:
-    """Show what the store holds: sources, splits, counts and cached embeddings.
+def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, quiet: bool) -> None:
+    """Show what the store holds: sources, splits, counts and cached embeddings, after reading
+    every row so that DuckDB verifies the store's checksums (`--no-check` skips it).
 
     A cache key this version no longer writes (model|backend|precision|weights, before the
     device and batch rows joined the key) is marked stale: its vectors are never read again,
@@ -264,6 +250,9 @@ def stats_cmd(db: Path, drop: tuple[str, ...], as_json: bool, quiet: bool) -> No
                 raise click.BadParameter(f"no cached vectors under {key!r}", param_hint="KEY")
             note(f"dropped {dropped:,} cached vectors of {key}", quiet)
         stats = store.stats()
+        if not no_check:
+            store.check()  # a damaged block is a one-line error naming its table
+        stats["integrity"] = "not checked" if no_check else "ok: every row read, checksums match"
         warn_older_reads(store)
     if as_json:
         emit_json(stats)
@@ -281,3 +270,4 @@ def stats_cmd(db: Path, drop: tuple[str, ...], as_json: bool, quiet: bool) -> No
     for model, n in stats["embeddings"].items():
         stale = " (stale: an older version's key; --drop-embeddings KEY frees it)"
         click.echo(f"embedding cache: {model}: {n:,} labels{stale if is_stale_key(model) else ''}")
+    click.echo(f"integrity: {stats['integrity']}")

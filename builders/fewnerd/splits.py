@@ -159,6 +159,10 @@ class SplitBuild:
     dropped_no_entity: int
     relabelled_o: int
     origin: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The source's negatives, label-level and span-level: the Few-NERD layout has no column
+    #: for them, so none is written; counted here (and in summary.json when there are any).
+    negatives_left_out: int = 0
+    negative_spans_left_out: int = 0
 
     @property
     def name(self) -> str:
@@ -170,7 +174,7 @@ class SplitBuild:
         for p in PARTS:
             parts[hub_split(p)] = self.parts[p].summary()
             parts[hub_split(p)]["origin_splits"] = dict(sorted(self.origin.get(p, {}).items()))
-        return {
+        out = {
             "name": self.name,
             "source": self.source,
             "mode": self.mode,
@@ -182,6 +186,12 @@ class SplitBuild:
             "parts": parts,
             "assignment_map": {t: hub_split(p) for t, p in sorted(self.parts_of.items())},
         }
+        if self.negatives_left_out or self.negative_spans_left_out:
+            out["left_out"] = {
+                "negatives": self.negatives_left_out,
+                "negative_spans": self.negative_spans_left_out,
+            }
+        return out
 
 
 def build_split(
@@ -226,6 +236,7 @@ def build_split(
     if progress:
         progress(len(rows) % 10_000)
     extra = sorted(set(parts_of) - set(fine_types()))
+    stored = store.stored_splits(source)
     return SplitBuild(
         source=source,
         mode=mode,
@@ -238,6 +249,8 @@ def build_split(
         dropped_no_entity=store.count_sentences(source) - len(rows),
         relabelled_o=relabelled,
         origin={p: dict(c) for p, c in origin.items()},
+        negatives_left_out=sum(s.negatives for s in stored.values()),
+        negative_spans_left_out=sum(s.negative_spans for s in stored.values()),
     )
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from builders.defaults import LEVELS
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
@@ -300,7 +302,7 @@ def render_card(
         environment()
         .get_template("subset.md.j2")
         .render(
-            yaml_header=yaml_header,
+            yaml_header=Markup(yaml_header),
             name=name,
             load_from=load_from or name,
             local="/" not in name,  # not for a Hub repo

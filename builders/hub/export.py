@@ -3,7 +3,8 @@
 Training json, from a built folder (a subset or a Few-NERD folder, local or on the Hub):
 
     [{"tokenized_text": ["Ada", "wrote", "code"], "ner": [[0, 0, "person"]],
-      "ner_negatives": ["city"]}, ...]          ner = [start, end_inclusive, label]
+      "ner_negatives": ["city"], "negative_ner": [[2, 2, "person"]]}, ...]
+                                                ner, negative_ner = [start, end_inclusive, label]
 
 Evaluation layout, from a benchmark in the span store (GLiNER's zero-shot benchmark folders,
 `data/<name>/` in urchade/GLiNER, read by `gliner.evaluation.evaluate_ner.create_dataset`):
@@ -27,6 +28,7 @@ from typing import Any, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
 from builders.errors import BuildersError
+from builders.sources.gliner import NEGATIVE_SPANS_KEY
 
 # GLiNER's trainer reads, per record, `tokenized_text`, `ner` and two optional keys: `ner_negatives`
 # (types added to the record's candidate types; when the key is present, the record gets no
@@ -40,6 +42,13 @@ from builders.errors import BuildersError
 # `ner_labels`: it would fix the candidate order and turn off GLiNER's shuffling and its
 # `max_types` cap.
 NEGATIVES_KEY = "ner_negatives"
+# Span-level negatives (a subset's `negative_spans`: this span is NOT a `label`) go under
+# `negative_ner`, `[start, end_inclusive, label]` like `ner`: the key `builders ingest gliner`
+# reads them from (`builders.sources.gliner.NEGATIVE_SPANS_KEY`), so an export ingests again
+# with the same negatives. GLiNER's own processor has no key for them (at the commit above it
+# draws random negative spans itself, `UniEncoderTokenProcessor._generate_negative_spans`) and
+# reads records by key, so it ignores this one.
+
 #: GLiNER's evaluation file of each canonical split (`open_content` matches these names).
 EVAL_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
 LABELS_FILE = "labels.json"
@@ -78,7 +87,9 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
 
 
 def gliner_records(files: list[Path]) -> Iterator[dict[str, Any]]:
-    """One GLiNER training record per row, in file order.
+    """One GLiNER training record per row, in file order: `ner_negatives` where the row has
+    label-level negatives, `negative_ner` where it has span-level ones (folders written before
+    the `negative_spans` column, and Few-NERD folders, have none).
 
     Raises:
         BuildersError: on a span outside its sentence or an empty one (never repaired).
@@ -90,49 +101,76 @@ def gliner_records(files: list[Path]) -> Iterator[dict[str, Any]]:
         names = set(pf.schema_arrow.names)
         if not {"tokens", "spans"} <= names:
             raise BuildersError(f"{path}: expected columns tokens and spans, got {sorted(names)}")
-        cols = ["id", "tokens", "spans"] + (["negatives"] if "negatives" in names else [])
-        for batch in pf.iter_batches(batch_size=10_000, columns=cols):
+        optional = [c for c in ("negatives", "negative_spans") if c in names]
+        for batch in pf.iter_batches(
+            batch_size=10_000, columns=["id", "tokens", "spans", *optional]
+        ):
             data = batch.to_pydict()
-            negs = data.get("negatives") or [None] * batch.num_rows
-            for rid, tokens, spans, neg in zip(
-                data["id"], data["tokens"], data["spans"], negs, strict=True
+            none = [None] * batch.num_rows
+            for rid, tokens, spans, neg, neg_spans in zip(
+                data["id"],
+                data["tokens"],
+                data["spans"],
+                data.get("negatives") or none,
+                data.get("negative_spans") or none,
+                strict=True,
             ):
-                ner = []
-                for s in spans:
-                    start, end = int(s["start"]), int(s["end"])
-                    if not 0 <= start < end <= len(tokens):
-                        raise BuildersError(
-                            f"{path}: row {rid!r}: span [{start}, {end}) {s['label']!r} is "
-                            f"outside its {len(tokens)} tokens or empty"
-                        )
-                    ner.append([start, end - 1, s["label"]])
-                rec: dict[str, Any] = {"tokenized_text": list(tokens), "ner": ner}
+                rec: dict[str, Any] = {
+                    "tokenized_text": list(tokens),
+                    "ner": _inclusive(path, rid, len(tokens), spans),
+                }
                 if neg:
                     rec[NEGATIVES_KEY] = list(neg)
+                if neg_spans:
+                    rec[NEGATIVE_SPANS_KEY] = _inclusive(path, rid, len(tokens), neg_spans)
                 yield rec
 
 
-def export_gliner(folder: Path, config: str | None, out: Path, *, split: str = "train") -> int:
-    """Write one config (and split) of a built folder as GLiNER training json; return the rows.
+def _inclusive(path: Path, rid: str, n: int, spans: list[dict[str, Any]]) -> list[list[Any]]:
+    """`[start, end - 1, label]` of each span (`end` exclusive in the folder, inclusive in
+    GLiNER's json), each checked to lie inside the row's `n` tokens."""
+    out = []
+    for s in spans:
+        start, end = int(s["start"]), int(s["end"])
+        if not 0 <= start < end <= n:
+            raise BuildersError(
+                f"{path}: row {rid!r}: span [{start}, {end}) {s['label']!r} is "
+                f"outside its {n} tokens or empty"
+            )
+        out.append([start, end - 1, s["label"]])
+    return out
+
+
+def export_gliner(
+    folder: Path, config: str | None, out: Path, *, split: str = "train"
+) -> dict[str, int]:
+    """Write one config (and split) of a built folder as GLiNER training json.
 
     Args:
         folder: a subset repo folder (`build-splits`) or a Few-NERD folder (`fewnerd-splits`).
         config: `entropy`, `max`, ...; None = the folder's default (`entropy` first).
         out: the json file to write (atomically).
         split: the split to export (`train`; Few-NERD also `validation`, `test`).
+
+    Returns:
+        `rows`, and what they carry: `mentions`, `negatives` (label-level, `ner_negatives`)
+        and `negative_spans` (span-level, `negative_ner`).
     """
     files = parquet_files(Path(folder), config, split)
     from builders.hub.folder import atomic_open
 
-    n = 0
+    counts = dict.fromkeys(("rows", "mentions", "negatives", "negative_spans"), 0)
     with atomic_open(Path(out)) as fh:
         fh.write("[")
         for rec in gliner_records(files):
-            fh.write(",\n" if n else "\n")
+            fh.write(",\n" if counts["rows"] else "\n")
             fh.write(json.dumps(rec, ensure_ascii=False, separators=(", ", ": ")))
-            n += 1
-        fh.write("\n]\n" if n else "]\n")
-    return n
+            counts["rows"] += 1
+            counts["mentions"] += len(rec["ner"])
+            counts["negatives"] += len(rec.get(NEGATIVES_KEY, ()))
+            counts["negative_spans"] += len(rec.get(NEGATIVE_SPANS_KEY, ()))
+        fh.write("\n]\n" if counts["rows"] else "]\n")
+    return counts
 
 
 def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, str | None]:
@@ -208,7 +246,8 @@ def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any
 
     `train.json`, `dev.json`, `test.json` for the splits the source has (others are listed in
     `splits_left_out`), and `labels.json`: the source's labels, sorted. Sentences keep their
-    store order; negatives have no place in the layout and are counted in `negatives_left_out`.
+    store order; negatives have no place in the layout and are counted in `negatives_left_out`
+    (label-level) and `negative_spans_left_out` (span-level).
 
     Raises:
         BuildersError: when `out` holds other files than GLiNER's four (it would be replaced),
@@ -250,4 +289,5 @@ def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any
         "labels": len(labels),
         "splits_left_out": [s for s in splits if canonical_split(s) not in EVAL_FILES],
         "negatives_left_out": int(stats["negatives"]),
+        "negative_spans_left_out": int(stats["negative_spans"]),
     }

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from datasets import Features
+from markupsafe import Markup
 
 from builders import __version__
 from builders.defaults import split_rank
@@ -59,7 +60,7 @@ def render_fewnerd_card(
         environment()
         .get_template("fewnerd.md.j2")
         .render(
-            yaml_header=_metadata(summary, features),
+            yaml_header=Markup(_metadata(summary, features)),
             name=name,
             load_from=load_from or name,
             local="/" not in name,  # not for a Hub repo

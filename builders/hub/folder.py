@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builders.defaults import config_order
+from builders.hub.outdir import SIZES_PREFIX, TMP_PREFIX, exchange, swap_in, write_journal
 
 SUBSET_FEATURES = datasets.Features(
     {
@@ -42,6 +43,13 @@ SUBSET_FEATURES = datasets.Features(
             }
         ),
         "negatives": datasets.List(datasets.Value("string")),
+        "negative_spans": datasets.List(
+            {
+                "start": datasets.Value("int32"),
+                "end": datasets.Value("int32"),
+                "label": datasets.Value("string"),
+            }
+        ),
     }
 )
 
@@ -78,7 +86,7 @@ def dataset_sizes(
     was_off = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
-        with tempfile.TemporaryDirectory(prefix="labelshift-sizes-") as cache:
+        with tempfile.TemporaryDirectory(prefix=f"{SIZES_PREFIX}{os.getpid()}-") as cache:
             builder = datasets.load_dataset_builder(
                 "parquet",
                 data_files={s: [str(p) for p in files] for s, files in data_files.items()},
@@ -112,57 +120,56 @@ def atomic_dirs(targets: Sequence[Path]) -> Iterator[list[Path]]:
 
     On Linux each pair is exchanged in one `renameat2(RENAME_EXCHANGE)`, so a reader sees the
     old folder or the new one, never neither; elsewhere the old folder is renamed away first.
-    If any swap fails, the swaps already made are undone, so every target is as it was.
+    If any swap fails, the swaps already made are undone, so every target is as it was. Before
+    the first swap a journal records them all (`hub.outdir`): a run killed between two swaps
+    has the rest made by the next run that takes the folder's lock.
     """
     tmps: list[Path] = []
     try:
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmps.append(Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)))
+            tmps.append(
+                Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}.", dir=target.parent))
+            )
         yield tmps
         for tmp in tmps:
             _publishable(tmp)
-        done: list[tuple[Path, Path, Path | None]] = []
-        try:
-            for tmp, target in zip(tmps, targets, strict=True):
-                done.append((tmp, target, _swap_in(tmp, target)))
-        except BaseException:
-            for tmp, target, old in reversed(done):
-                _swap_back(tmp, target, old)
-            raise
-        for tmp, _, old in done:
-            shutil.rmtree(old or tmp, ignore_errors=True)  # the old folders
+        _swap_all(tmps, list(targets))
     finally:
         for tmp in tmps:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _swap_in(tmp: Path, target: Path) -> Path | None:
-    """Put `tmp` in `target`'s place. Returns where the old folder went when that is not
-    `tmp` itself (no old folder: `tmp` no longer exists; exchanged: `tmp` holds it)."""
-    if not target.exists():
-        os.replace(tmp, target)
-        return None
-    if _exchange(tmp, target):
-        return None
-    old = target.parent / f".{target.name}.old.{os.getpid()}"
-    os.replace(target, old)
+def _swap_all(tmps: list[Path], targets: list[Path]) -> None:
+    """Every tmp into its target's place (journalled when they share a folder), or none."""
+    parents = {t.parent for t in targets}
+    pairs = list(zip(tmps, targets, strict=True))
+    several_in_one = len(pairs) > 1 and len(parents) == 1  # one swap needs no journal
+    journal = write_journal(parents.pop(), pairs) if several_in_one else None
+    done: list[tuple[Path, Path, Path | None]] = []
     try:
-        os.replace(tmp, target)
+        for tmp, target in zip(tmps, targets, strict=True):
+            done.append((tmp, target, swap_in(tmp, target)))
     except BaseException:
-        os.replace(old, target)
+        for tmp, target, old in reversed(done):
+            _swap_back(tmp, target, old)
+        if journal is not None:
+            journal.unlink(missing_ok=True)
         raise
-    return old
+    if journal is not None:
+        journal.unlink()
+    for tmp, _, old in done:
+        shutil.rmtree(old or tmp, ignore_errors=True)  # the old folders
 
 
 def _swap_back(tmp: Path, target: Path, old: Path | None) -> None:
-    """Undo `_swap_in`: the new folder goes back to `tmp`, the old one to `target`."""
+    """Undo `swap_in`: the new folder goes back to `tmp`, the old one to `target`."""
     if old is not None:
         os.replace(target, tmp)
         os.replace(old, target)
     elif tmp.exists():
-        _exchange(tmp, target)
+        exchange(tmp, target)
     else:
         os.replace(target, tmp)
 
@@ -192,31 +199,12 @@ def link_or_copy(src: str, dst: str) -> str:
     return dst
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux `renameat2` with RENAME_EXCHANGE); False if the
-    system cannot."""
-    import ctypes
-    import errno
-
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
 @contextlib.contextmanager
 def atomic_open(path: Path, binary: bool = False) -> Iterator[Any]:
     """A file (text: UTF-8, `\\n` newlines) that appears at `path` only when the block
     succeeds: written to a temp file beside it and renamed into place; removed on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
     try:
         opened = (
             os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")

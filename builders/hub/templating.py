@@ -22,6 +22,9 @@ from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
+from markupsafe import Markup
+
+from builders.names import printable
 
 #: Licence ids the Hub accepts in card metadata (the ones our sources can carry); others -> other.
 # fmt: off
@@ -46,9 +49,19 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        finalize=_shown,
     )
     env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=cell)
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every value a card shows: control characters from the data are escaped (a label
+    holding ESC or NUL cannot restyle a terminal; in a table cell, `cell` makes a newline a
+    space). Newlines and tabs stay: macros and the YAML header render text of many lines."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value, keep_lines=True)
+    return value
 
 
 def card_text(name: str) -> str:

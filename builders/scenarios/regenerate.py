@@ -24,6 +24,7 @@ from typing import Any
 from builders import __version__
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError
+from builders.hub.outdir import OutLock
 from builders.labels import union_labels
 from builders.scenarios.book import Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
@@ -137,13 +138,21 @@ def regenerate(
     ident = json.dumps([version, sorted(s.name for s in scenarios), store.fingerprints()])
     run = {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
     reports = []
-    for sc in scenarios:
-        stage(f"scenario {sc.name}")
-        reports.append(
-            _one(
-                store, sc, out, force, explicit=bool(only), run=run, progress=progress, stage=stage
+    with OutLock(out, "builders regenerate"):
+        for sc in scenarios:
+            stage(f"scenario {sc.name}")
+            reports.append(
+                _one(
+                    store,
+                    sc,
+                    out,
+                    force,
+                    explicit=bool(only),
+                    run=run,
+                    progress=progress,
+                    stage=stage,
+                )
             )
-        )
     if publish_org:
         from builders.hub.publish import plan_publish, publish
 

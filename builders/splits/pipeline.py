@@ -23,7 +23,9 @@ import pyarrow.compute as pc
 
 from builders.defaults import LEVELS, TARGET_TOLERANCE
 from builders.errors import BuildersError
+from builders.hub.outdir import OutLock
 from builders.labels import union_labels
+from builders.names import check_name
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
 from builders.shift.coverage import familiarity_ranking
 from builders.shift.embedder import Embedder, canonical_name
@@ -119,6 +121,40 @@ def build(
         protocol=cfg.protocol,
     )
     sets = {s.name: s.labels for s in evalsets}
+    names = folder_names(cfg, list(sets))
+    if out is None:
+        return _build(store, cfg, evalsets, stage, progress)
+    with OutLock(Path(out), command):  # found unwritable or busy before any work
+        results = _build(store, cfg, evalsets, stage, progress)
+        from builders.splits.subsets import write_results
+
+        stage(f"writing {len(names)} folders to {out}")
+        write_results(Path(out), results, command=command, org=org)
+    return results
+
+
+def folder_names(cfg: SplitConfig, benchmarks: list[str]) -> list[str]:
+    """The repo folders a build writes (`{source}[-{benchmark}]-{level}-shift`), each checked
+    to be one folder name (no separator, `..`, leading dot or control character)."""
+    groups = [f"-{b}" for b in benchmarks] if cfg.per_benchmark else [""]
+    what = "a benchmark name" if cfg.per_benchmark else "the source name"
+    check_name(cfg.source, "source name", "ingest it again with --name NAME")
+    return [
+        check_name(f"{cfg.source}{g}-{lv}-shift", f"folder name (from {what})")
+        for g in groups
+        for lv in cfg.levels
+    ]
+
+
+def _build(
+    store: Store,
+    cfg: SplitConfig,
+    evalsets: list[EvalSet],
+    stage: Callable[[str], None],
+    progress: bool,
+) -> list[BuildResult]:
+    """Every group's results, measured; nothing written."""
+    sets = {s.name: s.labels for s in evalsets}
     for src in stored_sources(evalsets):
         for text in store.older_read_notes(src):
             stage(f"warning: {text}")
@@ -138,11 +174,6 @@ def build(
     for res in results:
         res.provenance = origin
         res.all_benchmarks = tuple(sets)
-    if out is not None:
-        from builders.splits.subsets import write_results
-
-        stage(f"writing {sum(len(r.subsets) for r in results)} folders to {out}")
-        write_results(Path(out), results, command=command, org=org)
     return results
 
 

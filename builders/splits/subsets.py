@@ -34,6 +34,7 @@ from builders.hub.folder import (
 )
 from builders.hub.plots import dial_png, histogram_png, score_plot_title
 from builders.hub.readme import CARD, METHOD, folder_card, load_path, repo_name, write_method
+from builders.names import check_name
 from builders.splits.config import BuildResult, SubsetResult
 
 
@@ -91,7 +92,11 @@ def write_results(
         org: the Hub user or organisation the folders are for: the card's `load_dataset`
             line then names `org/folder` (otherwise the folder).
     """
-    jobs = [(out / sub.name, res, sub) for res in results for sub in res.subsets]
+    jobs = [
+        (out / check_name(sub.name, "folder name"), res, sub)
+        for res in results
+        for sub in res.subsets
+    ]
     with atomic_dirs([folder for folder, _, _ in jobs]) as tmps:
         for tmp, (folder, res, sub) in zip(tmps, jobs, strict=True):
             log = (changelogs or {}).get(folder.name)

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,8 @@ import pyarrow.compute as pc
 
 from builders.defaults import SPLITS, split_rank
 from builders.errors import StoreError
-from builders.store.schema import SCHEMA_VERSION, TABLES, create, one, stored_version
+from builders.store.schema import SCHEMA_VERSION, TABLES, one, stored_version
+from builders.store.schema import create as create_schema
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoredSplit", "one"]
 from builders.store.overlap import OverlapQueries
@@ -117,7 +119,8 @@ _SPLIT_ORDER_SQL = (
 
 
 #: `Store.subset_rows`: the mentions of whole labels and of capped labels in their first
-#: sentences, grouped per sentence, with the selected labels' negatives.
+#: sentences, grouped per sentence, with the selected labels' negatives: label-level ones
+#: (distinct labels) and span-level ones (distinct spans, none equal to a stored mention).
 _SUBSET_SQL = """
 WITH per AS (
     SELECT m.label, m.split, m.idx, count(*) AS n
@@ -149,12 +152,26 @@ WITH per AS (
     FROM negatives
     WHERE source = $1 AND label IN (SELECT label FROM _selected)
     GROUP BY split, idx
+), ns AS (
+    SELECT split, idx,
+           list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+               AS negative_spans
+    FROM (
+        SELECT DISTINCT split, idx, start, stop, label FROM negative_spans
+        WHERE source = $1 AND label IN (SELECT label FROM _selected)
+        EXCEPT
+        SELECT split, idx, start, stop, label FROM mentions
+        WHERE source = $1 AND label IN (SELECT label FROM _selected)
+    )
+    GROUP BY split, idx
 )
 SELECT s.sentence_id AS id, s.tokens, m.spans,
-       coalesce(n.negatives, []::VARCHAR[]) AS negatives
+       coalesce(n.negatives, []::VARCHAR[]) AS negatives,
+       coalesce(ns.negative_spans, {empty_spans}) AS negative_spans
 FROM sentences s
 JOIN m ON s.split = m.split AND s.idx = m.idx
 LEFT JOIN n ON s.split = n.split AND s.idx = n.idx
+LEFT JOIN ns ON s.split = ns.split AND s.idx = ns.idx
 WHERE s.source = $1
 ORDER BY {s_order}, s.split, s.idx
 """
@@ -164,45 +181,149 @@ def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV, DEFAULT_DB))
 
 
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the store file, its refusals said in one line with the fix."""
+    config: dict[str, str | bool | int | float | list[str]] = {}
+    limit = memory_limit()
+    if limit:  # DuckDB caches what it reads up to its limit (by default 80% of the RAM)
+        config["memory_limit"] = limit
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=config)
+    except duckdb.ParserException as exc:  # only the config is parsed here
+        raise StoreError(
+            f"{MEMORY_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 4GB): {exc}"
+        ) from exc
+    except duckdb.OutOfMemoryException as exc:
+        where = (
+            f"{MEMORY_ENV}={limit!r}"
+            if os.environ.get(MEMORY_ENV)
+            else (f"DuckDB's limit {limit or 'default'} (set {MEMORY_ENV} for another)")
+        )
+        raise StoreError(f"{path}: cannot open the store within {where}: {exc}") from exc
+    except duckdb.Error as exc:
+        raise StoreError(open_failure(path, exc)) from exc
+
+
+_LOCKED = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
+
+
+def open_failure(path: Path, exc: Exception) -> str:
+    """Why DuckDB could not open the store, in one line, with what to do."""
+    text = str(exc)
+    held = _LOCKED.search(text)
+    if held:
+        pid = held.group(2)
+        return (
+            f"{path}: the store is in use by process {pid} ({_command_of(pid) or held.group(1)}),"
+            " which writes to it: wait for it to finish, or pass --db another store"
+        )
+    if is_damage(exc):
+        return damaged(path, exc)
+    first = text.splitlines()[0]
+    if isinstance(exc, duckdb.IOException):
+        return f"{path}: cannot read the store ({first}): check the file and its folder"
+    return (
+        f"{path}: not a store this DuckDB can open ({first}): restore it from a copy, or "
+        "ingest the sources again into a new --db"
+    )
+
+
+_DAMAGE = ("Corrupt database file", "does not match stored checksum", "Could not read enough")
+
+
+def is_damage(exc: Exception) -> bool:
+    """Whether DuckDB's error says the file's bytes are damaged or cut short."""
+    return any(s in str(exc) for s in _DAMAGE)
+
+
+def damaged(path: Path | str, exc: Exception, table: str | None = None) -> str:
+    """The one-line message for a damaged store."""
+    where = f" (table {table})" if table else ""
+    first = str(exc).splitlines()[0]
+    return (
+        f"{path}: the store is damaged{where}: {first}. Restore it from a copy, or ingest the "
+        "sources again into a new --db"
+    )
+
+
+def write_failure(path: Path | str, exc: Exception) -> str:
+    """One line for a write DuckDB could not make (the transaction was rolled back)."""
+    first = str(exc).splitlines()[0]
+    if "No space left on device" in first:
+        return (
+            f"{path}: no space left on the device while writing the store; nothing was "
+            "written: free space there, or pass --db a store on another disk"
+        )
+    return f"{path}: could not write the store ({first}); nothing was written"
+
+
+def _command_of(pid: str) -> str | None:
+    """The command line of a running process (Linux), or None."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    args = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+    shown = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(args))
+    return " ".join(shown.split())[:400] or None  # one line, however the command was typed
+
+
 class Store(OverlapQueries):
     """A connection to the span store. Use as a context manager or call `close()`.
 
     The leakage queries and the decontaminated view come from `OverlapQueries`."""
 
-    def __init__(self, path: str | Path | None = None, read_only: bool = False):
+    def __init__(
+        self, path: str | Path | None = None, read_only: bool = False, create: bool = True
+    ):
+        """Open the store at `path` (default: $LABELSHIFT_DB or ./labelshift.duckdb).
+
+        Args:
+            read_only: share the store with other readers; nothing can be written.
+            create: make a new store when there is none at `path` (only where something
+                will be ingested: a command that only reads never leaves an empty store).
+        """
         self.path = Path(path) if path is not None else default_db_path()
-        if read_only and not self.path.exists():
-            raise StoreError(f"{self.path}: no store here yet; run `builders ingest` first")
+        if (read_only or not create) and not self.path.exists():
+            raise StoreError(
+                f"{self.path}: no store here: run `builders ingest SOURCE --db {self.path}` "
+                "first, or pass --db the store you meant"
+            )
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        config: dict[str, str | bool | int | float | list[str]] = {}
-        limit = memory_limit()
-        if limit:  # DuckDB caches what it reads up to its limit (by default 80% of the RAM)
-            config["memory_limit"] = limit
-        try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
-        except duckdb.ParserException as exc:  # only the config is parsed here
-            raise StoreError(
-                f"{MEMORY_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 4GB): {exc}"
-            ) from exc
-        except duckdb.OutOfMemoryException as exc:
-            where = (
-                f"{MEMORY_ENV}={limit!r}"
-                if os.environ.get(MEMORY_ENV)
-                else (f"DuckDB's limit {limit or 'default'} (set {MEMORY_ENV} for another)")
-            )
-            raise StoreError(f"{self.path}: cannot open the store within {where}: {exc}") from exc
-        except duckdb.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
+        self.con = _connect(self.path, read_only)
         try:
             if stored_version(self.con, self.path) is None and not read_only:
-                create(self.con)
+                create_schema(self.con)
+        except duckdb.Error as exc:
+            self.con.close()
+            raise StoreError(open_failure(self.path, exc)) from exc
         except BaseException:
             self.con.close()
             raise
 
     def close(self) -> None:
         self.con.close()
+        wal = self.path.with_name(self.path.name + ".wal")
+        with suppress(OSError):
+            if wal.stat().st_size == 0:  # left by a commit the disk refused: holds nothing
+                wal.unlink()
+
+    def check(self) -> dict[str, int]:
+        """Read every row of every table, so that DuckDB verifies every block's checksum.
+
+        Returns: table -> rows. Raises StoreError naming the damaged table.
+        """
+        rows = {}
+        for table in TABLES:
+            sql = f"SELECT count(*), sum(hash(t)) FROM {table} t"
+            try:
+                rows[table] = one(self.con.execute(sql))[0]
+            except duckdb.Error as exc:
+                if not is_damage(exc):
+                    raise
+                raise StoreError(damaged(self.path, exc, table)) from exc
+        return rows
 
     def __enter__(self) -> Store:
         return self
@@ -212,13 +333,19 @@ class Store(OverlapQueries):
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """All of the block's writes, or (on any error, a full disk included) none."""
         self.con.execute("BEGIN TRANSACTION")
         try:
             yield self.con
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
-        self.con.execute("COMMIT")
+        try:
+            self.con.execute("COMMIT")
+        except duckdb.Error as exc:
+            with suppress(duckdb.Error):
+                self.con.execute("ROLLBACK")
+            raise StoreError(write_failure(self.path, exc)) from exc
 
     # ------------------------------------------------------------------ queries
     def has_source(self, source: str) -> bool:
@@ -406,11 +533,14 @@ class Store(OverlapQueries):
         """The rows of a label subset, in corpus order (METHOD.md section 4).
 
         A sentence is kept if it has a mention of one of `labels`; only those mentions are
-        kept, and only the negatives (types asked about with no answer) among the labels kept.
+        kept, and only the negatives among the labels kept (whole or capped): label-level ones
+        (types asked about with no answer) and span-level ones (spans that are NOT of their
+        label; one equal to a stored mention is left out).
         `caps` (label -> mentions) adds labels kept in part: each only in its first sentences
         (in corpus order) until that many of its mentions are in (the last one may pass it).
         A label both in `labels` and in `caps` is kept whole; each label counts once.
-        Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives.
+        Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives,
+        negative_spans [{start, end, label}] (`end` exclusive).
         """
         whole = sorted(set(labels))
         kept = set(whole)
@@ -424,6 +554,7 @@ class Store(OverlapQueries):
         sql = _SUBSET_SQL.format(
             order=_SPLIT_ORDER_SQL.format(col="split"),
             s_order=_SPLIT_ORDER_SQL.format(col="s.split"),
+            empty_spans="""[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]""",
         )
         with self._registered("_selected", selected):
             return self.con.sql(sql, params=[source]).to_arrow_table()

@@ -27,6 +27,7 @@ from typing import Any
 
 from builders.defaults import split_rank
 from builders.errors import BuildersError, SourceFormatError
+from builders.names import check_name
 from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
 from builders.store.batches import Buffers, Validator
@@ -177,7 +178,7 @@ def write_source(
     """
     if replace and append:
         raise BuildersError("--replace and --append exclude each other: choose one")
-    source = name or spec.name
+    source = check_name(name or spec.name, "source name", "pass --name NAME")
     stored = store.stored_splits(source)
     jobs: list[_Job] = []
     unchanged: list[str] = []

@@ -185,7 +185,7 @@ def test_labels_on_missing_source(run, data_dir: Path) -> None:
 def test_stats_without_store(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["stats", "--db", str(tmp_path / "none.duckdb")])
     assert res.exit_code == 1
-    assert "no store here yet" in res.output
+    assert "no store here" in res.output
 
 
 def test_recorded_command_names_every_parameter_not_at_its_default() -> None:

@@ -124,7 +124,10 @@ def test_leakage_command(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "--model",
         MINILM,
     )
-    rep = _run(db, *args, "--json", "-q")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert _run(db, *args, "--json", "-q")["pairs_file"] is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written unasked
+    rep = _run(db, *args, "--pairs", "leakage-t.parquet", "--json", "-q")
     ai = rep["per_benchmark"]["crossner-ai"]
     assert (ai["sentences"], ai["exact_sentences"], ai["ngram_sentences"]) == (3, 1, 1)
     assert (ai["mentions"], ai["seen_mentions"], ai["seen_familiar_mentions"]) == (8, 3, 3)

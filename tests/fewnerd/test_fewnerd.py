@@ -164,6 +164,35 @@ def test_split_relabels_and_drops(tmp_path: Path, db: Path) -> None:
         assert seen == {"dev", "test"}  # the pick is random, over the candidate parts only
 
 
+def test_split_counts_the_negatives_its_layout_cannot_hold(
+    tiny: Store, tmp_path: Path, db: Path
+) -> None:
+    """The Few-NERD layout (DFKI-SLT/few-nerd's columns) has no negatives: a source that has
+    them gets them counted in summary.json and on stderr, not dropped silently."""
+    assert "left_out" not in F.build_split(tiny, "fewnerd", "inter").summary()
+    f = tmp_path / "train.json"
+    f.write_text(
+        '[{"tokenized_text": ["Rome", "is", "old"], "ner": [[0, 0, "location-GPE"]], '
+        '"negative_ner": [[2, 2, "location-GPE"]]},\n'
+        '{"tokenized_text": ["Ann", "sang"], "ner": [[0, 0, "person-other"]], '
+        '"ner_negatives": ["person-actor"]},\n'
+        '{"tokenized_text": ["Bob", "acted"], "ner": [[0, 0, "person-actor"]], '
+        '"negative_ner": [[1, 1, "person-actor"]]}]',
+        encoding="utf-8",
+    )
+    other = tmp_path / "other.duckdb"
+    with Store(other) as store:
+        ingest(store, "gliner", f, name="fn")
+        build = F.build_split(store, "fn", "inter")
+    assert build.summary()["left_out"] == {"negatives": 1, "negative_spans": 2}
+    args = ["--source", "fn", "--db", str(other), "--out", str(tmp_path / "out")]
+    res = CliRunner().invoke(cli, ["fewnerd-splits", "--mode", "inter", *args, "--no-familiarity"])
+    assert res.exit_code == 0, res.output
+    assert "left out: 1 negatives and 2 negative spans of fn" in res.output
+    summary = json.loads((tmp_path / "out/fewnerd-inter/summary.json").read_text())
+    assert summary["left_out"] == {"negatives": 1, "negative_spans": 2}
+
+
 def test_write_split_is_deterministic_and_typed(tiny: Store, tmp_path: Path) -> None:
     import datasets
 

@@ -31,6 +31,8 @@ from builders.hub.folder import PARQUET_NAME, SUBSET_FEATURES, write_parquet
 from builders.store import Store
 from builders.store.ingest import ingest
 
+SPANS_EXCERPT = "gliner/train-negative-ner.json"
+
 
 @pytest.fixture(scope="module")
 def folder(sample_build: Path) -> Path:
@@ -53,9 +55,27 @@ def negatives_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "shaped-low-shift"
 
 
-@pytest.fixture(params=["sample", "negatives"])
+@pytest.fixture(scope="module")
+def spans_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A subset folder with span-level negatives: the store's subset rows of every label of
+    `tests/data/gliner/train-negative-ner.json` (44 negative spans, 42 of them of its labels)."""
+    root = tmp_path_factory.mktemp("negative-spans")
+    with Store(root / "s.duckdb") as store:
+        ingest(store, "gliner", DATA / SPANS_EXCERPT, name="spans")
+        labels = [lab for lab, _, _ in store.label_counts("spans")]
+        rows = store.subset_rows("spans", labels)
+    (root / "spans-low-shift" / "entropy").mkdir(parents=True)
+    path = root / "spans-low-shift/entropy" / PARQUET_NAME.format(split="train")
+    write_parquet(rows, path, SUBSET_FEATURES)
+    return root / "spans-low-shift"
+
+
+FOLDERS = {"sample": "folder", "negatives": "negatives_folder", "spans": "spans_folder"}
+
+
+@pytest.fixture(params=list(FOLDERS))
 def any_folder(request: pytest.FixtureRequest) -> Path:
-    return request.getfixturevalue("folder" if request.param == "sample" else "negatives_folder")
+    return request.getfixturevalue(FOLDERS[request.param])
 
 
 def _rows(folder: Path, config: str) -> list[dict]:
@@ -64,18 +84,27 @@ def _rows(folder: Path, config: str) -> list[dict]:
 
 def test_export_writes_the_keys_gliner_reads(any_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "train.json"
-    n = export_gliner(any_folder, "entropy", out)
+    counts = export_gliner(any_folder, "entropy", out)
     records = json.loads(out.read_text(encoding="utf-8"))
     rows = _rows(any_folder, "entropy")
-    assert n == len(records) == len(rows) > 0
-    if any_folder.name.startswith("shaped"):
+    assert counts["rows"] == len(records) == len(rows) > 0
+    assert counts["mentions"] == sum(len(r["spans"]) for r in rows)
+    assert counts["negatives"] == sum(len(r["negatives"]) for r in rows)
+    assert counts["negative_spans"] == sum(len(r["negative_spans"]) for r in rows)
+    if any_folder.name.startswith(("shaped", "spans")):
         assert [bool(r["negatives"]) for r in rows] == [True] * 3 + [False] * 7
+    if any_folder.name.startswith("spans"):
+        assert counts["negative_spans"] == 42  # 44 stored; 2 of `organization` (no mention)
     for rec, row in zip(records, rows, strict=True):
         keys = ["tokenized_text", "ner"] + (["ner_negatives"] if row["negatives"] else [])
+        keys += ["negative_ner"] if row["negative_spans"] else []
         assert list(rec) == keys
         assert rec["tokenized_text"] == row["tokens"]
         assert rec["ner"] == [[s["start"], s["end"] - 1, s["label"]] for s in row["spans"]]
         assert rec.get("ner_negatives", []) == row["negatives"]
+        assert rec.get("negative_ner", []) == [
+            [s["start"], s["end"] - 1, s["label"]] for s in row["negative_spans"]
+        ]
 
 
 def test_gliner_trainer_reads_the_export(any_folder: Path, tmp_path: Path) -> None:
@@ -126,14 +155,28 @@ def test_round_trip_through_the_gliner_reader(any_folder: Path, tmp_path: Path) 
             "SELECT idx, list(raw_label ORDER BY raw_label) FROM negatives WHERE source = 'rt' "
             "GROUP BY idx ORDER BY idx"
         ).fetchall()
+        neg_spans = store.con.execute(
+            "SELECT idx, list((start, stop, raw_label) ORDER BY start, stop, raw_label) "
+            "FROM negative_spans WHERE source = 'rt' GROUP BY idx ORDER BY idx"
+        ).fetchall()
+        stored = store.stored_splits("rt")["train"]
     assert [(tokens, s) for _, _, tokens, s in spans] == [
         (r["tokens"], [(s["start"], s["end"], s["label"]) for s in r["spans"]]) for r in rows
     ]
     assert negs == [(i, sorted(r["negatives"])) for i, r in enumerate(rows) if r["negatives"]]
+    assert neg_spans == [
+        (i, [(s["start"], s["end"], s["label"]) for s in r["negative_spans"]])
+        for i, r in enumerate(rows)
+        if r["negative_spans"]
+    ]
+    assert stored.negatives == sum(len(r["negatives"]) for r in rows)
+    assert stored.negative_spans == sum(len(r["negative_spans"]) for r in rows)
 
 
 def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
-    feats = datasets.Features({k: v for k, v in SUBSET_FEATURES.items() if k != "negatives"})
+    feats = datasets.Features(
+        {k: v for k, v in SUBSET_FEATURES.items() if k not in ("negatives", "negative_spans")}
+    )
     (tmp_path / "fewnerd-inter" / "data").mkdir(parents=True)
     table = pa.table(
         {
@@ -144,7 +187,8 @@ def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
     )
     write_parquet(table, tmp_path / "fewnerd-inter/data/test-00000-of-00001.parquet", feats)
     out = tmp_path / "test.json"
-    assert export_gliner(tmp_path / "fewnerd-inter", None, out, split="test") == 1
+    counts = export_gliner(tmp_path / "fewnerd-inter", None, out, split="test")
+    assert counts == {"rows": 1, "mentions": 1, "negatives": 0, "negative_spans": 0}
     assert json.loads(out.read_text()) == [
         {"tokenized_text": ["in", "Paris", "today"], "ner": [[1, 1, "location-GPE"]]}
     ]
@@ -160,12 +204,21 @@ def test_bad_span_is_an_error_not_a_repair(tmp_path: Path) -> None:
             "tokens": [["a", "b"]],
             "spans": [[{"start": 1, "end": 3, "label": "thing"}]],
             "negatives": [[]],
+            "negative_spans": [[]],
         }
     )
     write_parquet(table, tmp_path / "x/entropy/train-00000-of-00001.parquet", SUBSET_FEATURES)
     with pytest.raises(BuildersError, match=r"span \[1, 3\) 'thing' is outside its 2 tokens"):
         export_gliner(tmp_path / "x", None, tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+    bad_negative = table.set_column(
+        2, "spans", pa.array([[{"start": 0, "end": 1, "label": "thing"}]])
+    ).set_column(4, "negative_spans", pa.array([[{"start": 2, "end": 2, "label": "place"}]]))
+    write_parquet(
+        bad_negative, tmp_path / "x/entropy/train-00000-of-00001.parquet", SUBSET_FEATURES
+    )
+    with pytest.raises(BuildersError, match=r"row 'train/0': span \[2, 2\) 'place' is outside"):
+        export_gliner(tmp_path / "x", None, tmp_path / "x.json")
 
 
 def test_unknown_config_and_missing_folder(folder: Path, tmp_path: Path) -> None:
@@ -192,6 +245,22 @@ def test_cli_export(folder: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "give FOLDER (a built folder or Hub repo) or --benchmark" in (
         res.output
     )
+
+
+def test_cli_export_counts_the_negatives_it_writes(spans_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.json"
+    res = CliRunner().invoke(cli, ["export-gliner", str(spans_folder), "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json_result(res.output)
+    assert {k: summary[k] for k in ("rows", "mentions", "negatives", "negative_spans")} == {
+        "rows": 10,
+        "mentions": 44,
+        "negatives": 9,
+        "negative_spans": 42,
+    }
+    res = CliRunner().invoke(cli, ["export-gliner", str(spans_folder), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "10 rows, 44 mentions, 9 negatives, 42 negative spans -> " in res.output
 
 
 def test_cli_help_has_an_example() -> None:
@@ -282,6 +351,24 @@ def test_every_gliner_benchmark_test_file_round_trips(shared: Path, tmp_path: Pa
                 for a, b in zip(ours, theirs, strict=True)
             )
             assert differ <= fixed, (name, differ, fixed)
+
+
+def test_eval_layout_counts_the_negatives_it_cannot_hold(data_dir: Path, tmp_path: Path) -> None:
+    """GLiNER's evaluation layout has no negatives: both kinds are counted, never written."""
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        ingest(store, "gliner", data_dir / SPANS_EXCERPT, name="spans")
+        res = export_gliner_benchmark(store, "spans", tmp_path / "SPANS")
+    assert res["rows"] == {"train": 10}
+    assert (res["negatives_left_out"], res["negative_spans_left_out"]) == (9, 44)
+    text = (tmp_path / "SPANS" / "train.json").read_text(encoding="utf-8")
+    assert "negative" not in text
+    cli_res = CliRunner().invoke(
+        cli,
+        ["export-gliner", "--benchmark", "spans", "--out", str(tmp_path / "B"), "--db", str(db)],
+    )
+    assert cli_res.exit_code == 0, cli_res.output
+    assert "9 negatives and 44 negative spans (the layout has none)" in cli_res.output
 
 
 def test_eval_layout_refuses_a_folder_it_would_clobber(

@@ -16,12 +16,20 @@ def _tree(folder: Path) -> dict[str, str]:
     }
 
 
+def no_exchange(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A system without renameat2's RENAME_EXCHANGE: the old folder is renamed away first."""
+    from builders.hub import outdir
+
+    monkeypatch.setattr(outdir, "exchange", lambda a, b: False)
+    monkeypatch.setattr(hubfolder, "exchange", lambda a, b: False)
+
+
 @pytest.mark.parametrize("exchange", [True, False])
 def test_atomic_dir_replaces_the_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
 ) -> None:
     if not exchange:
-        monkeypatch.setattr(hubfolder, "_exchange", lambda a, b: False)
+        no_exchange(monkeypatch)
     target = tmp_path / "repo" / "entropy"
     with atomic_dir(target) as tmp:
         (tmp / "a.txt").write_text("one")
@@ -49,7 +57,7 @@ def test_fallback_puts_the_old_folder_back_when_the_swap_fails(
     target = tmp_path / "entropy"
     with atomic_dir(target) as tmp:
         (tmp / "a.txt").write_text("one")
-    monkeypatch.setattr(hubfolder, "_exchange", lambda a, b: False)
+    no_exchange(monkeypatch)
     real_replace = hubfolder.os.replace
 
     def flaky(src, dst):  # type: ignore[no-untyped-def]

@@ -159,7 +159,7 @@ def test_a_failed_swap_puts_every_folder_back(
         cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
         build(store, cfg, out)
         before = _tree(out)
-        real, swaps = folder_module._swap_in, []
+        real, swaps = folder_module.swap_in, []
 
         def fail_last(tmp: Path, target: Path):  # type: ignore[no-untyped-def]
             swaps.append(target.name)
@@ -167,7 +167,7 @@ def test_a_failed_swap_puts_every_folder_back(
                 raise OSError("rename failed")
             return real(tmp, target)
 
-        monkeypatch.setattr(folder_module, "_swap_in", fail_last)
+        monkeypatch.setattr(folder_module, "swap_in", fail_last)
         other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=(0.4, 0.6))
         with pytest.raises(OSError, match="rename failed"):
             build(store, other, out)

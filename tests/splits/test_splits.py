@@ -102,6 +102,59 @@ def test_materialise_keeps_only_selected_negatives(tmp_path: Path, data_dir: Pat
     assert any(neg in row["negatives"] for row in rows)
 
 
+def test_levels_keep_their_negative_spans_through_export(tmp_path: Path, data_dir: Path) -> None:
+    """ingest -> build-splits -> export-gliner -> ingest: each level's parquet holds the span-level
+    negatives of its labels in the sentences it keeps (METHOD.md section 4), and its export
+    ingests again with the same ones.
+
+    Measured on `gliner/train-negative-ner.json` (10 sentences, 44 negative spans; MiniLM, max,
+    CrossNER AI): low keeps 6 labels and 39 negative spans, high keeps `else` and none (its 3
+    negative spans lie in a sentence high does not keep), 2 are of `organization`, no level's.
+    """
+    import pyarrow.parquet as pq
+
+    from builders.hub.export import export_gliner
+
+    with Store(tmp_path / "s.duckdb") as store:
+        stored = ingest(store, "gliner", data_dir / "gliner/train-negative-ner.json", name="neg")
+        cfg = SplitConfig(
+            "neg",
+            "max",
+            benchmarks=("crossner-ai",),
+            levels=("low", "high"),
+            model=MINILM,
+            min_labels=1,
+            min_mentions=1,
+        )
+        (res,) = build(store, cfg, tmp_path / "out")
+        want = {
+            sub.level: store.con.execute(
+                "SELECT count(DISTINCT (split, idx, start, stop, label)) FROM negative_spans "
+                "WHERE source = 'neg' AND list_contains($1, label) AND (split, idx) IN "
+                "(SELECT (split, idx) FROM mentions WHERE source = 'neg' "
+                "AND list_contains($1, label))",
+                [sorted(sub.label_counts)],
+            ).fetchall()[0][0]
+            for sub in res.subsets
+        }
+    assert stored.negative_spans == 44
+    kept: dict[str, int] = {}
+    for sub in res.subsets:
+        rows = pq.read_table(Path(sub.path) / "max/train-00000-of-00001.parquet").to_pylist()
+        negs = [s for r in rows for s in r["negative_spans"]]
+        assert {s["label"] for s in negs} <= set(sub.label_counts)
+        for r in rows:
+            assert all(0 <= s["start"] < s["end"] <= len(r["tokens"]) for s in r["negative_spans"])
+        out = tmp_path / f"{sub.level}.json"
+        exported = export_gliner(Path(sub.path), "max", out)
+        with Store(tmp_path / f"{sub.level}.duckdb") as store:
+            again = ingest(store, "gliner", out, name="again")
+        kept[sub.level] = len(negs)
+        assert len(negs) == want[sub.level] == exported["negative_spans"] == again.negative_spans
+    assert kept == {"low": 39, "high": 0}
+    assert sorted(res.subsets[1].label_counts) == ["else"]
+
+
 def test_cuts_follow_quantile_definition(builds: dict) -> None:
     import pyarrow.parquet as pq
 

@@ -99,3 +99,53 @@ def test_old_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:
     assert tables == ["meta"]  # refused before anything was created
     res = CliRunner().invoke(cli, ["stats", "--db", str(old)])
     assert res.exit_code == 1 and re.match(r"Error: .*schema version 1", res.output)
+
+
+def test_subset_rows_keep_the_negative_spans_of_their_labels(db: Path, data_dir: Path) -> None:
+    """A level's rows keep the span-level negatives of its labels (whole or capped) in every
+    sentence it keeps, like the label-level ones (METHOD.md section 4)."""
+    with Store(db) as store:
+        ingest(store, "gliner", data_dir / NEG, name="neg")
+
+        def rows(labels: list[str], caps: dict[str, int] | None = None) -> list[tuple]:
+            table = store.subset_rows("neg", labels, caps).to_pylist()
+            return [
+                (
+                    r["id"],
+                    r["negatives"],
+                    [(s["start"], s["end"], s["label"]) for s in r["negative_spans"]],
+                )
+                for r in table
+            ]
+
+        every = rows(["algorithm", "conference"])
+        only_conference = rows(["conference"])
+        capped = rows(["algorithm"], {"conference": 1})
+        schema = store.subset_rows("neg", ["conference"]).schema
+    assert every == [
+        ("neg/train/0", ["conference"], [(5, 8, "conference")]),  # `product` is no label here
+        ("neg/train/1", ["algorithm"], [(11, 12, "algorithm")]),
+        ("neg/train/2", [], [(15, 16, "conference")]),
+    ]
+    assert only_conference == [("neg/train/1", [], [])]  # its negative is of `algorithm`
+    # `conference` capped at 1 mention: its negatives stay in every sentence the level keeps
+    assert capped == every
+    assert str(schema.field("negative_spans").type) == (
+        "list<l: struct<start: int32, end: int32, label: string>>"
+    )
+
+
+def test_subset_rows_leave_out_a_negative_span_equal_to_a_mention(db: Path, tmp_path: Path) -> None:
+    """`Person` and `person` differ as raw labels, so the reader keeps both; normalised they are
+    one label, and a row never says a span both is and is not a `person`."""
+    f = tmp_path / "train.json"
+    f.write_text(
+        '[{"tokenized_text": ["Ada", "met", "Alan"], "ner": [[0, 0, "Person"], [2, 2, "person"]], '
+        '"negative_ner": [[0, 0, "person"], [2, 2, "Person"], [1, 1, "person"]]}]',
+        encoding="utf-8",
+    )
+    with Store(db) as store:
+        res = ingest(store, "gliner", f, name="t")
+        (row,) = store.subset_rows("t", ["person"]).to_pylist()
+    assert res.negative_spans == 3
+    assert row["negative_spans"] == [{"start": 1, "end": 2, "label": "person"}]

@@ -146,7 +146,7 @@ def test_empty_negative_label(db: Path, tmp_path: Path) -> None:
 
 
 def test_read_only_store_must_exist(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="no store here yet"):
+    with pytest.raises(StoreError, match="no store here"):
         Store(tmp_path / "none.duckdb", read_only=True)
 
 

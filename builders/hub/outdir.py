@@ -1,0 +1,326 @@
+"""One writer per output folder, and what a killed writer left behind.
+
+    with OutLock(out, "builders build-splits ..."):   # refuses while another run writes there
+        ...                                           # found read-only here, before any work
+
+A run that writes under `--out` holds `OUT/.labelshift.lock`, an OS file lock (let go when
+the process ends, however it ends) whose file says who holds it, so a second run is refused
+with a message naming the first; the file is removed when the run ends. A run that made
+`--out` and failed removes it again when it is empty. Taking the lock also finishes what a
+killed run left (METHOD.md section 4):
+
+- a swap journal (`.labelshift-swap.json`, written once every new folder is complete and
+  removed when all are in place) is played forward, so the folders of one build are all in
+  place together: never some from the old build and some from the new;
+- temporary folders and files of dead runs (`.labelshift-tmp.*`, `labelshift-sizes-*` in
+  the system's temp folder) are removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from builders.errors import BuildersError
+
+LOCK = ".labelshift.lock"
+JOURNAL = ".labelshift-swap.json"
+#: Prefix of every temporary entry written under an output folder.
+TMP_PREFIX = ".labelshift-tmp."
+#: Prefix of the throwaway `datasets` caches (`hub.folder.dataset_sizes`), with the pid.
+SIZES_PREFIX = "labelshift-sizes-"
+_SIZES = re.compile(re.escape(SIZES_PREFIX) + r"(\d+)-")
+
+
+#: Output folders this process holds, with how many `OutLock`s hold each (they nest).
+_HELD: dict[Path, int] = {}
+
+
+class OutLock:
+    """Hold `out` for one writing run; see the module docstring. Nested holds of one folder
+    in one process (a scenario run that writes a Few-NERD split) take it once."""
+
+    def __init__(self, out: Path, command: str):
+        self.out = Path(out)
+        self.command = command
+        self._fd: int | None = None
+        self._made: list[Path] = []
+        self._key = Path(os.path.abspath(self.out))
+
+    def __enter__(self) -> OutLock:
+        if _HELD.get(self._key):
+            _HELD[self._key] += 1
+            return self
+        made = missing_folders(self.out)
+        try:
+            _make_writable_folder(self.out)
+            fd = _take(self.out / LOCK)
+        except BuildersError:
+            _remove_empty(made)
+            raise
+        if fd is None:
+            raise BuildersError(_busy_message(self.out))
+        try:
+            _write_owner(fd, self.command)
+            recover(self.out)
+        except BaseException:
+            _give_back(self.out / LOCK, fd)
+            _remove_empty(made)
+            raise
+        self._fd, self._made = fd, made
+        _HELD[self._key] = 1
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        _HELD[self._key] -= 1
+        if self._fd is None:
+            return
+        del _HELD[self._key]
+        _give_back(self.out / LOCK, self._fd)
+        if exc_type is not None:
+            _remove_empty(self._made)
+
+
+def missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its ancestors that do not exist yet, innermost first."""
+    missing = []
+    folder = Path(os.path.abspath(folder))
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed run made (innermost first), where still empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def _take(path: Path) -> int | None:
+    """An open descriptor of the lock file `path`, locked; None when another process holds it.
+
+    The file is removed by its holder when it is done (`_give_back`): a descriptor locked
+    after that names a removed file, so it is let go and the lock is taken anew."""
+    for _ in range(100):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BuildersError(_unwritable(path.parent, exc)) from exc
+        if not _lock(fd):
+            os.close(fd)
+            return None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+    raise BuildersError(f"{path}: cannot take the lock (it keeps being replaced)")
+
+
+def _lock(fd: int) -> bool:
+    """Lock `fd` without waiting; False if another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _give_back(path: Path, fd: int) -> None:
+    """Remove the lock file, then let go of it (closing the descriptor unlocks it)."""
+    try:
+        path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
+
+
+def _make_writable_folder(out: Path) -> None:
+    """Create `out` and prove it takes a file; a BuildersError naming it otherwise."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=TMP_PREFIX, dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BuildersError(_unwritable(out, exc)) from exc
+
+
+def _unwritable(out: Path, exc: OSError) -> str:
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"--out {out}: {why}: free space there or pass --out a folder on another disk"
+    return f"--out {out}: cannot write there ({why}): pass --out a folder you can write to"
+
+
+def _write_owner(fd: int, command: str) -> None:
+    """Say in the lock file who holds it (what a refused second run shows)."""
+    record = {"pid": os.getpid(), "command": command, "started": time.strftime("%F %T")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps(record) + "\n").encode("utf-8"), 0)
+
+
+def _busy_message(out: Path) -> str:
+    try:
+        owner: dict[str, Any] = json.loads((out / LOCK).read_text(encoding="utf-8"))
+        who = f"process {owner['pid']} ({owner['command']}, started {owner['started']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        who = "another run"
+    return f"--out {out} is being written by {who}: wait for it to finish, or pass another --out"
+
+
+# ---------------------------------------------------------------- crash recovery
+def recover(out: Path) -> list[str]:
+    """Finish a killed run's swaps in `out` and remove its temporary entries (call it holding
+    the lock). Returns what was done, one line each."""
+    done = play_journal(out)
+    for entry in sorted(out.glob(TMP_PREFIX + "*")):
+        _remove(entry)
+        done.append(f"removed {entry.name}")
+    _remove_dead_sizes_caches()
+    return done
+
+
+def write_journal(parent: Path, pairs: list[tuple[Path, Path]]) -> Path:
+    """Record the swaps about to be made (new folder -> target, all in `parent`), with the
+    inode that identifies each new folder wherever it is renamed to."""
+    entries = [
+        {"tmp": tmp.name, "target": target.name, "inode": tmp.stat().st_ino}
+        for tmp, target in pairs
+    ]
+    path = parent / JOURNAL
+    tmp_path = parent / f"{TMP_PREFIX}{JOURNAL}"
+    with open(tmp_path, "w", encoding="utf-8") as fh:
+        json.dump(entries, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp_path, path)
+    _fsync_dir(parent)
+    return path
+
+
+def play_journal(out: Path) -> list[str]:
+    """Complete the swaps a journal in `out` records; every new folder in it was complete."""
+    path = out / JOURNAL
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except ValueError:  # killed while writing it: no swap had begun
+        path.unlink()
+        return []
+    done = []
+    for e in entries:
+        tmp, target = out / e["tmp"], out / e["target"]
+        if _inode(target) == e["inode"]:
+            continue  # swapped before the kill
+        if _inode(tmp) == e["inode"]:
+            old = swap_in(tmp, target)
+            _remove(old or tmp)
+            done.append(f"finished writing {target.name} (an earlier run was stopped)")
+    path.unlink()
+    return done
+
+
+def swap_in(tmp: Path, target: Path) -> Path | None:
+    """Put `tmp` in `target`'s place. Returns where the old folder went when that is not
+    `tmp` itself (no old folder: `tmp` no longer exists; exchanged: `tmp` holds it)."""
+    if not target.exists():
+        os.replace(tmp, target)
+        return None
+    if exchange(tmp, target):
+        return None
+    old = target.parent / f"{TMP_PREFIX}{target.name}.old.{os.getpid()}"
+    os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    return old
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux `renameat2` with RENAME_EXCHANGE); False if the
+    system cannot."""
+    import ctypes
+    import errno
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_dead_sizes_caches() -> None:
+    """The throwaway `datasets` caches of processes that no longer run."""
+    for entry in Path(tempfile.gettempdir()).glob(SIZES_PREFIX + "*"):
+        m = _SIZES.match(entry.name)
+        if m and not _alive(int(m.group(1))):
+            _remove(entry)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,65 @@
+"""Names that become file or folder names, and text from the data shown to people.
+
+    check_name("crossner-ai", "benchmark name")   # the name, or a BuildersError saying why not
+    printable("a\\x1b[2Jb")                       # 'a\\\\x1b[2Jb': control characters escaped
+
+A source, benchmark, scenario or split name ends up in a folder name under `--out` (METHOD.md
+section 4), so it may not lead out of it: no `/`, `\\`, `..`, leading `.` or control character.
+Labels and names come from the data and may hold anything; where they reach a terminal or a
+card, control characters are shown escaped (`\\x1b`, `\\n`), never sent as they are.
+"""
+
+from __future__ import annotations
+
+import re
+
+from builders.errors import BuildersError
+
+#: C0 and C1 control characters, DEL and the Unicode line and paragraph separators.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+#: File systems take 255 bytes a name; folder names add a suffix such as `-medium-shift`.
+MAX_NAME_BYTES = 200
+
+
+def printable(text: str, keep_lines: bool = False) -> str:
+    """`text` with every control character written as its escape (`\\x1b`, `\\n`, `\\t`).
+
+    Args:
+        keep_lines: leave newlines and tabs (text made of lines, such as a rendered card).
+    """
+    pattern = _CONTROL_BUT_LINES if keep_lines else _CONTROL
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _fault(value: str) -> str | None:
+    """Why `value` cannot be part of a folder name, or None."""
+    if not value:
+        return "it is empty"
+    if _CONTROL.search(value):
+        return "it holds a control character"
+    if "/" in value or "\\" in value:
+        return "it holds a path separator"
+    if ".." in value:
+        return "it holds `..`"
+    if value.startswith("."):
+        return "it starts with `.`"
+    if len(value.encode("utf-8")) > MAX_NAME_BYTES:
+        return f"it is longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def check_name(value: str, what: str, fix: str = "choose another") -> str:
+    """`value` if it can be part of a file or folder name; else a BuildersError naming it.
+
+    Args:
+        what: what the value names, e.g. "source name" or "benchmark name".
+        fix: what the user can do, e.g. "pass --name NAME".
+    """
+    fault = _fault(value)
+    if fault is not None:
+        raise BuildersError(
+            f"{what} {printable(repr(value))} cannot name a folder: {fault}. "
+            f"Names may hold letters, digits, spaces, `-`, `_` and single dots; {fix}"
+        )
+    return value
