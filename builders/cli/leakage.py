@@ -104,12 +104,13 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
             note(f"leakage: {entries[0][0]} not scanned: {entries[0][1]}", quiet)
         else:
             names = ", ".join(name for name, _ in entries)
-            note(f"leakage: not scanned: {names}: {template}", quiet)
+            note(f"leakage: not scanned, each of {names}: {template}", quiet)
 
 
 def _template(why: str, name: str) -> str:
-    """`why` with `name` as a whole word written NAME (a name inside a longer one is kept)."""
-    return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "NAME", why)
+    """`why` with `name` as a whole word written `<name>` (a name inside a longer one is
+    kept): one reason for several benchmarks."""
+    return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "<name>", why)
 
 
 def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> None:

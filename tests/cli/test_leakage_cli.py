@@ -206,8 +206,8 @@ def test_benchmarks_not_scanned_for_one_reason_are_one_note(capsys) -> None:
     print_leakage("t", rep)
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == [
-        "leakage: not scanned: crossner-ai, mit-movie: NAME is not in the store and has no "
-        "local copy: run `builders ingest NAME --path ...`",
+        "leakage: not scanned, each of crossner-ai, mit-movie: <name> is not in the store and "
+        "has no local copy: run `builders ingest <name> --path ...`",
         "leakage: mine not scanned: label-file benchmark (labels.txt): labels only, no sentences",
         "leakage: ai not scanned: crossner-ai is not in the store and has no local copy: run "
         "`builders ingest crossner-ai --path ...`",
