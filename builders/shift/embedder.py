@@ -21,9 +21,9 @@ from builders.shift.models import (
     MINILM,
     MPNET,
     ResolvedModel,
-    _from_hub_cache,
     _offline,
     auto_device,
+    cached_snapshot,
     canonical_name,
     model_cache_dir,
     resolve_model,
@@ -139,7 +139,9 @@ class Embedder:
             return self._batch_size
         return CPU_BATCH if (self.device or "cpu") == "cpu" else GPU_BATCH
 
-    def _resolve(self) -> ResolvedModel:
+    def locate(self) -> ResolvedModel:
+        """Where the model loads from, found without loading it (`models.resolve_model`): a
+        command calls it before its long work, so that an unknown name fails at once."""
         if self.resolved is None:
             self.resolved = resolve_model(self.model)
         return self.resolved
@@ -147,10 +149,10 @@ class Embedder:
     @property
     def weights(self) -> str:
         """The weights' hash (locates the model, never loads it; a Hub model is downloaded)."""
-        folder = Path(self._resolve().path_or_name)
+        folder = Path(self.locate().path_or_name)
         if not folder.is_dir():  # a Hub name, online: loading downloads it into the HF cache
             _ = self.st
-            folder = _from_hub_cache(self.model_name) or folder
+            folder = cached_snapshot(self.model_name) or folder
             if not folder.is_dir():
                 raise BuildersError(f"cannot locate the weights of {self.model!r} to hash them")
         return weights_fingerprint(folder)
@@ -178,7 +180,7 @@ class Embedder:
     def st(self) -> Any:
         """The loaded `SentenceTransformer` (loads it on first access)."""
         if self._st is None:
-            res = self._resolve()
+            res = self.locate()
             self.device = self.device or auto_device()
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
@@ -270,29 +272,41 @@ class Embedder:
 COSINE_CHUNK = 8192
 
 
-def cosine_clipped(a: np.ndarray, b: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
-    """max(cos, 0) of unit float32 rows as a (len(a), len(b)) matrix, clipped to [0, 1].
+def cosine_clipped(
+    a: np.ndarray, b: np.ndarray, dtype: Any = np.float64, *, transposed: bool = False
+) -> np.ndarray:
+    """max(cos, 0) of unit float32 rows as a (len(a), len(b)) matrix, clipped to [0, 1]; with
+    `transposed`, its transpose (len(b), len(a)), the same bits, made in place.
 
     Each product is computed in float64 and rounded to float32, so a similarity is the float32
     nearest its float64 value: the same, in practice, whatever the other rows and columns (only
     a float64 value within ~1e-16 of a float32 rounding midpoint could round otherwise). A
     float32 matrix product's bits depend on the matrix's shape (OpenBLAS gave other bits to a
     quarter of the elements when the evaluation labels came in another order or company), which
-    moved a label's F(z) by up to 1.5e-7 with the benchmarks named beside it."""
+    moved a label's F(z) by up to 1.5e-7 with the benchmarks named beside it. The products are
+    `COSINE_CHUNK` rows of the larger side at a time against the whole smaller side, written
+    straight into the result (no transposed copy)."""
     a32 = np.asarray(a, dtype=np.float32)
     b32 = np.asarray(b, dtype=np.float32)
     if a32.ndim != 2 or b32.ndim != 2 or a32.shape[1] != b32.shape[1]:
         raise BuildersError(
             f"cosine_clipped: need (n, d) and (m, d) arrays, got {a32.shape}, {b32.shape}"
         )
-    if len(b32) > len(a32):  # chunk the larger one: only the smaller is copied whole
-        return np.ascontiguousarray(cosine_clipped(b32, a32, dtype).T)
-    sims = np.empty((len(a32), len(b32)), dtype=np.float32)
-    bt = b32.astype(np.float64).T
-    buf = np.empty((min(COSINE_CHUNK, len(a32)), a32.shape[1]), dtype=np.float64)
-    for start in range(0, len(a32), COSINE_CHUNK):
-        n = min(COSINE_CHUNK, len(a32) - start)
-        np.copyto(buf[:n], a32[start : start + n])
-        sims[start : start + n] = buf[:n] @ bt
+    swap = len(b32) > len(a32)  # chunk the larger one: only the smaller is copied whole
+    big, small = (b32, a32) if swap else (a32, b32)
+    flip = swap != transposed  # the big side runs along the result's columns
+    shape = (len(b32), len(a32)) if transposed else (len(a32), len(b32))
+    sims = np.empty(shape, dtype=np.float32)
+    st = small.astype(np.float64).T
+    buf = np.empty((min(COSINE_CHUNK, len(big)), big.shape[1]), dtype=np.float64)
+    for start in range(0, len(big), COSINE_CHUNK):
+        n = min(COSINE_CHUNK, len(big) - start)
+        np.copyto(buf[:n], big[start : start + n])
+        block = buf[:n] @ st
+        if flip:
+            sims[:, start : start + n] = block.T
+        else:
+            sims[start : start + n] = block
+        del block  # before the next one is made
     np.clip(sims, 0.0, 1.0, out=sims)
     return sims.astype(dtype, copy=False)

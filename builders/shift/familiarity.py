@@ -53,11 +53,28 @@ def familiarity(
         ValueError: on k < 1, an unknown weighting, mismatched shapes, negative, non-integer or
             all-zero counts, or NaN similarities.
     """
-    s, c, tie = _validate(sims, counts, k, weighting, labels)
+    s, c, tie = _checked(sims, counts, k, weighting, labels)
     keep = c > 0
-    if not keep.all():
-        s, c, tie = s[:, keep], c[keep], tie[keep]
-    return closed_form(s, c, tie, k, weighting)
+    cols = None if keep.all() else np.flatnonzero(keep)
+    if cols is not None:
+        c, tie = c[cols], tie[cols]
+    out = np.empty(s.shape[0], dtype=np.float64)
+    for lo, hi in row_chunks(s.shape[0], s.shape[1]):
+        out[lo:hi] = closed_form(_clipped(s[lo:hi], cols), c, tie, k, weighting)
+    return out
+
+
+#: Elements (evaluation labels x training labels) that `closed_form` works on at once: its
+#: temporaries take about 100 bytes an element (~50 MB), whatever the number of labels. Rows
+#: are computed independently, so the chunking changes no bit.
+CHUNK_ELEMENTS = 1 << 19
+
+
+def row_chunks(n_rows: int, n_cols: int) -> list[tuple[int, int]]:
+    """(start, stop) of consecutive row blocks of at most `CHUNK_ELEMENTS` elements (at least
+    one row each)."""
+    step = max(1, CHUNK_ELEMENTS // max(n_cols, 1))
+    return [(lo, min(lo + step, n_rows)) for lo in range(0, n_rows, step)]
 
 
 def closed_form(
@@ -65,15 +82,22 @@ def closed_form(
 ) -> np.ndarray:
     """`familiarity` on inputs it has checked: sims in [0, 1] without NaN, counts positive
     int64 with at least one mention, `tie` the rank of each label's tie-break. For callers
-    that evaluate many label sets of one checked matrix (`splits.dial`)."""
-    z_count = s.shape[0]
-    n_labels = s.shape[1]
-    if z_count == 0:
-        return np.zeros(0, dtype=np.float64)
-
+    that evaluate many label sets of one checked matrix (`splits.dial`). Works on blocks of
+    rows (`CHUNK_ELEMENTS`), so its memory does not grow with the number of rows."""
     w = cumulative_weights(k, weighting)
     n_kept = int(min(k, int(c.sum())))
     norm = float(k) if weighting == "unweighted" else w[n_kept]
+    out = np.empty(s.shape[0], dtype=np.float64)
+    for lo, hi in row_chunks(s.shape[0], s.shape[1]):
+        out[lo:hi] = _weighted_sums(s[lo:hi], c, tie, k, w) / norm
+    return out
+
+
+def _weighted_sums(
+    s: np.ndarray, c: np.ndarray, tie: np.ndarray, k: int, w: np.ndarray
+) -> np.ndarray:
+    """Each row's sum of weighted kept values (the closed form before normalising)."""
+    n_labels = s.shape[1]
 
     # Every label holds >= 1 position, so only a row's top min(K, D) labels can reach the first
     # K positions. Partition once, then sort just those candidates.
@@ -105,7 +129,7 @@ def closed_form(
     first = np.minimum(n_strict, k)
     last = np.minimum(n_strict + n_tied, k)
     contrib += v_k.astype(np.float64) * (w[last] - w[first])
-    return contrib / norm
+    return contrib
 
 
 def familiarity_reference(
@@ -146,6 +170,27 @@ def _validate(
     labels: Sequence[str] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Check the inputs; return (clipped sims, int64 counts, tie-break rank per label)."""
+    s, c, tie = _checked(sims, counts, k, weighting, labels)
+    return _clipped(s), c, tie
+
+
+def _clipped(s: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+    """sims (or a block of their rows) refused if NaN, its columns `cols` (all: None) clipped
+    below at 0, in a copy."""
+    if np.isnan(s).any():
+        raise ValueError("sims contains NaN")
+    return np.maximum(s if cols is None else s[:, cols], 0)
+
+
+def _checked(
+    sims: np.ndarray,
+    counts: np.ndarray,
+    k: int,
+    weighting: str,
+    labels: Sequence[str] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check everything but the values of sims (`_clipped` does, block by block); return
+    (sims as floats, int64 counts, tie-break rank per label)."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     if weighting not in WEIGHTINGS:
@@ -155,8 +200,6 @@ def _validate(
         raise ValueError(f"sims must have shape (Z, D), got shape {s.shape}")
     if not np.issubdtype(s.dtype, np.floating):
         s = s.astype(np.float64)
-    if np.isnan(s).any():
-        raise ValueError("sims contains NaN")
     c = np.asarray(counts)
     if c.ndim != 1 or c.shape[0] != s.shape[1]:
         raise ValueError(
@@ -171,17 +214,19 @@ def _validate(
         raise ValueError(f"counts must be >= 0, got {c[bad]} at index {bad}")
     if c.sum() == 0:
         raise ValueError("no training label has a positive count; Familiarity is undefined")
+    return s, c, _tie_ranks(labels, s.shape[1])
+
+
+def _tie_ranks(labels: Sequence[str] | None, n: int) -> np.ndarray:
+    """Each label's place in text order (its index without labels): the tie-break."""
     if labels is None:
-        tie = np.arange(s.shape[1])
-    else:
-        if len(labels) != s.shape[1]:
-            raise ValueError(
-                f"labels must have length D = {s.shape[1]} to match sims, got {len(labels)}"
-            )
-        text = np.asarray(list(labels), dtype=str)
-        tie = np.empty(len(text), dtype=np.int64)
-        tie[np.argsort(text, kind="stable")] = np.arange(len(text))
-    return np.maximum(s, 0), c, tie
+        return np.arange(n)
+    if len(labels) != n:
+        raise ValueError(f"labels must have length D = {n} to match sims, got {len(labels)}")
+    text = np.asarray(list(labels), dtype=str)
+    tie = np.empty(len(text), dtype=np.int64)
+    tie[np.argsort(text, kind="stable")] = np.arange(len(text))
+    return tie
 
 
 def cumulative_weights(k: int, weighting: str) -> np.ndarray:
@@ -263,10 +308,20 @@ def summarise(
     mean = float(x.mean())
     std = float(x.std(ddof=0))
     vb = {float(a): mean - float(a) * std for a in alphas}
-    rng = np.random.default_rng(seed)
-    reps = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
-    lo, hi = np.percentile(reps, [2.5, 97.5])
+    lo, hi = np.percentile(bootstrap_means(x, n_boot, seed), [2.5, 97.5])
     return Summary(mean, std, vb, float(lo), float(hi), int(x.size), int(n_boot), int(seed))
+
+
+def bootstrap_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """The means of `n_boot` resamples of `x` with replacement, drawn from
+    `np.random.default_rng(seed)` as one (n_boot, len(x)) draw would be, a block of replicas
+    at a time (`CHUNK_ELEMENTS` indices): the generator gives the same stream however it is
+    cut, and each replica's mean is its own, so no bit changes with the block size."""
+    rng = np.random.default_rng(seed)
+    reps = np.empty(n_boot, dtype=np.float64)
+    for lo, hi in row_chunks(n_boot, x.size):
+        reps[lo:hi] = x[rng.integers(0, x.size, size=(hi - lo, x.size))].mean(axis=1)
+    return reps
 
 
 def exact_overlap(eval_labels: Iterable[str], train_labels: Iterable[str]) -> float:

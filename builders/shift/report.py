@@ -29,7 +29,7 @@ from builders.defaults import (
 )
 from builders.errors import BuildersError
 from builders.labels import paper_training_label, union_labels
-from builders.shift.familiarity import exact_overlap, familiarity, summarise
+from builders.shift.familiarity import exact_overlap, familiarity, row_chunks, summarise
 
 if TYPE_CHECKING:
     from builders.shift.embedder import Embedder
@@ -107,11 +107,13 @@ def similarity_matrix(
     backend: str = DEFAULT_BACKEND,
     precision: str = DEFAULT_PRECISION,
     embedder: Embedder | None = None,
+    transposed: bool = False,
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
     many labels had to be embedded (the rest came from the store's cache, under the embedder's
     `cache_key`). `embedder`, when given, is used instead of a new one for model, backend and
-    precision (a caller that also records its cache key).
+    precision (a caller that also records its cache key). With `transposed`, M.T (Z, D), the
+    same bits, without a second copy.
 
     A training label whose (normalised) text is an evaluation label's has similarity exactly
     1: the cosine of a float32 unit vector with itself can read 0.99999994 (METHOD.md section 4).
@@ -120,8 +122,10 @@ def similarity_matrix(
 
     emb = embedder or Embedder(model, backend=backend, precision=precision)
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
-    m = cosine_clipped(vecs[: len(train)], vecs[len(train) :], dtype=np.float32)
-    set_exact_matches(m, train, evals)
+    t, z = vecs[: len(train)], vecs[len(train) :]
+    m = cosine_clipped(t, z, dtype=np.float32, transposed=transposed)
+    del vecs, t, z
+    set_exact_matches(m.T if transposed else m, train, evals)
     return m, emb.last_new
 
 
@@ -186,7 +190,17 @@ class FamiliarityReport:
     def benchmarks_of(self, label: str) -> list[str]:
         return [b for b, rep in self.per_benchmark.items() if label in rep.labels]
 
+    def _holders(self) -> dict[str, list[str]]:
+        """Every evaluation label's benchmarks, in benchmark order (`benchmarks_of` for all
+        labels at once: one pass over the label lists, not one per label)."""
+        out: dict[str, list[str]] = {}
+        for name, rep in self.per_benchmark.items():
+            for z in dict.fromkeys(rep.labels):
+                out.setdefault(z, []).append(name)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
+        holders = self._holders()
         return {
             "model": self.model,
             "k": self.k,
@@ -210,7 +224,7 @@ class FamiliarityReport:
                 for name, b in self.per_benchmark.items()
             },
             "per_label": [
-                {"label": z, "familiarity": f, "benchmarks": self.benchmarks_of(z)}
+                {"label": z, "familiarity": f, "benchmarks": holders.get(z, [])}
                 for z, f in self.per_label.items()
             ],
         }
@@ -241,24 +255,25 @@ def familiarity_report(
     evals = union_labels(benchmarks)
     if sims_zd.shape[0] != len(evals):
         raise BuildersError(f"sims have {sims_zd.shape[0]} rows for {len(evals)} labels")
-    keep = counts > 0
-    kept = [lab for lab, k_ in zip(train_labels, keep, strict=True) if k_]
+    keep = np.flatnonzero(counts > 0)
+    kept = [train_labels[i] for i in keep]
     if not kept:
         raise BuildersError("the label set is empty: nothing to compute Familiarity on")
-    sims, cnt = sims_zd[:, keep], counts[keep]
-    f = familiarity(sims, cnt, k=k, weighting=weighting, labels=kept)
+    # `familiarity` leaves the labels counted 0 out block by block, in the same tie order.
+    f = familiarity(sims_zd, counts, k=k, weighting=weighting, labels=train_labels)
     index = {z: i for i, z in enumerate(evals)}
     train_set = set(kept)
     per_bench = {}
     for name, labels in benchmarks.items():
         rows = np.array([index[z] for z in labels])
         bench = summarise(f[rows], seed=seed)  # its mean is over sorted values: order-free
+        best = column_max(sims_zd, rows, keep)
         per_bench[name] = BenchmarkFamiliarity(
             familiarity=bench.mean,
             summary=bench.to_dict(),
             overlap=exact_overlap(labels, train_set),
             labels=tuple(labels),
-            top_training_labels=_top_labels(sims[rows], cnt, kept, top),
+            top_training_labels=_top_labels(best, counts[keep], kept, top),
         )
     laid_end_to_end = [f[index[z]] for labels in benchmarks.values() for z in labels]
     union = summarise(f, seed=seed)
@@ -276,11 +291,23 @@ def familiarity_report(
     )
 
 
+def column_max(sims: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """max over `rows` of sims[rows][:, cols], shape (len(cols),), read a block of rows at a
+    time (`familiarity.row_chunks`) instead of copying sims[rows]."""
+    best = None
+    for lo, hi in row_chunks(len(rows), sims.shape[1]):
+        block = sims[rows[lo:hi]][:, cols].max(axis=0)
+        best = block if best is None else np.maximum(best, block)
+    if best is None:
+        raise BuildersError("a benchmark without labels has no closest training labels")
+    return best
+
+
 def _top_labels(
-    sims: np.ndarray, counts: np.ndarray, labels: list[str], top: int
+    best: np.ndarray, counts: np.ndarray, labels: list[str], top: int
 ) -> tuple[TopLabel, ...]:
-    """The training labels that weigh most: closeness to the benchmark times log support."""
-    best = sims.max(axis=0)
+    """The training labels that weigh most: closeness to the benchmark (`best`, each label's
+    highest similarity to its labels) times log support."""
     order = np.lexsort((np.arange(best.size), -(best * np.log1p(counts))))[:top]
     return tuple(TopLabel(labels[i], float(best[i]), int(counts[i])) for i in order)
 
@@ -303,7 +330,7 @@ def measure(
     """Embed (through the store's cache) and report: the whole walk for one label table.
     `embedder`, when given, embeds instead of a new one (`similarity_matrix`)."""
     evals = union_labels(benchmarks)
-    m, _ = similarity_matrix(
+    sims_zd, _ = similarity_matrix(
         store,
         model,
         table.labels,
@@ -312,9 +339,10 @@ def measure(
         backend=backend,
         precision=precision,
         embedder=embedder,
+        transposed=True,
     )
     return familiarity_report(
-        np.ascontiguousarray(m.T),
+        sims_zd,
         table.mentions,
         table.labels,
         benchmarks,
