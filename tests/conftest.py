@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 # `datasets` and `huggingface_hub` read these once, at import: set them before any test
 # module imports either, so no test can reach a hub or touch the user's caches.
 _CACHE = Path(tempfile.mkdtemp(prefix="labelshift-tests-hf-"))
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # one per test process
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HOME"] = str(_CACHE)

@@ -103,3 +103,15 @@ def json_result(output: str, command: str | None = None) -> Any:
     if command is not None:
         assert envelope["command"] == command
     return envelope["result"]
+
+
+def hub_snapshot(hub: Path, repo_id: str, file: str = "config.json", text: str = "{}") -> Path:
+    """A model snapshot in a Hugging Face cache folder `hub`, as a download leaves it."""
+    repo = hub / f"models--{repo_id.replace('/', '--')}"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (snap / file).write_text(text)
+    return snap

@@ -145,7 +145,8 @@ def familiarity_reference(
     (it materialises sum c_d values per evaluation label). Used as the baseline in tests and in
     `scripts/bench_familiarity.py`.
     """
-    s, c, tie = _validate(sims, counts, k, weighting, labels)
+    s, c, tie = _checked(sims, counts, k, weighting, labels)
+    s = _clipped(s)
     keep = c > 0
     s, c, tie = s[:, keep], c[keep], tie[keep]
     out = np.zeros(s.shape[0], dtype=np.float64)
@@ -160,18 +161,6 @@ def familiarity_reference(
         weights = 1.0 / pos if weighting == "zipf" else (k - pos + 1) / k
         out[i] = (values * weights).sum() / weights.sum()
     return out
-
-
-def _validate(
-    sims: np.ndarray,
-    counts: np.ndarray,
-    k: int,
-    weighting: str,
-    labels: Sequence[str] | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Check the inputs; return (clipped sims, int64 counts, tie-break rank per label)."""
-    s, c, tie = _checked(sims, counts, k, weighting, labels)
-    return _clipped(s), c, tie
 
 
 def _clipped(s: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:

@@ -256,7 +256,7 @@ def familiarity_report(
     if sims_zd.shape[0] != len(evals):
         raise BuildersError(f"sims have {sims_zd.shape[0]} rows for {len(evals)} labels")
     keep = np.flatnonzero(counts > 0)
-    kept = [train_labels[i] for i in keep]
+    kept = [train_labels[int(i)] for i in keep]
     if not kept:
         raise BuildersError("the label set is empty: nothing to compute Familiarity on")
     # `familiarity` leaves the labels counted 0 out block by block, in the same tie order.

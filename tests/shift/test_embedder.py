@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import hub_snapshot
 
 from builders.errors import BuildersError
 from builders.shift import embedder
@@ -146,15 +147,8 @@ def test_local_folder_that_is_no_model(tmp_path: Path) -> None:
 def test_hub_cache_snapshot_is_found_offline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hub = tmp_path / "hf" / "hub"
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    repo = hub / "models--acme--tiny-encoder"
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(commit)
-    snap = repo / "snapshots" / commit
-    snap.mkdir(parents=True)
-    (snap / "modules.json").write_text("[]")
+    snap = hub_snapshot(tmp_path / "hf" / "hub", "acme/tiny-encoder", "modules.json", "[]")
     assert resolve_model("acme/tiny-encoder") == ResolvedModel(str(snap), "acme/tiny-encoder")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import hub_snapshot
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
@@ -38,19 +39,7 @@ def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setattr(models, "_minilm_package_dir", lambda: pkg)
     monkeypatch.setattr(models, "mpnet_parts", lambda: (parts, []))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    return _cached(tmp_path / "hub", "acme/tiny-encoder")
-
-
-def _cached(hub: Path, repo_id: str) -> Path:
-    """A model snapshot in a Hugging Face cache, as a download leaves it."""
-    repo = hub / f"models--{repo_id.replace('/', '--')}"
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(commit)
-    snap = repo / "snapshots" / commit
-    snap.mkdir(parents=True)
-    (snap / "config.json").write_text("{}")
-    return snap
+    return hub_snapshot(tmp_path / "hub", "acme/tiny-encoder")
 
 
 @pytest.fixture
@@ -157,7 +146,7 @@ def test_many_cached_models_are_counted_not_listed(
     installed: Path, no_hub: None, tmp_path: Path
 ) -> None:
     for i in range(models.MAX_LISTED + 3):
-        _cached(tmp_path / "hub", f"org/m{i:02d}")
+        hub_snapshot(tmp_path / "hub", f"org/m{i:02d}")
     (tmp_path / "hub" / "models--org--no-ref" / "snapshots" / "c").mkdir(parents=True)
     listed = models.installed_models()
     assert len(listed) == 2 + models.MAX_LISTED + 1
