@@ -7,6 +7,18 @@ class BuildersError(Exception):
     """Base class of every error the toolkit raises on purpose."""
 
 
+class BuildersWarning(UserWarning):
+    """Something the toolkit went on without (the command line prints it as `warning: ...`)."""
+
+    prefix = "warning"
+
+
+class BuildersNote(BuildersWarning):
+    """A choice the toolkit made that the user may want to know of (`note: ...`)."""
+
+    prefix = "note"
+
+
 class SourceFormatError(BuildersError):
     """A raw input file does not follow its format.
 

@@ -44,6 +44,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathF
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
     monkeypatch.delenv("LABELSHIFT_DB", raising=False)
     monkeypatch.delenv("LABELSHIFT_DATA", raising=False)
+    # a per-user embedding cache of the test's own: no test sees another's vectors
+    monkeypatch.setenv("LABELSHIFT_EMBEDDINGS", str(tmp_path_factory.mktemp("embeddings")))
+    monkeypatch.delenv("LABELSHIFT_EMBEDDINGS_MAX", raising=False)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from builders import __version__
+from builders.cli.cache import cache_cmd
 from builders.cli.export import export_gliner_cmd
 from builders.cli.familiarity import familiarity_cmd
 from builders.cli.fewnerd import fewnerd_episodes_cmd, fewnerd_splits_cmd
@@ -44,6 +45,7 @@ for _command in (
     export_gliner_cmd,
     publish_cmd,
     regenerate_cmd,
+    cache_cmd,
 ):
     cli.add_command(_command)
 
@@ -60,12 +62,34 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def _print_our_warnings() -> None:
+    """The toolkit's warnings (`BuildersWarning`: what a run went on without) print as one
+    line, `warning: ...` or `note: ...`; others as Python prints them."""
+    import warnings
+
+    from builders.errors import BuildersWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if issubclass(category, BuildersWarning):
+            from builders.cli.common import printable_message
+
+            click.echo(f"{category.prefix}: {printable_message(str(message))}", err=True)
+            return
+        shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main() -> None:
     _exit_on_sigterm()
+    _print_our_warnings()
     cli(prog_name="builders")
 
 
 def build_splits_main() -> None:
     """Entry point of the stand-alone `build-splits` command."""
     _exit_on_sigterm()
+    _print_our_warnings()
     build_splits(prog_name="build-splits")

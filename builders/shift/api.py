@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,8 +53,10 @@ def familiarity_of(
             Repeated labels count once.
         model: the sentence-transformer (`all-mpnet-base-v2`, the paper's; `all-MiniLM-L6-v2`).
         k, weighting, seed: K, `zipf` | `linear` | `unweighted`, the bootstrap seed.
-        cache: where label embeddings are cached: a store path (created if missing), an open
-            `Store`, or None (in memory, for this call only).
+        cache: a store to cache label embeddings in as well: its path (created if missing),
+            an open `Store`, or None (in memory, for this call only). The per-user embedding
+            cache (`builders cache`) serves every call either way: a second call on the same
+            labels embeds nothing (`report.embedded.new == 0`) and never loads the model.
 
     Labels are compared normalised (NFC, lower case, `_` and spaces collapsed), as everywhere.
     """
@@ -63,19 +66,22 @@ def familiarity_of(
         raise BuildersError(f"k must be >= 1, got {k}")
     table = LabelTable.from_counts(_train_counts(train))
     sets = _evaluation_sets(evaluation)
-    from builders.shift.embedder import canonical_name
+    from builders.shift.embedder import Embedder, canonical_name
 
+    emb = Embedder(canonical_name(model))
     with _cache(cache) as store:
-        return measure(
+        report = measure(
             store,
             table,
             sets,
-            model=canonical_name(model),
+            model=emb.model_name,
             k=k,
             weighting=weighting,
             seed=seed,
             progress=progress,
+            embedder=emb,
         )
+    return replace(report, embedded=emb.last_stats)
 
 
 def _train_counts(train: Mapping[str, int] | Sequence[str]) -> Counter[str]:

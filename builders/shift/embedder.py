@@ -38,6 +38,7 @@ from builders.shift.runtime import (
     load_exported,
     require_extra,
 )
+from builders.shift.vector_cache import VectorCache
 
 if TYPE_CHECKING:
     from builders.store import Store
@@ -78,15 +79,20 @@ def is_stale_key(key: str) -> bool:
 
 @dataclass(frozen=True)
 class CacheStats:
-    """What one `Embedder.embed_cached` call did."""
+    """What one `Embedder.embed_cached` call did: of the `distinct` labels asked for, how many
+    came from the store's cache, how many from the per-user cache, how many were embedded."""
 
     requested: int
     distinct: int
     cached: int
     new: int
+    shared: int = 0
 
     def message(self) -> str:
-        return f"embedded {self.new:,} new labels, {self.cached:,} from cache"
+        return (
+            f"embedded {self.new:,} new labels, {self.cached:,} from the store's cache, "
+            f"{self.shared:,} from the user cache"
+        )
 
 
 class Embedder:
@@ -124,6 +130,7 @@ class Embedder:
         self._st: Any = None
         self._runner: Runner | None = None
         self.last_stats: CacheStats | None = None
+        self._user_cache: VectorCache | str | None = "default"
 
     @property
     def model_name(self) -> str:
@@ -213,6 +220,18 @@ class Embedder:
         return self._runner
 
     @property
+    def user_cache(self) -> VectorCache | None:
+        """The per-user embedding cache: `VectorCache.default()` (read from the environment at
+        each use) unless set; None for none."""
+        if isinstance(self._user_cache, str):
+            return VectorCache.default()
+        return self._user_cache
+
+    @user_cache.setter
+    def user_cache(self, cache: VectorCache | None) -> None:
+        self._user_cache = cache
+
+    @property
     def dimension(self) -> int:
         return self.runner.dim
 
@@ -234,37 +253,65 @@ class Embedder:
     def embed_cached(
         self, store: Store, labels: Sequence[str], progress: bool = False
     ) -> np.ndarray:
-        """Embed `labels` (duplicates allowed) in order, encoding only those not in the store's
-        embedding cache (under `cache_key`), and caching those. A warm cache never loads the
+        """Embed `labels` (duplicates allowed) in order, encoding only those in neither the
+        store's embedding cache nor the per-user one (`vector_cache`), both under `cache_key`.
+        Vectors found in the user cache and new ones are added to the store (so it answers
+        offline on its own), new ones to the user cache too. A warm cache never loads the
         model. Sets `self.last_stats`."""
-        model = self.cache_key
         arr = pa.array(list(labels), pa.string())
         uniq = pc.unique(arr)  # first-occurrence order
-        pos, cached = store.cached_vectors(model, uniq)
-        missing = np.ones(len(uniq), dtype=bool)
-        missing[pos] = False
-        todo = np.flatnonzero(missing)
-        todo_labels = uniq.take(pa.array(todo))
-        new = self.encode(todo_labels.to_pylist(), progress=progress) if len(todo) else None
-        if new is not None and len(pos) and new.shape[1] != cached.shape[1]:
-            raise BuildersError(
-                f"cached {model!r} vectors are {cached.shape[1]}-d, the model gives "
-                f"{new.shape[1]}-d; drop the model's rows from the embedding cache"
-            )
-        if new is not None:
-            store.add_vectors(model, todo_labels, new)
-        self.last_stats = CacheStats(len(arr), len(uniq), len(pos), len(todo))
-        dim = cached.shape[1] if len(pos) else new.shape[1] if new is not None else None
-        if dim is None:
+        table, found = self._from_caches(store, uniq)
+        todo = np.flatnonzero(found == 0)
+        if len(todo):
+            todo_labels = uniq.take(pa.array(todo))
+            new = self.encode(todo_labels.to_pylist(), progress=progress)
+            table = self._filled(table, todo, new, len(uniq))
+            store.add_vectors(self.cache_key, todo_labels, new)
+            if (user := self.user_cache) is not None:
+                user.add(self.cache_key, todo_labels, new)
+        counts = np.bincount(found, minlength=3)
+        self.last_stats = CacheStats(len(arr), len(uniq), int(counts[1]), len(todo), int(counts[2]))
+        if table is None:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        table = np.empty((len(uniq), dim), dtype=np.float32)
-        if len(pos):
-            table[pos] = cached
-        if new is not None:
-            table[todo] = new
         if len(uniq) == len(arr):  # no duplicates: already in input order, skip a copy
             return table
         return table[pc.index_in(arr, value_set=uniq).to_numpy(zero_copy_only=False)]
+
+    def _from_caches(self, store: Store, uniq: pa.Array) -> tuple[np.ndarray | None, np.ndarray]:
+        """The vectors of `uniq` the caches hold (rows of the others unset; None when none is
+        held), and where each came from: 0 nowhere, 1 the store, 2 the user cache (those are
+        added to the store)."""
+        key = self.cache_key
+        found = np.zeros(len(uniq), dtype=np.int8)
+        pos, cached = store.cached_vectors(key, uniq)
+        found[pos] = 1
+        table = self._filled(None, pos, cached, len(uniq)) if len(pos) else None
+        rest = np.flatnonzero(found == 0)
+        user = self.user_cache
+        if user is None or not len(rest):
+            return table, found
+        rest_labels = uniq.take(pa.array(rest))
+        upos, shared = user.lookup(key, rest_labels)
+        if len(upos):
+            found[rest[upos]] = 2
+            table = self._filled(table, rest[upos], shared, len(uniq))
+            store.add_vectors(key, rest_labels.take(pa.array(upos)), shared)
+        return table, found
+
+    def _filled(
+        self, table: np.ndarray | None, rows: np.ndarray, vectors: np.ndarray, n: int
+    ) -> np.ndarray:
+        """`table` (made (n, dim) on first use) with `vectors` written at `rows`."""
+        if table is None:
+            table = np.empty((n, vectors.shape[1]), dtype=np.float32)
+        elif vectors.shape[1] != table.shape[1]:
+            raise BuildersError(
+                f"cached {self.cache_key!r} vectors are {table.shape[1]}-d, the model gives "
+                f"{vectors.shape[1]}-d; clear the model's vectors (`builders cache clear`) "
+                "or drop them from the store's embedding cache"
+            )
+        table[rows] = vectors
+        return table
 
 
 #: Rows of the larger matrix multiplied at once in `cosine_clipped` (its float64 buffer: 48 MB

@@ -60,10 +60,18 @@ def _hub_cache_dir() -> Path:
     return Path(os.environ.get("HF_HUB_CACHE", home / "hub"))
 
 
+def cache_root() -> Path:
+    """The toolkit's cache folder: `$LABELSHIFT_CACHE`, else `$XDG_CACHE_HOME/labelshift`, else
+    `~/.cache/labelshift`."""
+    root = os.environ.get(CACHE_ENV) or ""
+    if root.strip():
+        return Path(root).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "labelshift"
+
+
 def model_cache_dir() -> Path:
-    """Root of our reassembled models: `$LABELSHIFT_CACHE/models` or `~/.cache/labelshift/models`."""
-    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "labelshift"
-    return Path(root) / "models"
+    """Our reassembled models, exports and weight hashes: `cache_root()/models`."""
+    return cache_root() / "models"
 
 
 def _is_model_dir(path: Path) -> bool:

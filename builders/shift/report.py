@@ -174,6 +174,7 @@ class FamiliarityReport:
         overlap: share of the union's labels whose text occurs among the training labels.
         per_benchmark: name -> its mean F(z), VB/CI summary, overlap, labels, top labels.
         per_label: evaluation label -> F(z).
+        embedded: the embedding's `CacheStats` (`familiarity_of` sets it).
     """
 
     model: str
@@ -186,6 +187,9 @@ class FamiliarityReport:
     per_benchmark: dict[str, BenchmarkFamiliarity]
     per_label: dict[str, float] = field(default_factory=dict)
     protocol: str = DEFAULT_PROTOCOL
+    #: What embedding the labels took (`embedder.CacheStats`: new, from the store's cache,
+    #: from the user cache), where the caller recorded it; not part of `to_dict`.
+    embedded: Any = field(default=None, compare=False)
 
     def benchmarks_of(self, label: str) -> list[str]:
         return [b for b, rep in self.per_benchmark.items() if label in rep.labels]

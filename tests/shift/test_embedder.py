@@ -219,7 +219,9 @@ def test_cosine_clipped_does_not_depend_on_the_other_rows_and_columns(
 def test_cache_embeds_once_and_returns_identical_bytes(minilm: Embedder, store: Store) -> None:
     first = minilm.embed_cached(store, LABELS)
     assert minilm.last_new == len(LABELS)
-    assert minilm.last_stats.message() == f"embedded {len(LABELS)} new labels, 0 from cache"
+    assert minilm.last_stats.message() == (
+        f"embedded {len(LABELS)} new labels, 0 from the store's cache, 0 from the user cache"
+    )
     second = minilm.embed_cached(store, LABELS)
     assert minilm.last_new == 0 and minilm.last_stats.cached == len(LABELS)
     assert second.tobytes() == first.tobytes()
@@ -292,7 +294,9 @@ def test_cached_vectors_of_another_size_are_an_error(minilm: Embedder, store: St
 
 def test_empty_input(minilm: Embedder, store: Store) -> None:
     assert minilm.embed_cached(store, []).shape == (0, 384)
-    assert minilm.last_stats.message() == "embedded 0 new labels, 0 from cache"
+    assert minilm.last_stats.message() == (
+        "embedded 0 new labels, 0 from the store's cache, 0 from the user cache"
+    )
 
 
 # ------------------------------------------------------------------ mpnet from PyPI parts
