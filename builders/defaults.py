@@ -11,9 +11,10 @@ from collections.abc import Iterable
 #: The embedding model: the paper's choice (all-mpnet-base-v2); all-MiniLM-L6-v2 is the fast one.
 DEFAULT_MODEL = "all-mpnet-base-v2"
 #: Embedding runtimes and precisions (`builders.shift.runtime`); torch fp32 is the reference.
-BACKENDS = ("torch", "onnx", "openvino")
+#: `auto` runs the fastest installed runtime whose vectors equal torch's (`builders.shift.auto`).
+BACKENDS = ("auto", "torch", "onnx", "openvino")
 PRECISIONS = ("fp32", "fp16", "bf16")
-DEFAULT_BACKEND = "torch"
+DEFAULT_BACKEND = "auto"
 DEFAULT_PRECISION = "fp32"
 #: Familiarity keeps the first K (repeated) similarities, weighted `WEIGHTING`.
 K = 1000

@@ -13,6 +13,9 @@ from pathlib import Path
 _CACHE = Path(tempfile.mkdtemp(prefix="labelshift-tests-hf-"))
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # one per test process
 os.environ["HF_HUB_OFFLINE"] = "1"
+# `--backend auto` runs torch, the reference every expected figure was computed with (child
+# processes inherit it); tests of `auto` itself take it away
+os.environ["LABELSHIFT_BACKEND"] = "torch"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HOME"] = str(_CACHE)
 os.environ["HF_DATASETS_CACHE"] = str(_CACHE / "datasets")
@@ -37,6 +40,7 @@ from hubserver import HubServer  # noqa: E402
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     cache = tmp_path_factory.getbasetemp() / "hf-cache"
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("LABELSHIFT_BACKEND", "torch")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(cache))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(cache / "datasets"))

@@ -62,8 +62,9 @@ def embedding_options(f: Callable) -> Callable:
         type=click.Choice(BACKENDS),
         default=DEFAULT_BACKEND,
         show_default=True,
-        help="Embedding runtime: torch (any device), onnx or openvino (CPU; "
-        "pip install 'labelshift-builders[onnx]' / '[openvino]').",
+        help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
+        "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
+        "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
     )(f)
 
 

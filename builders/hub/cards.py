@@ -200,9 +200,18 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": rebuild_command(b),
         "recipe": (b.get("provenance") or {}).get("recipe", []),
+        "runtime": _runtime(b),
         "version": b.get("toolkit_version", "unknown"),
         "leakage": b.get("leakage"),
     }
+
+
+def _runtime(b: Mapping[str, Any]) -> str:
+    """The runtime that embedded the labels (`torch fp32`), as build.json's provenance says."""
+    model = (b.get("provenance") or {}).get("model") or {}
+    if not model.get("backend"):
+        return "–"
+    return f"{model['backend']} {model.get('precision', '')}".strip()
 
 
 def _fmt(x: Any) -> str:

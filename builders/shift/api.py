@@ -21,7 +21,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builders.defaults import DEFAULT_MODEL, SEED, WEIGHTING, WEIGHTINGS, K
+from builders.defaults import (
+    DEFAULT_BACKEND,
+    DEFAULT_MODEL,
+    DEFAULT_PRECISION,
+    SEED,
+    WEIGHTING,
+    WEIGHTINGS,
+    K,
+)
 from builders.errors import BuildersError
 from builders.labels import normalise_label
 from builders.shift.report import FamiliarityReport, LabelTable, measure
@@ -43,6 +51,8 @@ def familiarity_of(
     seed: int = SEED,
     cache: Store | str | Path | None = None,
     progress: bool = False,
+    backend: str = DEFAULT_BACKEND,
+    precision: str = DEFAULT_PRECISION,
 ) -> FamiliarityReport:
     """Familiarity of training labels against evaluation labels (METHOD.md section 2).
 
@@ -53,6 +63,8 @@ def familiarity_of(
             Repeated labels count once.
         model: the sentence-transformer (`all-mpnet-base-v2`, the paper's; `all-MiniLM-L6-v2`).
         k, weighting, seed: K, `zipf` | `linear` | `unweighted`, the bootstrap seed.
+        backend, precision: the embedding runtime (`auto`: the fastest installed one whose
+            vectors equal torch's, `builders.shift.auto`) and precision.
         cache: a store to cache label embeddings in as well: its path (created if missing),
             an open `Store`, or None (in memory, for this call only). The per-user embedding
             cache (`builders cache`) serves every call either way: a second call on the same
@@ -68,7 +80,7 @@ def familiarity_of(
     sets = _evaluation_sets(evaluation)
     from builders.shift.embedder import Embedder, canonical_name
 
-    emb = Embedder(canonical_name(model))
+    emb = Embedder(canonical_name(model), backend=backend, precision=precision)
     with _cache(cache) as store:
         report = measure(
             store,

@@ -115,13 +115,14 @@ class Embedder:
         if batch_size is not None and batch_size < 1:
             raise BuildersError(f"batch_size must be at least 1, got {batch_size}")
         check_choice(backend, precision)
-        if backend != "torch" and device not in (None, "auto", "cpu"):
+        if backend not in ("torch", "auto") and device not in (None, "auto", "cpu"):
             raise BuildersError(f"--backend {backend} runs on the CPU, not on {device!r}")
         self.model = model
-        self.backend = backend
+        self.requested_backend = backend
+        self._backend: str | None = None if backend == "auto" else backend
         self.precision = precision
         self.device: str | None = None if device in (None, "auto") else device  # auto: on load
-        if backend != "torch":
+        if backend not in ("torch", "auto"):
             self.device = "cpu"
         self._batch_size = batch_size
         self._canonical: str | None = None
@@ -131,6 +132,16 @@ class Embedder:
         self._runner: Runner | None = None
         self.last_stats: CacheStats | None = None
         self._user_cache: VectorCache | str | None = "default"
+
+    @property
+    def backend(self) -> str:
+        """The runtime that embeds: as asked, or for `auto` the one `auto.choose_backend`
+        picks (decided on first use, remembered per model)."""
+        if self._backend is None:
+            from builders.shift.auto import choose_backend
+
+            self._backend = choose_backend(self)
+        return self._backend
 
     @property
     def model_name(self) -> str:

@@ -185,14 +185,15 @@ def scan(
     if n < 1:
         raise BuildersError(f"the n-gram length must be >= 1, got {n}")
     model = canonical_name(model)
-    if embedder is not None and (embedder.model_name, embedder.backend, embedder.precision) != (
-        model,
-        backend,
-        precision,
-    ):
+    if embedder is not None and (
+        embedder.model_name,
+        embedder.requested_backend,
+        embedder.precision,
+    ) != (model, backend, precision):
         raise BuildersError(
-            f"scan(embedder=...) embeds with {embedder.model_name} {embedder.backend} "
-            f"{embedder.precision}, not the {model} {backend} {precision} it reports"
+            f"scan(embedder=...) embeds with {embedder.model_name} "
+            f"{embedder.requested_backend} {embedder.precision}, not the {model} {backend} "
+            f"{precision} it reports"
         )
     store.require_source(source)
     rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))

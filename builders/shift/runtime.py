@@ -35,7 +35,12 @@ from builders.errors import BuildersError
 from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
 
 #: The precisions each backend runs; the others are refused with this list.
-SUPPORTED = {"torch": PRECISIONS, "onnx": ("fp32",), "openvino": ("fp32", "bf16")}
+SUPPORTED = {
+    "auto": PRECISIONS,  # `builders.shift.auto`: a CPU runtime at fp32, torch otherwise
+    "torch": PRECISIONS,
+    "onnx": ("fp32",),
+    "openvino": ("fp32", "bf16"),
+}
 #: What `pip install 'labelshift-builders[<backend>]'` brings: module names to import.
 EXTRA_MODULES = {"onnx": ("onnxruntime", "onnx", "onnxscript"), "openvino": ("openvino",)}
 #: An export must give these cosines against torch on the probe labels before it is kept.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from builders import __version__
-from builders.shift.embedder import canonical_name
+from builders.shift.embedder import KEY_PARTS, canonical_name
 from builders.sources import SOURCES, SourceSpec, is_hub_id
 from builders.splits.config import SplitConfig
 from builders.store import Store
@@ -61,12 +61,20 @@ def provenance(store: Store, cfg: SplitConfig, cache_key: str) -> dict[str, Any]
         },
         "model": {
             "name": canonical_name(cfg.model),
-            "backend": cfg.backend,
+            "backend": _ran(cache_key, cfg.backend),  # `auto`: the runtime it chose
+            "requested_backend": cfg.backend,
             "precision": cfg.precision,
             "cache_key": cache_key,
         },
         "recipe": ingest_commands(cfg.source, spec, stored),
     }
+
+
+def _ran(cache_key: str, asked: str) -> str:
+    """The runtime that made the vectors: the backend part of their cache key
+    (`Embedder.cache_key`: model|backend|precision|device|rows|weights)."""
+    parts = cache_key.split("|")
+    return parts[1] if len(parts) == KEY_PARTS else asked
 
 
 def ingest_commands(

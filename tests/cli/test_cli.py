@@ -41,7 +41,7 @@ def test_every_command_takes_json_and_db_only_if_it_opens_the_store(
 ) -> None:
     opts = {o for p in command.params for o in getattr(p, "opts", [])}
     assert {"--json", "--quiet"} <= opts, name
-    assert ("--db" in opts) == (name not in {"sources", "publish"}), name
+    assert ("--db" in opts) == (name not in {"sources", "publish", "cache"}), name
 
 
 @pytest.mark.parametrize("name", ["familiarity", "build-splits", "fewnerd-splits", "leakage"])
@@ -90,7 +90,13 @@ def test_ingest_then_labels_and_stats(run, data_dir: Path) -> None:
     labels = json_result(run("labels", "mit-movie", "--json").output)
     # one mention each: ties are ordered by label text
     assert [row["label"] for row in labels] == ["actor", "average ratings", "genre", "plot", "year"]
-    assert all(row == {"label": row["label"], "mentions": 1, "sentences": 1} for row in labels)
+    raws = {"actor": "ACTOR", "average ratings": "RATINGS_AVERAGE", "genre": "GENRE"}
+    raws |= {"plot": "PLOT", "year": "YEAR"}
+    assert labels == [
+        {"label": lab, "raw": [raws[lab]], "mentions": 1, "sentences": 1} for lab in raws
+    ]
+    shown = run("labels", "mit-movie").output
+    assert "RATINGS_AVERAGE -> average ratings" in shown and "YEAR" not in shown
     stats = json_result(run("stats", "--json").output)
     assert [(s["source"], s["sentences"], s["mentions"], s["types"]) for s in stats["sources"]] == [
         ("mit-movie", 3, 5, 5)

@@ -1,0 +1,170 @@
+"""`--backend auto`: the fastest installed runtime whose fp32 vectors equal torch's.
+
+    backend = choose_backend(embedder)     "openvino", "onnx" or "torch"
+
+On a CPU at fp32, the runtimes of `AUTO_ORDER` are tried fastest first (docs/PERFORMANCE.md:
+OpenVINO and ONNX Runtime run 2.3-2.4x raw torch `encode` on 2 cores). A runtime is taken when
+its vectors of every probe label (the packaged benchmarks' labels, a few hundred of every
+token length they have) have cosine >= `AUTO_MIN_COSINE` with torch's. The check runs once per
+model (its weights' hash) and set of installed runtime versions; its answer is remembered
+under the model cache (`runtime-choice/`), so later runs decide without loading anything.
+Torch is the answer on an accelerator, at another precision, or when no runtime passes (with a
+note saying why). `$LABELSHIFT_BACKEND` pins the answer (`torch`, `onnx` or `openvino`) where
+that runtime can run the model's precision and device.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from builders.errors import BuildersError, BuildersNote
+from builders.shift.models import model_cache_dir
+from builders.shift.runtime import EXTRA_MODULES
+
+if TYPE_CHECKING:
+    from builders.shift.embedder import Embedder
+
+#: Runtimes `auto` tries, fastest first; torch is the fallback.
+AUTO_ORDER = ("openvino", "onnx")
+#: The smallest cosine, over the probe labels, between a runtime's vector and torch's.
+AUTO_MIN_COSINE = 0.99999
+#: Pins what `auto` runs.
+BACKEND_ENV = "LABELSHIFT_BACKEND"
+#: The distribution of each runtime `auto` looks at (its version is part of the memo's key).
+_DISTRIBUTIONS = {"openvino": "openvino", "onnx": "onnxruntime"}
+
+
+def installed_runtimes() -> dict[str, str]:
+    """Runtime -> its version, for the runtimes of `AUTO_ORDER` whose packages are installed."""
+    out = {}
+    for backend in AUTO_ORDER:
+        if all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES[backend]):
+            try:
+                out[backend] = importlib.metadata.version(_DISTRIBUTIONS[backend])
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return out
+
+
+def probe_labels() -> list[str]:
+    """The labels a runtime is checked on: every packaged benchmark's and Few-NERD's, sorted."""
+    from builders.labels import benchmarks, fewnerd_fine_types, fewnerd_verbalise, verbalise
+
+    tags = {verbalise(t) for b in benchmarks().values() for t in b.tags}
+    return sorted(tags | {fewnerd_verbalise(t) for t in fewnerd_fine_types()})
+
+
+def choose_backend(emb: Embedder) -> str:
+    """The runtime `--backend auto` runs for `emb` (its model, precision and device)."""
+    pinned = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if pinned not in ("", "auto", "torch", *AUTO_ORDER):
+        raise BuildersError(f"{BACKEND_ENV}={pinned!r}: give torch, onnx, openvino or auto")
+    if emb.precision != "fp32" or emb.device_kind != "cpu":
+        return "torch"  # the runtimes run on a CPU; only torch runs every precision
+    if pinned not in ("", "auto"):
+        return pinned
+    installed = installed_runtimes()
+    if not installed:
+        _note_once(
+            emb,
+            "torch (no faster runtime installed: pip install "
+            "'labelshift-builders[openvino]' embeds about 2.4x faster on a CPU)",
+        )
+        return "torch"
+    memo = _memo_path(emb.model_name, emb.weights)
+    seen = _read_memo(memo)
+    if seen is not None and seen.get("installed") == installed:
+        return str(seen["backend"])
+    backend, cosines = _check(emb, list(installed))
+    _write_memo(memo, {"backend": backend, "installed": installed, "cosines": cosines})
+    _announce(emb, backend, cosines)
+    return backend
+
+
+def _check(emb: Embedder, candidates: list[str]) -> tuple[str, dict[str, Any]]:
+    """The first candidate whose probe vectors pass against torch's, and each one's result."""
+    from builders.shift.embedder import Embedder
+
+    labels = probe_labels()
+    torch_emb = Embedder(emb.model, device="cpu", batch_size=emb.batch_size, backend="torch")
+    torch_emb._st = emb._st  # a model the caller already loaded is not loaded twice
+    want = torch_emb.encode(labels)
+    emb._st = torch_emb._st
+    cosines: dict[str, Any] = {}
+    for backend in candidates:
+        other = Embedder(emb.model, device="cpu", batch_size=emb.batch_size, backend=backend)
+        other._st = torch_emb._st
+        try:
+            got = other.encode(labels)
+        except (BuildersError, RuntimeError, ValueError, OSError) as exc:
+            cosines[backend] = f"failed: {exc}"
+            continue
+        cos = float(np.min(np.sum(got.astype(np.float64) * want, axis=1)))
+        cosines[backend] = cos
+        if cos >= AUTO_MIN_COSINE:
+            return backend, cosines
+    return "torch", cosines
+
+
+def _announce(emb: Embedder, backend: str, cosines: dict[str, Any]) -> None:
+    checked = ", ".join(
+        f"{b} {c:.7f}" if isinstance(c, float) else f"{b} {c}" for b, c in cosines.items()
+    )
+    if backend == "torch":
+        why = f"no runtime's vectors had cosine >= {AUTO_MIN_COSINE} with torch's ({checked})"
+        _note(f"--backend auto runs torch for {emb.model_name}: {why}")
+    else:
+        _note(
+            f"--backend auto runs {backend} for {emb.model_name} (smallest cosine with torch "
+            f"over {len(probe_labels())} labels: {checked}); checked once, remembered"
+        )
+
+
+def _note_once(emb: Embedder, text: str) -> None:
+    memo = _memo_path(emb.model_name, "none-installed")
+    if memo.is_file():
+        return
+    _note(f"--backend auto runs {text}")
+    _write_memo(memo, {"backend": "torch", "installed": {}})
+
+
+def _note(text: str) -> None:
+    warnings.warn(text, BuildersNote, stacklevel=3)
+
+
+def _memo_path(model: str, weights: str) -> Path:
+    slug = model.replace("/", "--").replace("@", "-")
+    return model_cache_dir() / "runtime-choice" / f"{slug}-{weights}.json"
+
+
+def _read_memo(path: Path) -> dict[str, Any] | None:
+    try:
+        seen = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(seen, dict) and seen.get("backend") in ("torch", *AUTO_ORDER)
+    return seen if ok else None
+
+
+def _write_memo(path: Path, record: dict[str, Any]) -> None:
+    """Written whole and renamed; a cache that cannot be written only costs a later check."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(record, out, indent=2, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
