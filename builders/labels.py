@@ -1,9 +1,10 @@
 """Label normalisation, benchmark verbalisations and the packaged benchmark tag lists.
 
 A label is compared in its normalised form (METHOD.md section 1): Unicode NFC, lower-cased,
-stripped, inner whitespace and `_` collapsed to one space. Benchmark tags are verbalised by the
-data table `builders/data/benchmarks.toml` (METHOD.md section 6). Every `--benchmarks` value
-becomes label sets in one place, `builders.shift.benchmarks`.
+stripped, inner whitespace and `_` collapsed to one space. Raw tags, of benchmarks and of
+training files alike, are verbalised by one function, `verbalise`, over the data table
+`builders/data/benchmarks.toml` (METHOD.md section 6). Every `--benchmarks` value becomes label
+sets in one place, `builders.shift.benchmarks`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from builders.errors import UnknownNameError
+from builders.errors import BuildersError, UnknownNameError
 
 _SPACES = re.compile(r"[\s_]+")
 
@@ -55,17 +56,59 @@ def _table() -> dict:
         return tomllib.load(fh)
 
 
-def verbalise(tag: str) -> str:
-    """Turn a raw benchmark tag (`programlang`, `RATINGS_AVERAGE`) into its label text.
+def verbalise(tag: str, mapping: Mapping[str, str] | None = None, *, natural: bool = False) -> str:
+    """Turn a raw tag (`programlang`, `RATINGS_AVERAGE`, `PER`) into its label text, normalised.
 
-    Tags missing from the table fall back to their normalised form, so unseen tags of a
-    user's own column files still get a sensible label.
+    Args:
+        mapping: normalised raw tag -> label (`label_map`), read before the packaged table.
+        natural: the tag comes from a source of natural-language labels, which keeps the
+            table's natural-language keys (`[natural]`: `organisation`) as they are; the store
+            reads them as tags where the split holds other tags (`batches.Validator.settle`).
+
+    Tags missing from both fall back to their normalised form, so unseen tags of a user's own
+    column files still get a sensible label.
     """
-    key = normalise_label(tag).replace(" ", "_")
+    key = normalise_label(tag)
+    if mapping and key in mapping:
+        return mapping[key]
+    entry = key.replace(" ", "_")
     table = _table()["verbalise"]
-    if key in table:
-        return str(table[key])
-    return normalise_label(tag)
+    if entry in table and not (natural and entry in natural_keys()):
+        return normalise_label(str(table[entry]))
+    return key
+
+
+@cache
+def natural_keys() -> frozenset[str]:
+    """The table's keys that are natural-language labels themselves (`[natural]` keep)."""
+    return frozenset(_table().get("natural", {}).get("keep", ()))
+
+
+def table_label(tag: str) -> str | None:
+    """The packaged table's label of a tag, or None when the table does not hold it."""
+    found = _table()["verbalise"].get(normalise_label(tag).replace(" ", "_"))
+    return None if found is None else normalise_label(str(found))
+
+
+def label_map(mapping: Mapping[str, str]) -> dict[str, str]:
+    """A `--label-map` (raw tag -> label) in the form `verbalise` reads: keys and labels
+    normalised.
+
+    Raises:
+        BuildersError: a label is empty, or two spellings of one tag map to different labels.
+    """
+    out: dict[str, str] = {}
+    for raw, label in mapping.items():
+        key, value = normalise_label(raw), normalise_label(label)
+        if not value:
+            raise BuildersError(f"label map: the label of {raw!r} is empty")
+        if out.get(key, value) != value:
+            raise BuildersError(
+                f"label map: {raw!r} is the tag {key!r}, already mapped to {out[key]!r}, "
+                f"and here to {value!r}"
+            )
+        out[key] = value
+    return out
 
 
 @cache

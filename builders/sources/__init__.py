@@ -6,6 +6,7 @@ imported lazily, so listing sources never imports `datasets` or parses anything.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import re
@@ -17,12 +18,15 @@ from typing import Any, Literal, cast
 
 from builders.defaults import SPLIT_ALIASES
 from builders.errors import BuildersError, UnknownNameError
-from builders.labels import normalise_label, verbalise
+from builders.labels import label_map, verbalise
 from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand
 from builders.sources.options import ReaderOptions
 
 Kind = Literal["corpus", "benchmark"]
+#: What a source's raw labels are (METHOD.md section 6): `tags` (CoNLL's `PER`, CrossNER's
+#: `programlang`) or `natural` language (Pile-NER's `field of study`).
+LabelKind = Literal["tags", "natural"]
 
 
 def _frozen(d: Mapping | None = None) -> Mapping:
@@ -44,8 +48,12 @@ class SourceSpec:
         local: folder or file relative to `$LABELSHIFT_DATA` used when it is set and exists.
         splits: split -> file-name glob patterns that name a file's split before the generic
             split words do (`valid.txt` is CoNLL's dev split).
-        verbalise: map raw tags through the verbalisation table (benchmarks).
-        label_fn: optional `module:function` turning a raw label into (label, coarse).
+        labels: what its raw labels are: `tags`, verbalised through the whole packaged table
+            (column files, tag sequences, every benchmark), or `natural` language, which keeps
+            the table's natural-language keys where no other tag of the table is beside them
+            (GLiNER json, Pile-NER, NuNER).
+        label_fn: optional `module:function` turning a raw label into (label, coarse), in
+            place of the table (Few-NERD's types).
         hub_options: options of the `hf` reader when the source is read from its Hub origin
             (its copy there may name its columns and tags differently).
         license: licence of the published data, inherited by derived datasets.
@@ -63,7 +71,7 @@ class SourceSpec:
     origin_config: str | None = None
     local: str | None = None
     splits: Mapping[str, tuple[str, ...]] = field(default_factory=_frozen)
-    verbalise: bool = False
+    labels: LabelKind = "tags"
     label_fn: str | None = None
     hub_options: Mapping[str, object] = field(default_factory=_frozen)
     license: str = "unknown"
@@ -74,14 +82,18 @@ class SourceSpec:
     def __post_init__(self) -> None:
         if self.kind not in ("corpus", "benchmark"):
             raise ValueError(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
+        if self.labels not in ("tags", "natural"):
+            raise ValueError(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
 
     def plan(
         self,
         path: str | Path | Sequence[str | Path] | None = None,
         split: str | None = None,
         options: Mapping[str, object] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> ReadPlan:
-        """What to read: the reader, its units per split, its validated options, and notes.
+        """What to read: the reader, its units per split, its validated options, the label map
+        (`labels`: raw tag -> label, read before the packaged table), and notes.
 
         `path` is one or more local files, folders or globs (see `inputs.py`), or for Hugging
         Face datasets a Hub id; without it, the source's local copy (`default_path`) or else
@@ -89,9 +101,28 @@ class SourceSpec:
         `hf` source is read by the `hf` reader; everything else by the source's own reader.
 
         Raises:
-            BuildersError: no such path, an unknown split, a bad option, or nothing to read.
+            BuildersError: no such path, an unknown split, a bad option, a label map for a
+                source with its own types, or nothing to read.
         """
-        user = dict(options or {})
+        mapping = self._label_map(labels)
+        plan = self._plan(path, split, dict(options or {}))
+        if not mapping:
+            return plan
+        recorded = {**plan.user_options, "label_map": dict(sorted(mapping.items()))}
+        return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
+
+    def _label_map(self, labels: Mapping[str, str] | None) -> dict[str, str]:
+        if labels and self.label_fn:
+            raise BuildersError(
+                f"source {self.name!r} names its types by its own table (Few-NERD's "
+                "coarse-fine types): --label-map does not apply to it"
+            )
+        return label_map(labels or {})
+
+    def _plan(
+        self, path: str | Path | Sequence[str | Path] | None, split: str | None, user: dict
+    ) -> ReadPlan:
+        """The reader, its units and options for `path` (see `plan`)."""
         split = check_split(split) if split is not None else None
         given = [path] if isinstance(path, (str, Path)) else list(path or [])
         if not given:
@@ -161,12 +192,15 @@ class SourceSpec:
         mod = importlib.import_module(f"builders.sources.{module or self.module}")
         return mod.read  # type: ignore[no-any-return]
 
-    def map_label(self, raw: str) -> tuple[str, str | None]:
-        """Raw label -> (normalised label, coarse type or None)."""
+    def map_label(
+        self, raw: str, mapping: Mapping[str, str] | None = None
+    ) -> tuple[str, str | None]:
+        """Raw label -> (verbalised, normalised label; coarse type or None). `mapping` is a
+        normalised label map (`labels.label_map`), read before the packaged table."""
         if self.label_fn:
             mod, _, fn = self.label_fn.partition(":")
             return importlib.import_module(f"builders.sources.{mod}").__dict__[fn](raw)  # type: ignore[no-any-return]
-        return normalise_label(verbalise(raw) if self.verbalise else raw), None
+        return verbalise(raw, mapping, natural=self.labels == "natural"), None
 
     def default_path(self) -> Path | None:
         """Where to read from without `--path`: the packaged file, or `$LABELSHIFT_DATA/local`."""
@@ -186,7 +220,8 @@ class SourceSpec:
 class ReadPlan:
     """What an ingest reads: the reader module, its units per (canonical) split, the reader's
     options (the source's fixed ones with the user's), the user's own options (recorded in
-    the store) and a description of where it all comes from."""
+    the store, the label map among them), a description of where it all comes from, and the
+    label map (normalised raw tag -> label) read before the packaged table."""
 
     module: str
     units: Mapping[str, list[Unit]]
@@ -194,6 +229,7 @@ class ReadPlan:
     user_options: Mapping[str, object]
     origin: str
     notes: tuple[str, ...] = ()
+    label_map: Mapping[str, str] = field(default_factory=_frozen)
 
 
 def reader_options(module: str) -> type[ReaderOptions]:
@@ -234,7 +270,6 @@ def _crossner(domain: str, title: str) -> SourceSpec:
         origin_config=domain,
         local=f"crossner/{domain}",
         splits=_frozen(_CROSSNER_SPLITS),
-        verbalise=True,
         license=_CROSSNER_LICENSE,
         annotation="human",
         credits=("crossner",),
@@ -262,7 +297,6 @@ _SPECS: list[SourceSpec] = [
         origin_config="conll2003",
         local="crossner/conll2003",
         splits=_frozen(_CROSSNER_SPLITS),
-        verbalise=True,
         license="other",
         annotation="human",
         credits=("crossner",),
@@ -277,7 +311,6 @@ _SPECS: list[SourceSpec] = [
         options=_frozen({"scheme": "bio"}),
         local="mit-movie",
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        verbalise=True,
         license="unknown",
         annotation="human",
     ),
@@ -290,7 +323,6 @@ _SPECS: list[SourceSpec] = [
         options=_frozen({"scheme": "bio"}),
         local="mit-movie-trivia",
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        verbalise=True,
         license="unknown",
         annotation="human",
     ),
@@ -303,7 +335,6 @@ _SPECS: list[SourceSpec] = [
         origin="tner/mit_restaurant",
         local="mit-restaurant",
         splits=_frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        verbalise=True,
         license="unknown",
         annotation="human",
     ),
@@ -318,7 +349,6 @@ _SPECS: list[SourceSpec] = [
         splits=_frozen(
             {"train": ("train.txt",), "dev": ("valid.txt", "dev.txt"), "test": ("test.txt",)}
         ),
-        verbalise=True,
         license="other",
         annotation="human",
     ),
@@ -350,9 +380,11 @@ _SPECS: list[SourceSpec] = [
         local="pilener/pilener-391xALL-dev.bio",
         # SLIMER's held-out slice is training material despite the `dev` in its name
         splits=_frozen({"train": ("pilener-391xALL-dev.bio*",)}),
+        labels="natural",
         license="cc-by-nc-4.0",
         annotation="llm",
         credits=("universalner",),
+        loader_version="2",  # 2: tags among its types verbalised (`org` -> organization)
     ),
     SourceSpec(
         name="pilener-sample",
@@ -365,6 +397,9 @@ _SPECS: list[SourceSpec] = [
         origin="Universal-NER/Pile-NER-type",
         local="package:sample/pilener-391xALL-dev.bio.xz",
         splits=_frozen({"train": ("pilener-391xALL-dev.bio*",)}),
+        # natural-language types; none of the sample's 368 is a tag of the table, so its
+        # labels are read as they are (version 1 reads it the same)
+        labels="natural",
         license="cc-by-nc-4.0",
         annotation="llm",
         credits=("universalner", "slimer"),
@@ -375,17 +410,22 @@ _SPECS: list[SourceSpec] = [
         module="nuner",
         description="NuNER CSV: input text, output list literal of '<mention> <> <type>'",
         origin="numind/NuNER",
+        labels="natural",
         license="mit",
         annotation="llm",
         credits=("nuner",),
+        loader_version="2",  # 2: tags among its types verbalised
     ),
     SourceSpec(
         name="gliner",
         kind="corpus",
         module="gliner",
         description="GLiNER json: training (tokenized_text, ner) or benchmark (sentence, entities)",
+        labels="natural",
         license="unknown",
-        loader_version="2",  # 2: benchmark sentences split on whitespace, as GLiNER's eval
+        # 2: benchmark sentences split on whitespace, as GLiNER's eval; 3: tags among its types
+        # verbalised (`PER` -> person)
+        loader_version="3",
     ),
     SourceSpec(
         name="columns",
@@ -394,6 +434,7 @@ _SPECS: list[SourceSpec] = [
         description="Any column file: BIO/IO/BIOES, token-first or label-first (found from the "
         "values, or --columns), tab or space",
         license="unknown",
+        loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
     ),
     SourceSpec(
         name="hf",
@@ -401,6 +442,7 @@ _SPECS: list[SourceSpec] = [
         module="hf",
         description="Any Hugging Face dataset with a tokens column and tag sequences",
         license="unknown",
+        loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
     ),
 ]
 

@@ -1,32 +1,40 @@
 """Validated rows on their way into the store: one check for every reader, Arrow batches.
 
 `Validator` checks every example the same way whatever its reader (tokens, span bounds, labels),
-maps raw labels through the source's spec and counts what each input gave; `Buffers` holds the
-rows column by column and flushes them to DuckDB as Arrow tables (no row-by-row INSERTs).
+verbalises raw labels through the source's spec (the label map, then the packaged table;
+METHOD.md section 6), counts what each input gave and what the verbalisation changed;
+`Buffers` holds the rows column by column and flushes them to DuckDB as Arrow tables (no
+row-by-row INSERTs).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import duckdb
 import pyarrow as pa
 from duckdb import ColumnExpression, ConstantExpression, FunctionExpression
 
 from builders.errors import SourceFormatError
+from builders.labels import natural_keys, normalise_label, table_label
 from builders.sources import SourceSpec
-from builders.sources.base import Example, Unit
+from builders.sources.base import Example, ReadReport, Unit
 
 BATCH = 50_000
+#: How many raw -> label pairs a note names before it says how many more there are.
+SHOWN = 8
 
 
 class Validator:
     """Checks and buffers examples; `counts` and `per_input` say what was read."""
 
-    def __init__(self, spec: SourceSpec, buf: Buffers):
+    def __init__(self, spec: SourceSpec, buf: Buffers, mapping: Mapping[str, str] | None = None):
+        """`mapping`: the normalised label map (`labels.label_map`), read before the table."""
         self.spec, self.buf = spec, buf
+        self.mapping = dict(mapping or {})
         self.labels: dict[str, tuple[str, str | None]] = {}
+        self.first: dict[str, tuple[Unit, int, int | None]] = {}  # where each raw label is first
         self.counts: Counter[str] = Counter()
         self.per_input: Counter[Unit] = Counter()
 
@@ -34,13 +42,82 @@ class Validator:
         mapped = self.labels.get(raw)
         if mapped is None:
             try:
-                mapped = self.spec.map_label(raw)
+                mapped = self.spec.map_label(raw, self.mapping)
             except ValueError as exc:  # e.g. a Few-NERD tag outside its types, read through hf
                 raise SourceFormatError(unit, ex.line, str(exc), raw, record=ex.record) from exc
             if not mapped[0]:
                 raise SourceFormatError(unit, ex.line, "empty label", raw, record=ex.record)
             self.labels[raw] = mapped
+            self.first[raw] = (unit, ex.line, ex.record)
         return mapped
+
+    def account(self, report: ReadReport, con: duckdb.DuckDBPyConnection) -> None:
+        """Settle the table's natural-language keys by the split's evidence (`settle`), then
+        count and name in `report` the labels the label map and the packaged table changed,
+        and the tags the table does not hold (METHOD.md section 6)."""
+        if self.spec.label_fn:  # Few-NERD's types go by their own table
+            return
+        self.settle(con)
+        mapped, table, unknown = {}, {}, []
+        for raw, (label, _) in self.labels.items():
+            key = normalise_label(raw)
+            if key in self.mapping:
+                mapped[raw] = label
+            elif label != key:
+                table[raw] = label
+            elif table_label(raw) is None:
+                unknown.append(key)
+        for key, what, changed in (
+            ("labels_mapped", "by the label map", mapped),
+            ("labels_verbalised", "by the packaged table", table),
+        ):
+            if changed:
+                report.add(key, len(changed))
+                report.note(f"{_count(len(changed), 'label')} verbalised {what}: {_pairs(changed)}")
+        if unknown and self.spec.labels == "tags":
+            report.note(
+                f"{_count(len(unknown), 'tag')} not in the packaged table, kept as written "
+                f"(normalised): {_listed(sorted(unknown))}; --label-map FILE verbalises them"
+            )
+
+    def settle(self, con: duckdb.DuckDBPyConnection) -> None:
+        """A natural-language key of the table (`organisation`) is the benchmark tag when
+        another label of the split is a tag the table verbalises (`misc`, `PER`): a source of
+        natural-language labels then reads it as the tag too (its stored rows relabelled).
+
+        Raises:
+            SourceFormatError: a tag source holds one, no tag of the table, and labels of
+                natural language (`field of study`): tag or label of its own is ambiguous,
+                and `--label-map` says which.
+        """
+        tags = [r for r in self.labels if self._table_tag(r)]
+        text = sorted(r for r in self.labels if " " in r.strip())
+        for raw, (label, coarse) in list(self.labels.items()):
+            key = normalise_label(raw)
+            tag = table_label(raw)
+            if key in self.mapping or key.replace(" ", "_") not in natural_keys() or tag is None:
+                continue
+            if self.spec.labels == "tags" and text and not tags:
+                unit, line, record = self.first[raw]
+                raise SourceFormatError(
+                    unit,
+                    line,
+                    f"{key!r} is a benchmark tag (verbalised {tag!r}) and a natural-language "
+                    f"label like this input's others ({_listed(text, 3)}): say which with "
+                    f"--label-map FILE ({key} = {tag!r}, or {key} = {key!r})",
+                    raw,
+                    record=record,
+                )
+            if tags and label != tag:
+                self.labels[raw] = (tag, coarse)
+                self.buf.relabel(con, raw, tag)
+
+    def _table_tag(self, raw: str) -> bool:
+        """A tag the table verbalises, other than its natural-language keys (`PER`, `misc`)."""
+        key = normalise_label(raw)
+        if key in self.mapping or key.replace(" ", "_") in natural_keys():
+            return False
+        return table_label(raw) not in (None, key)
 
     @staticmethod
     def outside(unit: Unit, ex: Example, span: tuple[int, int, str]) -> SourceFormatError:
@@ -154,6 +231,14 @@ class Buffers:
         for key, value in zip(self.ns, (idx, start, stop, label, raw), strict=True):
             self.ns[key].append(value)
 
+    def relabel(self, con: duckdb.DuckDBPyConnection, raw: str, label: str) -> None:
+        """Give every stored row of this split with the raw label `raw` the label `label`."""
+        for table in ("mentions", "negatives", "negative_spans"):
+            con.execute(
+                f"UPDATE {table} SET label = ? WHERE source = ? AND split = ? AND raw_label = ?",
+                [label, self.source, self.split, raw],
+            )
+
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
         if not self.s_idx:
             return
@@ -197,3 +282,17 @@ def _arrow(columns: dict[str, list]) -> dict[str, pa.Array]:
     """Int columns as int32 and text as string, whatever the (possibly empty) lists hold."""
     ints = {"idx", "start", "stop"}
     return {k: pa.array(v, pa.int32() if k in ints else pa.string()) for k, v in columns.items()}
+
+
+def _pairs(changed: dict[str, str]) -> str:
+    """`PER -> person, LOC -> location`, at most SHOWN pairs, in raw-label order."""
+    return _listed([f"{raw} -> {label}" for raw, label in sorted(changed.items())])
+
+
+def _listed(items: list[str], shown: int = SHOWN) -> str:
+    more = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {more:,} more" if more > 0 else "")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

@@ -7,7 +7,7 @@ that a command can refuse bad arguments before it creates a store file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,12 @@ def plan_ingest(
     *,
     split: str | None = None,
     options: dict[str, Any] | None = None,
+    label_map: Mapping[str, str] | None = None,
 ) -> tuple[SourceSpec, ReadPlan]:
-    """The source's spec and what an ingest of it would read (validated options included)."""
+    """The source's spec and what an ingest of it would read (validated options and label
+    map included)."""
     spec = get_source(source)
-    return spec, spec.plan(path, split, options)
+    return spec, spec.plan(path, split, options, label_map)
 
 
 def ingest(
@@ -40,14 +42,17 @@ def ingest(
     replace: bool = False,
     append: bool = False,
     options: dict[str, Any] | None = None,
+    label_map: Mapping[str, str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Read a source into the store in one transaction; a no-op when nothing changed.
 
     `path` is one or more files, folders or globs. A split that already holds a different
     input is refused unless `replace` (replace it) or `append` (add the new inputs) is set.
+    `label_map` (raw tag -> label; `--label-map`) is read before the packaged table; each
+    split's report counts the labels it and the table verbalised (METHOD.md section 6).
     """
-    spec, plan = plan_ingest(source, path, split=split, options=options)
+    spec, plan = plan_ingest(source, path, split=split, options=options, label_map=label_map)
     return write_source(
         store, spec, plan, name=name, replace=replace, append=append, progress=progress
     )

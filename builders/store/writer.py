@@ -8,8 +8,9 @@ nothing changes.
 Per split, by what the store already holds there:
 
 - nothing: the split is written;
-- the same input (fingerprint: input bytes + reader version + options): nothing is read;
-- the same files, changed (new bytes or options): the split is read again;
+- the same input (fingerprint: input bytes + reader version + options + label map): nothing
+  is read;
+- the same files, changed (new bytes, options or label map): the split is read again;
 - a different input: the ingest stops, naming what is stored and the two choices, `replace`
   (the new input replaces the split) and `append` (the new inputs are added after the stored
   ones; inputs already stored unchanged are skipped, a changed one is refused).
@@ -118,10 +119,12 @@ def unit_key(unit: Unit) -> str:
 
 def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
     """Hash of one input (file bytes and name; a local dataset's file bytes; a Hub dataset's
-    id, config and split), the reader and its version, and the options."""
+    id, config and split), the reader and its version, the options and the label map."""
     h = hashlib.sha256()
     h.update(f"{plan.module}\0{spec.loader_version}\0".encode())
     h.update(json.dumps(_jsonable(dict(plan.options)), sort_keys=True).encode())
+    if plan.label_map:  # without one, a fingerprint is what it was before label maps
+        h.update(b"\0label_map\0" + json.dumps(dict(plan.label_map), sort_keys=True).encode())
     if isinstance(unit, Path):
         files, name = [unit], unit.name
     else:
@@ -293,8 +296,9 @@ def _write_split(
     read = spec.reader(plan.module)
     units = [i.unit for i in job.inputs]
     stream = ((u, ex) for u in units for ex in read(u, report, **plan.options))
-    check = Validator(spec, Buffers(source, split))
+    check = Validator(spec, Buffers(source, split), plan.label_map)
     check.run(stream, con, old.sentences if old else 0, progress)
+    check.account(report, con)
     for unit in units:
         if not check.per_input[unit]:
             raise SourceFormatError(unit, None, "empty input: no sentences found")

@@ -194,6 +194,9 @@ def test_fewnerd_like_fine_tags_column(tmp_path: Path, db: Path) -> None:
     assert result.splits[0].report["notes"] == [
         f"{folder}/test: tag scheme detected as IO",
         f"{folder}/test: columns not read: id (2), ner_tags (2)",  # counted and named
+        "3 tags not in the packaged table, kept as written (normalised): event-sportsevent, "
+        "location-bodiesofwater, organization-government/governmentagency; --label-map FILE "
+        "verbalises them",
     ]
     assert result.splits[0].report["counts"] == {"columns_not_read": 4}
     assert _mentions(db) == {

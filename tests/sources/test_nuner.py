@@ -146,7 +146,9 @@ def test_ingest_excerpt_end_to_end(db: Path) -> None:
         result = ingest(store, "nuner", EXCERPT)
     split = result.splits[0]
     assert (split.split, split.sentences, split.mentions) == ("train", 9, 58)
-    assert split.report["counts"] == {"mentions_not_found": 1}
+    # row 1 is CrossNER AI's (tests/data/nuner/README.md): its tag `misc` is verbalised, counted
+    assert split.report["counts"] == {"mentions_not_found": 1, "labels_verbalised": 1}
+    assert split.report["notes"] == ["1 label verbalised by the packaged table: misc -> else"]
     assert result.types == 20
 
 

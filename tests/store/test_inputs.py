@@ -263,7 +263,7 @@ def test_a_label_the_source_refuses_names_its_file_and_line() -> None:
     from builders.sources.base import Example
     from builders.store.batches import Buffers, Validator
 
-    def refuse(raw: str) -> tuple[str, str | None]:
+    def refuse(raw: str, mapping: object = None) -> tuple[str, str | None]:
         raise ValueError(f"not a type of this source: {raw!r}")
 
     spec = SimpleNamespace(map_label=refuse)
