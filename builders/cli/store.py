@@ -20,6 +20,7 @@ from builders.cli.common import (
     progress_bar,
     warn_older_reads,
 )
+from builders.labels import normalise_label
 from builders.sources import SOURCES, check_split, reader_options
 
 if TYPE_CHECKING:
@@ -129,6 +130,13 @@ class _IngestCommand(click.Command):
     "--repair", is_flag=True, help="Read lax tags (I- opening an entity) as B-, and count them."
 )
 @click.option("-o", "--option", "opts", multiple=True, metavar="KEY=VALUE", help="Reader option.")
+@click.option(
+    "--label-map",
+    "label_map",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Raw tag -> label (.json object, or .toml: its [verbalise] table), read before the "
+    "packaged table that verbalises tags (PER -> person); the benchmarks' --label-map format.",
+)
 @common_options
 @handle_errors
 def ingest_cmd(
@@ -141,6 +149,7 @@ def ingest_cmd(
     columns: str | None,
     repair: bool,
     opts: tuple[str, ...],
+    label_map: Path | None,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -148,10 +157,13 @@ def ingest_cmd(
     """Load SOURCE into the span store, all splits in one transaction.
 
     Re-ingesting an unchanged input does nothing. A split that holds a different input is
-    refused: --replace replaces it, --append adds the new inputs to it.
+    refused: --replace replaces it, --append adds the new inputs to it. Raw tags are
+    verbalised as the benchmarks' are (PER -> person, RATINGS_AVERAGE -> average ratings);
+    the report counts them, and `builders labels` shows raw -> label.
 
-    Example: builders ingest crossner-ai --path data/crossner/ai --json
+    Example: builders ingest columns --path conll/train.txt --name mine --label-map tags.toml
     """
+    from builders.shift.benchmarks import read_label_map
     from builders.store.ingest import plan_ingest
     from builders.store.writer import write_source
 
@@ -160,7 +172,10 @@ def ingest_cmd(
         options["repair"] = True
     if columns is not None:
         options["columns"] = columns
-    spec, plan = plan_ingest(source, list(paths) or None, split=split, options=options)
+    mapping = read_label_map(label_map) if label_map is not None else None
+    spec, plan = plan_ingest(
+        source, list(paths) or None, split=split, options=options, label_map=mapping
+    )
     with (
         open_store(db, create=True) as store,
         progress_bar(f"ingest {source}", quiet, unit=" sent") as bar,
@@ -204,16 +219,35 @@ def _print_result(result: IngestResult, quiet: bool) -> None:
 def labels_cmd(
     source: str, top: int | None, splits: tuple[str, ...], db: Path, as_json: bool, quiet: bool
 ) -> None:
-    """List SOURCE's labels with their mention and sentence counts, most frequent first.
+    """List SOURCE's labels with the raw tags they were verbalised from (`PER` -> person) and
+    their mention and sentence counts, most frequent first.
 
     Example: builders labels pilener-sample --top 20
     """
+    wanted = [check_split(s) for s in splits] or None
     with open_store(db, read_only=True) as store:
-        rows = store.label_counts(source, [check_split(s) for s in splits] or None, top)
+        rows = store.label_counts(source, wanted, top)
+        raws: dict[str, set[str]] = {}
+        for split in wanted or store.splits_of(source):
+            for raw, label, _ in store.raw_labels(source, split):
+                raws.setdefault(label, set()).add(raw)
+    shown = [(lab, sorted(raws.get(lab, ())), m, s) for lab, m, s in rows]
     if as_json:
-        emit_json([{"label": lab, "mentions": m, "sentences": s} for lab, m, s in rows])
+        emit_json(
+            [{"label": lab, "raw": r, "mentions": m, "sentences": s} for lab, r, m, s in shown]
+        )
         return
-    print_table(f"{source}: labels", ["label", "mentions", "sentences"], [list(r) for r in rows])
+    print_table(
+        f"{source}: labels",
+        ["raw -> label", "mentions", "sentences"],
+        [[_verbalised(lab, r), m, s] for lab, r, m, s in shown],
+    )
+
+
+def _verbalised(label: str, raws: list[str]) -> str:
+    """`PER -> person`; a label its raw spellings only normalise to is shown alone."""
+    changed = [r for r in raws if normalise_label(r) != label]
+    return f"{', '.join(changed)} -> {label}" if changed else label
 
 
 @click.command("stats")
