@@ -200,19 +200,26 @@ def source_options(f: Callable) -> Callable:
 
 
 @contextmanager
-def open_store(db: Path, read_only: bool = False, create: bool = False) -> Iterator[Store]:
-    """The store at `db`, closed after the block.
+def open_store(
+    db: Path, read_only: bool = False, create: bool = False, *, shared: bool = False
+) -> Iterator[Store]:
+    """The store at `db`, closed after the block. A store another process holds is waited
+    for ($LABELSHIFT_LOCK_WAIT seconds), saying so on stderr.
 
     Args:
         create: make the store when there is none (a command that may ingest). A store this
             call created is removed again, with the folders made for it, when the block fails:
             a failed command, or a mistyped --db, leaves nothing behind.
+        shared: read through a read-only connection, which other commands' readers share;
+            each ingest takes the write lock for its own length, and the label vectors the
+            block embedded are written when it ends (`Store.flush_vectors`). A write that
+            finds the store held past the wait is a warning: the block's results stand.
     """
     from builders.hub.outdir import missing_folders
 
     made = missing_folders(db.parent)
     existed = db.exists()
-    store = Store(db, read_only=read_only, create=create)
+    store = Store(db, read_only=read_only, create=create, shared=shared, on_wait=_waiting)
     try:
         yield store
     except BaseException:
@@ -224,7 +231,32 @@ def open_store(db: Path, read_only: bool = False, create: bool = False) -> Itera
                 with contextlib.suppress(OSError):
                     folder.rmdir()
         raise
-    store.close()
+    _flush_and_close(store)
+
+
+def _waiting(message: str) -> None:
+    """A store another process holds is waited for: said on stderr, even with --quiet."""
+    click.echo(printable_message(message), err=True)
+
+
+def _flush_and_close(store: Store) -> None:
+    """Write the label vectors a shared store holds, then close it; a write the store's lock
+    kept out is a warning (the vectors are embedded again by the next run that needs them)."""
+    from builders.errors import StoreError
+
+    held = store.pending_vectors
+    try:
+        store.flush_vectors(close=True)
+    except StoreError as exc:
+        click.echo(
+            printable_message(
+                f"warning: {held:,} new label vectors were not cached in the store (the "
+                f"results are complete; a later run embeds them again): {exc}"
+            ),
+            err=True,
+        )
+    finally:
+        store.close()
 
 
 def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) -> None:

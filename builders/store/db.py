@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,12 @@ MEMORY_ENV = "LABELSHIFT_MEMORY_LIMIT"
 #: with DuckDB's default and 6.2 GB with 4 GB, and ran no slower (112 s and 102 s). What
 #: outgrows the limit spills to disk beside the store.
 DEFAULT_MEMORY_LIMIT_GB = 4
+#: Seconds a command waits for a store another process holds (a write lock keeps every other
+#: process out; a read lock keeps writers out).
+LOCK_WAIT_ENV = "LABELSHIFT_LOCK_WAIT"
+DEFAULT_LOCK_WAIT_S = 60.0
+#: Seconds between two attempts to open a locked store.
+_LOCK_POLL_S = 0.2
 
 
 def memory_limit() -> str | None:
@@ -177,12 +184,70 @@ ORDER BY {s_order}, s.split, s.idx
 """
 
 
+def _vector_rows(model: str, labels: pa.Array, vectors: np.ndarray) -> pa.Table:
+    """(model, label, vector) rows for the embeddings table."""
+    n, dim = vectors.shape
+    offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
+    vec = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))
+    return pa.table({"model": pa.array([model] * n, pa.string()), "label": labels, "vector": vec})
+
+
 def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV, DEFAULT_DB))
 
 
-def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """DuckDB's connection to the store file, its refusals said in one line with the fix."""
+def lock_wait() -> float:
+    """Seconds a command waits for a store another process holds: $LABELSHIFT_LOCK_WAIT, else
+    `DEFAULT_LOCK_WAIT_S`."""
+    text = os.environ.get(LOCK_WAIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_LOCK_WAIT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise StoreError(f"{LOCK_WAIT_ENV}={text!r}: give the seconds to wait, e.g. 60") from None
+    if not seconds >= 0:  # NaN too
+        raise StoreError(f"{LOCK_WAIT_ENV}={text!r}: give the seconds to wait, e.g. 60")
+    return seconds
+
+
+def _connect(
+    path: Path,
+    read_only: bool,
+    wait: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the store file, its refusals said in one line with the fix.
+
+    While another process holds a lock that excludes this connection (a writer; or, for a
+    read-write connection, any reader), it is tried again for up to `wait` seconds (default:
+    `lock_wait()`); `on_wait` is told once who holds the store."""
+    deadline = None
+    while True:
+        try:
+            return _connect_once(path, read_only)
+        except duckdb.Error as exc:
+            if not _LOCKED.search(str(exc)):
+                raise StoreError(open_failure(path, exc, writing=not read_only)) from exc
+            if deadline is None:
+                wait = lock_wait() if wait is None else wait
+                deadline = time.monotonic() + wait
+                if on_wait is not None and wait > 0:
+                    who, _ = _holders(path, exc, not read_only)
+                    on_wait(
+                        f"{path}: the store is in use by {who}; waiting up to {wait:g} s for "
+                        f"it ({LOCK_WAIT_ENV}=SECONDS sets how long)"
+                    )
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreError(
+                    open_failure(path, exc, writing=not read_only, waited=wait or 0)
+                ) from exc
+            time.sleep(min(_LOCK_POLL_S, left))
+
+
+def _connect_once(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """One attempt: a StoreError for DuckDB's memory settings, DuckDB's error for others."""
     config: dict[str, str | bool | int | float | list[str]] = {}
     limit = memory_limit()
     if limit:  # DuckDB caches what it reads up to its limit (by default 80% of the RAM)
@@ -200,22 +265,28 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             else (f"DuckDB's limit {limit or 'default'} (set {MEMORY_ENV} for another)")
         )
         raise StoreError(f"{path}: cannot open the store within {where}: {exc}") from exc
-    except duckdb.Error as exc:
-        raise StoreError(open_failure(path, exc)) from exc
 
 
 _LOCKED = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
+#: DuckDB's hint, to a read-write connection, that the holder only reads.
+_READER_HINT = "would be able to open this database in read-only mode"
 
 
-def open_failure(path: Path, exc: Exception) -> str:
-    """Why DuckDB could not open the store, in one line, with what to do."""
+def open_failure(path: Path, exc: Exception, *, writing: bool = True, waited: float = 0) -> str:
+    """Why DuckDB could not open the store, in one line, with what to do.
+
+    Args:
+        writing: whether the connection was to write (a lock held by a reader excludes it).
+        waited: how long the lock was waited for."""
     text = str(exc)
-    held = _LOCKED.search(text)
-    if held:
-        pid = held.group(2)
+    if _LOCKED.search(text):
+        who, reads = _holders(path, exc, writing)
+        clash = ", and this command writes to it" if reads else ""
+        how_long = f"waited {waited:g} s; " if waited else ""
         return (
-            f"{path}: the store is in use by process {pid} ({_command_of(pid) or held.group(1)}),"
-            " which writes to it: wait for it to finish, or pass --db another store"
+            f"{path}: the store is in use by {who}{clash}: wait for it to finish "
+            f"({how_long}{LOCK_WAIT_ENV}=SECONDS sets how long a command waits), or pass "
+            "--db another store"
         )
     if is_damage(exc):
         return damaged(path, exc)
@@ -226,6 +297,50 @@ def open_failure(path: Path, exc: Exception) -> str:
         f"{path}: not a store this DuckDB can open ({first}): restore it from a copy, or "
         "ingest the sources again into a new --db"
     )
+
+
+def _holders(path: Path, exc: Exception, writing: bool) -> tuple[str, bool]:
+    """Who holds the store's lock, as words (`process 12 (builders stats), which reads it`),
+    and whether they only read it. The kernel's lock table names every holder (Linux); else
+    DuckDB's error names one."""
+    found = _LOCKED.search(str(exc))
+    assert found is not None
+    program = {int(found.group(2)): found.group(1)}  # DuckDB names one holder's program
+    reads = writing and _READER_HINT in str(exc)
+    held = lock_holders(path) or [(int(found.group(2)), not reads)]
+    writers = [pid for pid, writes in held if writes]
+    pids = writers or [pid for pid, _ in held]
+    named = [
+        f"{pid} ({_command_of(str(pid)) or program.get(pid, 'command unknown')})"
+        for pid in pids[:3]
+    ]
+    if len(pids) > 3:
+        named.append(f"{len(pids) - 3} more")
+    if len(pids) == 1:
+        return f"process {named[0]}, which {'writes to' if writers else 'reads'} it", not writers
+    verb = "write to" if writers else "read"
+    return f"processes {', '.join(named)}, which {verb} it", not writers
+
+
+def lock_holders(path: Path) -> list[tuple[int, bool]]:
+    """(pid, whether it writes) of every process holding a lock on the file, from Linux'
+    /proc/locks (DuckDB takes a read lock to read a store and a write lock to write it);
+    empty elsewhere or when the file is gone."""
+    try:
+        st = path.stat()
+        table = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return []
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    found: dict[int, bool] = {}
+    for line in table.splitlines():
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[5] != where:  # "->": a waiter
+            continue
+        pid = int(fields[4]) if fields[4].lstrip("-").isdigit() else -1
+        if pid > 0 and pid != os.getpid():
+            found[pid] = found.get(pid, False) or fields[3] == "WRITE"
+    return sorted(found.items())
 
 
 _DAMAGE = ("Corrupt database file", "does not match stored checksum", "Could not read enough")
@@ -271,10 +386,23 @@ def _command_of(pid: str) -> str | None:
 class Store(OverlapQueries):
     """A connection to the span store. Use as a context manager or call `close()`.
 
+    DuckDB lets one process write a store, or any number of processes read it. A `shared`
+    store reads through a read-only connection, so that other commands can read beside it
+    during a long computation: each write (`transaction()`) takes the write lock only while it
+    runs, and label vectors (`add_vectors`) are held in memory until `flush_vectors()` writes
+    them in one short transaction.
+
     The leakage queries and the decontaminated view come from `OverlapQueries`."""
 
     def __init__(
-        self, path: str | Path | None = None, read_only: bool = False, create: bool = True
+        self,
+        path: str | Path | None = None,
+        read_only: bool = False,
+        create: bool = True,
+        *,
+        shared: bool = False,
+        wait: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ):
         """Open the store at `path` (default: $LABELSHIFT_DB or ./labelshift.duckdb).
 
@@ -282,6 +410,11 @@ class Store(OverlapQueries):
             read_only: share the store with other readers; nothing can be written.
             create: make a new store when there is none at `path` (only where something
                 will be ingested: a command that only reads never leaves an empty store).
+            shared: read with a read-only connection; write only for the length of each
+                write (see the class).
+            wait: seconds to wait for a store another process holds (default: `lock_wait()`,
+                read when one is found held).
+            on_wait: told once, in words, who holds a store that is waited for.
         """
         self.path = Path(path) if path is not None else default_db_path()
         if (read_only or not create) and not self.path.exists():
@@ -289,12 +422,21 @@ class Store(OverlapQueries):
                 f"{self.path}: no store here: run `builders ingest SOURCE --db {self.path}` "
                 "first, or pass --db the store you meant"
             )
+        self.shared = shared and not read_only and str(path) != ":memory:"
+        self._wait = wait
+        self._on_wait = on_wait
+        self._pending: dict[str, list[tuple[pa.Array, np.ndarray]]] = {}
+        self._writing = False
+        self._closed = False
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.con = _connect(self.path, read_only)
+        if self.shared and not self.path.exists():
+            Store(self.path, wait=self._wait, on_wait=on_wait).close()  # a new, empty store
+        self.con = self._open(read_only or self.shared)
         try:
             if stored_version(self.con, self.path) is None and not read_only:
-                create_schema(self.con)
+                with self._writable():
+                    create_schema(self.con)
         except duckdb.Error as exc:
             self.con.close()
             raise StoreError(open_failure(self.path, exc)) from exc
@@ -302,7 +444,15 @@ class Store(OverlapQueries):
             self.con.close()
             raise
 
+    def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        return _connect(self.path, read_only, self._wait, self._on_wait)
+
     def close(self) -> None:
+        """Close the connection; label vectors still held in memory are not written (see
+        `flush_vectors`)."""
+        if self._closed:
+            return
+        self._closed = True
         self.con.close()
         wal = self.path.with_name(self.path.name + ".wal")
         with suppress(OSError):
@@ -333,19 +483,51 @@ class Store(OverlapQueries):
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """All of the block's writes, or (on any error, a full disk included) none."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            yield self.con
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        try:
-            self.con.execute("COMMIT")
-        except duckdb.Error as exc:
-            with suppress(duckdb.Error):
+        """All of the block's writes, or (on any error, a full disk included) none. A shared
+        store holds the write lock for the block only (waiting for readers to finish)."""
+        with self._writable():
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield self.con
+            except BaseException:
                 self.con.execute("ROLLBACK")
-            raise StoreError(write_failure(self.path, exc)) from exc
+                raise
+            try:
+                self.con.execute("COMMIT")
+            except duckdb.Error as exc:
+                with suppress(duckdb.Error):
+                    self.con.execute("ROLLBACK")
+                raise StoreError(write_failure(self.path, exc)) from exc
+
+    @contextmanager
+    def _writable(self, reopen: bool = True) -> Iterator[None]:
+        """A shared store's read-only connection swapped for a read-write one for the block
+        (then read-only again, with `reopen`); other stores as they are."""
+        if not self.shared or self._writing:
+            yield
+            return
+        temporary = one(
+            self.con.execute(
+                "SELECT (SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT internal) "
+                "+ (SELECT count(*) FROM duckdb_tables() WHERE temporary)"
+            )
+        )[0]
+        if temporary:  # they live in this connection, which the swap closes
+            raise StoreError(
+                f"{self.path}: cannot write while this connection's temporary views or tables "
+                "are open (a decontaminated corpus)"
+            )
+        self.con.close()
+        self._writing = True
+        try:
+            self.con = self._open(False)
+            yield
+        finally:
+            self._writing = False
+            with suppress(duckdb.Error):
+                self.con.close()
+            if reopen:
+                self.con = self._open(True)
 
     # ------------------------------------------------------------------ queries
     def has_source(self, source: str) -> bool:
@@ -595,11 +777,29 @@ class Store(OverlapQueries):
 
     # ------------------------------------------------------------------ embedding cache
     def cached_vectors(self, model: str, labels: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(positions into `labels`, float32 vectors) of the labels cached for `model`.
+        """(positions into `labels`, float32 vectors) of the labels cached for `model` (in
+        the store, or held in memory to be written: `add_vectors` on a shared store).
 
         Raises:
             StoreError: when the cache holds vectors of several lengths for the model.
         """
+        pos, vectors = self._stored_vectors(model, labels)
+        held = self._held(model)
+        if held is None or len(pos) == len(labels):
+            return pos, vectors
+        rest = np.setdiff1d(np.arange(len(labels)), pos)
+        at = pc.index_in(labels.take(pa.array(rest)), value_set=held[0])
+        hit = at.is_valid().to_numpy(zero_copy_only=False)
+        if not hit.any():
+            return pos, vectors
+        more = held[1][at.fill_null(0).to_numpy(zero_copy_only=False)[hit]]
+        if len(pos) and more.shape[1] != vectors.shape[1]:
+            raise StoreError(f"embedding cache holds vectors of several lengths for {model!r}")
+        both = np.concatenate([vectors.reshape(-1, more.shape[1]), more])
+        return np.concatenate([pos, rest[hit]]), both
+
+    def _stored_vectors(self, model: str, labels: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """`cached_vectors` of the store's table alone."""
         query = pa.table({"pos": pa.array(np.arange(len(labels), dtype=np.int64)), "label": labels})
         with self._registered("_emb_query", query):
             hit = self.con.sql(
@@ -618,24 +818,73 @@ class Store(OverlapQueries):
         return pos, flat.astype(np.float32, copy=False).reshape(len(pos), dims["max"])
 
     def add_vectors(self, model: str, labels: pa.Array, vectors: np.ndarray) -> None:
-        """Cache `vectors` (one row per label) for `model`, in one statement."""
-        n, dim = vectors.shape
-        offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
-        vec = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))
-        rows = pa.table(
-            {"model": pa.array([model] * n, pa.string()), "label": labels, "vector": vec}
-        )
-        with self._registered("_emb_new", rows):
+        """Cache `vectors` (one row per label) for `model`, in one statement; a shared store
+        holds them in memory until `flush_vectors()`."""
+        if self.shared:
+            if isinstance(labels, pa.ChunkedArray):
+                labels = labels.combine_chunks()
+            parts = self._pending.setdefault(model, [])
+            if parts and parts[0][1].shape[1] != vectors.shape[1]:
+                raise StoreError(f"vectors of several lengths given for {model!r}")
+            parts.append((labels, np.asarray(vectors, dtype=np.float32)))
+            return
+        with self._registered("_emb_new", _vector_rows(model, labels, vectors)):
             sql = "INTO embeddings SELECT model, label, vector FROM _emb_new"
             try:  # one statement, one transaction
                 self.con.execute("INSERT " + sql)
             except duckdb.ConstraintException:  # a concurrent writer got there first
                 self.con.execute("INSERT OR IGNORE " + sql)  # ten times slower: a fallback
 
+    @property
+    def pending_vectors(self) -> int:
+        """Label vectors held in memory, not yet written to the store (a shared store's)."""
+        return sum(len(labels) for parts in self._pending.values() for labels, _ in parts)
+
+    def _held(self, model: str) -> tuple[pa.Array, np.ndarray] | None:
+        """The labels and vectors held in memory for `model`, joined into one part."""
+        parts = self._pending.get(model)
+        if not parts:
+            return None
+        if len(parts) > 1:
+            labels = pa.concat_arrays([p[0] for p in parts])
+            parts[:] = [(labels, np.concatenate([p[1] for p in parts]))]
+        return parts[0]
+
+    def flush_vectors(self, *, close: bool = False) -> int:
+        """Write the label vectors held in memory in one transaction (those another process
+        cached meanwhile are kept as they are); returns how many were held. With `close`, the
+        store is closed after the write (a shared store does not open to read again).
+
+        Raises:
+            StoreError: the store stayed locked for the wait, or the write failed; the vectors
+                are still held then.
+        """
+        models = [m for m in self._pending if self._held(m) is not None]
+        n = self.pending_vectors
+        if not models:
+            if close:
+                self.close()
+            return 0
+        with self._writable(reopen=not close), self.transaction() as con:
+            for model in models:
+                held = self._held(model)
+                assert held is not None
+                with self._registered("_emb_new", _vector_rows(model, *held)):
+                    con.execute(
+                        "INSERT INTO embeddings SELECT n.model, n.label, n.vector FROM _emb_new n "
+                        "ANTI JOIN embeddings e ON e.model = n.model AND e.label = n.label"
+                    )
+        self._pending.clear()
+        if close:
+            self.close()
+        return n
+
     def drop_vectors(self, model: str) -> int:
         """Forget every cached vector of `model`; returns how many there were."""
+        self._pending.pop(model, None)
         (n,) = one(self.con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]))
-        self.con.execute("DELETE FROM embeddings WHERE model = ?", [model])
+        with self.transaction() as con:
+            con.execute("DELETE FROM embeddings WHERE model = ?", [model])
         return int(n)
 
     @contextmanager

@@ -75,7 +75,12 @@ time.sleep(60)
 """
 
 
-def test_a_store_another_process_writes_is_named_with_that_process(store_copy: Path) -> None:
+def test_a_store_another_process_writes_is_named_with_that_process(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "LABELSHIFT_LOCK_WAIT", "0"
+    )  # refused at once (tests/faults/test_store_locks.py waits)
     marker = f"holder-{uuid.uuid4().hex[:8]}"
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, marker, str(store_copy)], stdout=subprocess.PIPE, text=True
@@ -86,7 +91,8 @@ def test_a_store_another_process_writes_is_named_with_that_process(store_copy: P
             res = CliRunner().invoke(cli, [*args, "--db", str(store_copy)])
             line = one_line_error(res.output)
             assert f"in use by process {holder.pid}" in line and marker in line
-            assert "wait for it to finish, or pass --db another store" in line
+            assert "which writes to it: wait for it to finish" in line
+            assert "LABELSHIFT_LOCK_WAIT=SECONDS" in line and "pass --db another store" in line
     finally:
         holder.kill()
         holder.wait()
