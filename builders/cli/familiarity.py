@@ -21,7 +21,6 @@ from builders.cli.common import (
     print_table,
     protocol_option,
     source_options,
-    warn_older_benchmarks,
     weighting_option,
 )
 from builders.cli.leakage import leakage_options, print_leakage
@@ -29,6 +28,7 @@ from builders.defaults import SEED
 
 if TYPE_CHECKING:
     from builders.shift.report import FamiliarityReport
+    from builders.shift.survey import FamiliaritySurvey
 
 
 @click.command("familiarity")
@@ -83,6 +83,7 @@ def familiarity_cmd(
     """
     from builders.labels import reference_familiarity
     from builders.shift.runtime import check_choice
+    from builders.shift.survey import FamiliarityRequest, survey
 
     check_choice(backend, precision)  # before any ingest or load
     authors = reference_familiarity(reference or source)
@@ -90,107 +91,53 @@ def familiarity_cmd(
         raise click.BadParameter(
             f"the authors measured no corpus {reference!r}", param_hint="--reference"
         )
-    from builders.shift.embedder import Embedder
-
-    opts: dict[str, Any] = dict(
-        model=model, k=k, weighting=weighting, backend=backend, precision=precision
+    params = click.get_current_context().params  # the options, by name
+    request = FamiliarityRequest(
+        **{key: params[key] for key in FamiliarityRequest.__dataclass_fields__}
     )
-    emb = Embedder(model, backend=backend, precision=precision)  # one model load for both
-    with open_store(db, create=True) as store:
+    # shared: the store is only read while labels are embedded and figures computed (other
+    # commands read beside it); new label vectors are written when the block ends
+    with open_store(db, create=True, shared=True) as store:
         ensure_ingested(store, source, path, quiet)
-        evalsets, table, rep = _measure(
-            store, source, benchmarks, label_map, keep_misc, protocol, seed, quiet, emb, **opts
+        found = survey(
+            store,
+            request,
+            on_note=lambda s: note(s, quiet),
+            on_warning=lambda s: click.echo(f"warning: {s}", err=True),
+            progress=not quiet,
         )
-        leak = _leakage(store, source, evalsets, ngram, quiet, emb, **opts) if leakage else None
+        _print_survey(found, reference or source, authors, per_label, as_json, quiet)
+
+
+def _print_survey(
+    found: FamiliaritySurvey,
+    corpus: str,
+    authors: dict[str, float] | None,
+    per_label: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """The command's output: the JSON envelope, or the tables and notes."""
+    req = found.request
     if as_json:
-        emit_json(
-            {
-                "source": source,
-                **opts,
-                "labels": len(table.labels),
-                "mentions": int(table.mentions.sum()),
-                **rep.to_dict(),
-                "benchmarks": [s.describe() for s in evalsets],
-                "leakage": leak,
-                "reference": _reference_json(authors, reference or source),
-            }
-        )
+        emit_json({**found.to_dict(), "reference": _reference_json(authors, corpus)})
         return
-    title = f"Familiarity of {source} ({model}, K={k}, {weighting}, {protocol} protocol)"
-    _print_familiarity(title, rep, per_label, authors)
+    title = (
+        f"Familiarity of {req.source} ({req.model}, K={req.k}, {req.weighting}, "
+        f"{req.protocol} protocol)"
+    )
+    _print_familiarity(title, found.report, per_label, authors)
     if authors:
         note(
-            f"authors: the Familiarity paper's figures for its corpus {reference or source!r} "
+            f"authors: the Familiarity paper's figures for its corpus {corpus!r} "
             "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours only "
             "when this source holds that same corpus and the same options are used",
             quiet,
         )
-    if leak is not None:
-        print_leakage(f"Leakage of {source} (n = {ngram}; --no-leakage skips)", leak, quiet)
-
-
-def _measure(
-    store: Any,
-    source: str,
-    benchmarks: str,
-    label_map: str | None,
-    keep_misc: bool,
-    protocol: str,
-    seed: int,
-    quiet: bool,
-    emb: Any,
-    *,
-    model: str,
-    k: int,
-    weighting: str,
-    backend: str,
-    precision: str,
-) -> tuple[list, Any, Any]:
-    """The benchmarks as resolved, the source's label table and its Familiarity report."""
-    from builders.shift.benchmarks import resolve
-    from builders.shift.embedder import canonical_name
-    from builders.shift.report import LabelTable, measure
-
-    evalsets = resolve(
-        benchmarks, store=store, keep_misc=keep_misc, mapping=label_map, protocol=protocol
-    )
-    warn_older_benchmarks(store, evalsets)
-    table = LabelTable.load(store, source, protocol)
-    rep = measure(
-        store,
-        table,
-        {s.name: s.labels for s in evalsets},
-        model=canonical_name(model),
-        k=k,
-        weighting=weighting,
-        seed=seed,
-        progress=not quiet,
-        protocol=protocol,
-        backend=backend,
-        precision=precision,
-        embedder=emb,
-    )
-    return evalsets, table, rep
-
-
-def _leakage(
-    store: Any, source: str, evalsets: list, n: int, quiet: bool, emb: Any, **opts: Any
-) -> dict[str, Any]:
-    from builders.shift.leakage import scan
-
-    found = scan(
-        store,
-        source,
-        evalsets,
-        n=n,
-        model=opts["model"],
-        on_note=lambda s: note(s, quiet),
-        backend=opts["backend"],
-        precision=opts["precision"],
-        texts=False,
-        embedder=emb,
-    )
-    return found.report().to_dict()
+    if found.leakage is not None:
+        print_leakage(
+            f"Leakage of {req.source} (n = {req.ngram}; --no-leakage skips)", found.leakage, quiet
+        )
 
 
 def _reference_json(authors: dict[str, float] | None, corpus: str) -> dict[str, Any] | None:

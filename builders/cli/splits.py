@@ -225,7 +225,9 @@ def build_splits(
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
-    with open_store(db, create=True) as store:
+    # shared: the store is only read while labels are embedded and levels built (other
+    # commands read beside it); new label vectors are written when the block ends
+    with open_store(db, create=True, shared=True) as store:
         ensure_ingested(store, cfg.source, path, quiet)
         results = build(
             store,
@@ -235,6 +237,13 @@ def build_splits(
             on_stage=lambda s: note(s, quiet),
             org=org,
         )
+        _print_results(cfg, results, as_json, quiet)
+
+
+def _print_results(
+    cfg: SplitConfig, results: list[BuildResult], as_json: bool, quiet: bool
+) -> None:
+    """The build's output: the JSON envelope, or per group its table, levels and verdicts."""
     if as_json:
         emit_json([r.to_dict() for r in results], config=results[0].config_dict())
         return
