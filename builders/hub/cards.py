@@ -293,53 +293,80 @@ def render_card(
     """
     if not builds:
         raise ValueError("render_card needs at least one config's build.json")
-    configs = list(builds)
-    first = builds[configs[0]]
-    source = first["config"]["source"]
-    src = _source(first)
-    if src:  # the build's own record of what was read wins over the registry's defaults
-        license = src.get("license") or license
-        source_origin = src.get("hub_dataset") if src.get("read_from_hub") else None
-        cites = ["familiarity", *src.get("credits", [])]
-    else:
-        cites = ["familiarity"] + [
-            key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)
-        ]
-    yaml_header = subset_yaml(builds, license, source_origin)
-    views = [_config_view(c, builds[c]) for c in configs]
+    first = next(iter(builds.values()))
+    license, source_origin, cites = _attribution(first, license, source_origin)
+    views = [_config_view(c, b) for c, b in builds.items()]
     text = (
         environment()
         .get_template("subset.md.j2")
         .render(
-            yaml_header=Markup(yaml_header),
-            name=name,
-            load_from=load_from or name,
-            local="/" not in name,  # not for a Hub repo
-            title=name.rsplit("/", 1)[-1],
-            level=first["subset"]["level"],
-            level_text=LEVEL_TEXT.get(first["subset"]["level"], first["subset"]["level"]),
-            source=source,
-            source_origin=source_origin,
-            license=license_id(license),
-            source_license=license,
+            yaml_header=Markup(subset_yaml(builds, license, source_origin)),
+            **_naming_vars(name, first, load_from),
+            **_source_vars(first, license, source_origin, cites),
             configs=views,
             versions=sorted({v["version"] for v in views}),
             full=first.get("full"),
             changelog=_changelog_view(changelog),
-            limitations=[
-                (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
-                for v in views
-                if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
-            ],
-            citations=cites,
-            annotation=src.get("annotation", "unknown"),
-            source_text=_source_text(source, src),
-            read_from=_read_from(src),
-            inputs=_inputs(src),
-            dataset_bibtex=dataset_bibtex(name, first),
+            limitations=_limitations(views),
         )
     )
     return redact(text)
+
+
+def _attribution(
+    first: Mapping[str, Any], license: str, source_origin: str | None
+) -> tuple[str, str | None, list[str]]:
+    """The card's licence, Hub origin and citation keys. The build's own record of what was
+    read wins over the registry's defaults; without one, citations follow the source's name."""
+    src = _source(first)
+    if src:
+        origin = src.get("hub_dataset") if src.get("read_from_hub") else None
+        return src.get("license") or license, origin, ["familiarity", *src.get("credits", [])]
+    source = first["config"]["source"]
+    cites = [key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)]
+    return license, source_origin, ["familiarity", *cites]
+
+
+def _naming_vars(name: str, first: Mapping[str, Any], load_from: str | None) -> dict[str, Any]:
+    """Template variables naming the dataset: title, load path, level and BibTeX entry."""
+    level = first["subset"]["level"]
+    return {
+        "name": name,
+        "load_from": load_from or name,
+        "local": "/" not in name,  # not for a Hub repo
+        "title": name.rsplit("/", 1)[-1],
+        "level": level,
+        "level_text": LEVEL_TEXT.get(level, level),
+        "dataset_bibtex": dataset_bibtex(name, first),
+    }
+
+
+def _source_vars(
+    first: Mapping[str, Any], license: str, source_origin: str | None, cites: list[str]
+) -> dict[str, Any]:
+    """Template variables about the source: licence, origin, annotation, inputs, citations."""
+    source = first["config"]["source"]
+    src = _source(first)
+    return {
+        "source": source,
+        "source_origin": source_origin,
+        "license": license_id(license),
+        "source_license": license,
+        "citations": cites,
+        "annotation": src.get("annotation", "unknown"),
+        "source_text": _source_text(source, src),
+        "read_from": _read_from(src),
+        "inputs": _inputs(src),
+    }
+
+
+def _limitations(views: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """(config, failed checks and notes) for each config whose verdicts have any."""
+    return [
+        (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
+        for v in views
+        if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
+    ]
 
 
 def _source(build: Mapping[str, Any]) -> dict[str, Any]:
