@@ -124,19 +124,8 @@ def regenerate(
     """Rebuild what changed, reuse the rest, report per scenario; then push if asked."""
     out = Path(out)
     stage = on_stage or (lambda s: None)
-    if only:
-        known = {s.name for s in scenarios}
-        missing = [n for n in only if n not in known]
-        if missing:
-            raise BuildersError(
-                f"unknown scenario {missing[0]!r}. Valid: {', '.join(sorted(known))}"
-            )
-        scenarios = [s for s in scenarios if s.name in only]
-    # Deterministic: the same regeneration gives the same changelog and card bytes. Entries
-    # of one run (e.g. entropy and max into one folder) merge by this id.
-    version = tag or f"untagged (toolkit {__version__})"
-    ident = json.dumps([version, sorted(s.name for s in scenarios), store.fingerprints()])
-    run = {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
+    scenarios = _selected(scenarios, only)
+    run = _run_id(store, scenarios, tag)
     reports = []
     with OutLock(out, "builders regenerate"):
         for sc in scenarios:
@@ -154,23 +143,56 @@ def regenerate(
                 )
             )
     if publish_org:
-        from builders.hub.publish import plan_publish, publish
-
-        folders: list[str] = []
-        for sc, rep in zip(scenarios, reports, strict=True):
-            if rep.status != "skipped" and sc.publish:
-                folders += [f for f in rep.folders if f not in folders]
-        plans = [plan_publish(out / f, publish_org) for f in folders]
-        results = {
-            r.repo_id: r.to_dict() for r in publish(plans, tag=tag, **(publish_kwargs or {}))
-        }
-        for rep in reports:
-            rep.published = [
-                results[f"{publish_org}/{f}"]
-                for f in rep.folders
-                if f"{publish_org}/{f}" in results
-            ]
+        _publish(scenarios, reports, out, publish_org, tag, publish_kwargs)
     return reports
+
+
+def _selected(scenarios: list[Scenario], only: list[str] | None) -> list[Scenario]:
+    """The scenarios named in `only` (all when empty), in the book's order.
+
+    Raises:
+        BuildersError: naming the first of `only` that is not a scenario of the book.
+    """
+    if not only:
+        return scenarios
+    known = {s.name for s in scenarios}
+    missing = [n for n in only if n not in known]
+    if missing:
+        raise BuildersError(f"unknown scenario {missing[0]!r}. Valid: {', '.join(sorted(known))}")
+    return [s for s in scenarios if s.name in only]
+
+
+def _run_id(store: Store, scenarios: list[Scenario], tag: str | None) -> dict[str, str]:
+    """The run's changelog version and id. Deterministic: the same regeneration gives the same
+    changelog and card bytes, and entries of one run (e.g. entropy and max into one folder)
+    merge by this id."""
+    version = tag or f"untagged (toolkit {__version__})"
+    ident = json.dumps([version, sorted(s.name for s in scenarios), store.fingerprints()])
+    return {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
+
+
+def _publish(
+    scenarios: list[Scenario],
+    reports: list[ScenarioReport],
+    out: Path,
+    publish_org: str,
+    tag: str | None,
+    publish_kwargs: dict[str, Any] | None,
+) -> None:
+    """Push the folders of every scenario that was not skipped and is published (each folder
+    once), and record each push's result on the reports of the scenarios writing that folder."""
+    from builders.hub.publish import plan_publish, publish
+
+    folders: list[str] = []
+    for sc, rep in zip(scenarios, reports, strict=True):
+        if rep.status != "skipped" and sc.publish:
+            folders += [f for f in rep.folders if f not in folders]
+    plans = [plan_publish(out / f, publish_org) for f in folders]
+    results = {r.repo_id: r.to_dict() for r in publish(plans, tag=tag, **(publish_kwargs or {}))}
+    for rep in reports:
+        rep.published = [
+            results[f"{publish_org}/{f}"] for f in rep.folders if f"{publish_org}/{f}" in results
+        ]
 
 
 def _available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
