@@ -127,45 +127,77 @@ def sample_episodes(
             f"need n_way, k_shot, q_shot >= 1 and episodes >= 0 (got {n_way}, {k_shot}, {q}, {n_episodes})"
         )
     counts = [entity_counts(ex.spans) for ex in examples]
+    pool = _type_pool(counts, types, n_way)
+    groups = _by_type_set(counts)
+    rng = np.random.default_rng(seed)
+    out: list[Episode] = []
+    for e in range(n_episodes):
+        episode = _draw_episode(groups, counts, pool, (n_way, k_shot, q), rng, max_attempts)
+        if episode is None:
+            raise BuildersError(
+                f"episode {e + 1}: no {n_way}-way {k_shot}~{2 * k_shot}-shot episode (query "
+                f"{q}~{2 * q}) found in {max_attempts} type draws; the part has too few "
+                "sentences per type for this setting (lower N or K)"
+            )
+        out.append(episode)
+        if progress:
+            progress(1)
+    return out
+
+
+def _type_pool(
+    counts: Sequence[Counter[str]], types: Sequence[str] | None, n_way: int
+) -> list[str]:
+    """The types episodes draw from, sorted: `types`, or every type of the part.
+
+    Raises:
+        BuildersError: when there are fewer than `n_way` of them.
+    """
     pool = sorted(set(types) if types is not None else {t for c in counts for t in c})
     if len(pool) < n_way:
         raise BuildersError(
             f"{n_way}-way episodes need {n_way} types; the part has {len(pool)}"
             + (f" ({', '.join(pool)})" if pool else "")
         )
+    return pool
+
+
+def _by_type_set(counts: Sequence[Counter[str]]) -> list[tuple[frozenset[str], np.ndarray]]:
+    """Indices of the sentences with entities, grouped by their set of types (first seen first)."""
     groups: dict[frozenset[str], list[int]] = {}
     for i, c in enumerate(counts):
         if c:
             groups.setdefault(frozenset(c), []).append(i)
-    keys = list(groups)
-    arrays = [np.asarray(groups[key], dtype=np.int64) for key in keys]
-    rng = np.random.default_rng(seed)
-    out: list[Episode] = []
-    for e in range(n_episodes):
-        for _ in range(max_attempts):
-            target = tuple(pool[i] for i in rng.choice(len(pool), n_way, replace=False))
-            tset = set(target)
-            parts = [a for key, a in zip(keys, arrays, strict=True) if key <= tset]
-            if not parts:
-                continue
-            cands = np.concatenate(parts)
-            support = _greedy(cands, counts, target, k_shot, rng)
-            if support is None:
-                continue
-            query = _greedy(cands, counts, target, q, rng, frozenset(support))
-            if query is None:
-                continue
-            out.append(Episode(target, tuple(support), tuple(query)))
-            break
-        else:
-            raise BuildersError(
-                f"episode {e + 1}: no {n_way}-way {k_shot}~{2 * k_shot}-shot episode (query "
-                f"{q}~{2 * q}) found in {max_attempts} type draws; the part has too few "
-                "sentences per type for this setting (lower N or K)"
-            )
-        if progress:
-            progress(1)
-    return out
+    return [(key, np.asarray(indices, dtype=np.int64)) for key, indices in groups.items()]
+
+
+def _draw_episode(
+    groups: Sequence[tuple[frozenset[str], np.ndarray]],
+    counts: list[Counter[str]],
+    pool: Sequence[str],
+    shots: tuple[int, int, int],
+    rng: np.random.Generator,
+    max_attempts: int,
+) -> Episode | None:
+    """One episode of `shots` = (N, K, Q): up to `max_attempts` draws of N types, each followed
+    by a greedy support pass (K~2K) and query pass (Q~2Q) over the sentences whose types are
+    among them; None when every draw fails."""
+    n_way, k_shot, q = shots
+    for _ in range(max_attempts):
+        target = tuple(pool[i] for i in rng.choice(len(pool), n_way, replace=False))
+        tset = set(target)
+        parts = [a for key, a in groups if key <= tset]
+        if not parts:
+            continue
+        cands = np.concatenate(parts)
+        support = _greedy(cands, counts, target, k_shot, rng)
+        if support is None:
+            continue
+        query = _greedy(cands, counts, target, q, rng, frozenset(support))
+        if query is None:
+            continue
+        return Episode(target, tuple(support), tuple(query))
+    return None
 
 
 def episode_record(
