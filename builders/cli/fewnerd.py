@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,6 +30,7 @@ from builders.sources.base import Example
 from builders.store import Store
 
 if TYPE_CHECKING:
+    from builders.fewnerd.episodes import Episode
     from builders.shift.report import FamiliarityReport
 
 
@@ -288,13 +290,37 @@ def fewnerd_episodes_cmd(
         name = f"{part}_{n_way}_{k_shot}.jsonl"
         out = split_dir / "episode-data" / name if split_dir is not None else Path(name)
     write_jsonl(out, (episode_record(ep, examples, lowercase) for ep in eps))
-    summary = {
+    summary = _episodes_summary(
+        eps, seconds, out, where, len(examples), (n_way, k_shot, q_shot or k_shot), seed
+    )
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(
+        f"{len(eps):,} episodes ({n_way}-way {k_shot}~{2 * k_shot}-shot) from {where} -> {out}; "
+        f"all checked; {summary['episodes_per_s']} episodes/s"
+    )
+
+
+def _episodes_summary(
+    eps: Sequence[Episode],
+    seconds: float,
+    out: Path,
+    where: str,
+    sentences: int,
+    shots: tuple[int, int, int],
+    seed: int,
+) -> dict[str, Any]:
+    """fewnerd-episodes' JSON summary: where the episodes went, the setting `shots` = (N, K, Q),
+    the sampling rate and the mean support and query sizes."""
+    n_way, k_shot, q_shot = shots
+    return {
         "out": str(out),
         "part": where,
-        "sentences": len(examples),
+        "sentences": sentences,
         "n_way": n_way,
         "k_shot": k_shot,
-        "q_shot": q_shot or k_shot,
+        "q_shot": q_shot,
         "episodes": len(eps),
         "seed": seed,
         "checked": True,
@@ -303,13 +329,6 @@ def fewnerd_episodes_cmd(
         "mean_support_sentences": round(sum(len(e.support) for e in eps) / max(len(eps), 1), 3),
         "mean_query_sentences": round(sum(len(e.query) for e in eps) / max(len(eps), 1), 3),
     }
-    if as_json:
-        emit_json(summary)
-        return
-    click.echo(
-        f"{len(eps):,} episodes ({n_way}-way {k_shot}~{2 * k_shot}-shot) from {where} -> {out}; "
-        f"all checked; {summary['episodes_per_s']} episodes/s"
-    )
 
 
 def _read_part(
