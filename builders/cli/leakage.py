@@ -187,7 +187,7 @@ def leakage_cmd(
     from builders.shift.runtime import check_choice
 
     check_choice(backend, precision)  # before any ingest or load
-    with open_store(db, create=True) as store:
+    with open_store(db, create=True, shared=True) as store:
         ensure_ingested(store, source, path, quiet)
         sets = resolve(benchmarks, store=store, mapping=label_map)
         warn_older_benchmarks(store, sets)

@@ -173,7 +173,7 @@ def regenerate_cmd(
     book = load_scenarios(scenarios_path)
     if publish_org and not dry_run:
         _log_to_stderr(quiet)
-    with open_store(db, create=True) as store:
+    with open_store(db, create=True, shared=True) as store:
         reports = regenerate(
             store,
             book.scenarios,

@@ -22,7 +22,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +30,9 @@ from builders.errors import BuildersError, BuildersNote
 from builders.shift.models import model_cache_dir
 from builders.shift.runtime import EXTRA_MODULES
 
-if TYPE_CHECKING:
-    from builders.shift.embedder import Embedder
+#: A `builders.shift.embedder.Embedder`, which imports this module (so it is not imported here).
+Embedder = Any
+
 
 #: Runtimes `auto` tries, fastest first; torch is the fallback.
 AUTO_ORDER = ("openvino", "onnx")
@@ -92,16 +93,15 @@ def choose_backend(emb: Embedder) -> str:
 
 def _check(emb: Embedder, candidates: list[str]) -> tuple[str, dict[str, Any]]:
     """The first candidate whose probe vectors pass against torch's, and each one's result."""
-    from builders.shift.embedder import Embedder
-
     labels = probe_labels()
-    torch_emb = Embedder(emb.model, device="cpu", batch_size=emb.batch_size, backend="torch")
+    make = type(emb)  # the Embedder class, without importing its module (it imports this one)
+    torch_emb = make(emb.model, device="cpu", batch_size=emb.batch_size, backend="torch")
     torch_emb._st = emb._st  # a model the caller already loaded is not loaded twice
     want = torch_emb.encode(labels)
     emb._st = torch_emb._st
     cosines: dict[str, Any] = {}
     for backend in candidates:
-        other = Embedder(emb.model, device="cpu", batch_size=emb.batch_size, backend=backend)
+        other = make(emb.model, device="cpu", batch_size=emb.batch_size, backend=backend)
         other._st = torch_emb._st
         try:
             got = other.encode(labels)
