@@ -29,6 +29,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ SHARED = Path(
 #: default (32) and larger ones, so that no ratio rests on a slow baseline.
 RAW_BATCHES = {"cpu": "32,64,128,256", "accelerator": "32,256,1024,4096"}
 FALLBACK = ["person", "location", "organization", "date", "event", "product", "disease"]
+Combo = tuple[str, str]  # (backend, precision)
 
 
 def base_labels(shared: Path = SHARED) -> list[str]:
@@ -116,7 +118,8 @@ def best_of(fn: Any, times: list[float]) -> Any:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--backend", default="torch", help=f"comma list of {', '.join(BACKENDS)}")
     ap.add_argument("--precision", default="fp32", help=f"comma list of {', '.join(PRECISIONS)}")
@@ -145,18 +148,31 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--table", help="JSON {labels, mentions} instead of a store (no duckdb needed)")
     ap.add_argument("--save-table", type=Path, help="write --corpus's table as JSON and stop")
     ap.add_argument("--json", type=Path, help="also write every figure here")
-    args = ap.parse_args(argv)
+    return ap
 
-    table = load_table(args)
-    if args.save_table:
-        doc = {"labels": table.labels, "mentions": table.mentions.tolist()}
-        args.save_table.write_text(json.dumps(doc), encoding="utf-8")
-        print(f"wrote {args.save_table}: {len(table.labels):,} labels of {args.corpus}")
-        return
+
+@dataclass
+class Timings:
+    """Seconds of every run and the vectors of the last one: raw `encode` per batch size, and
+    the toolkit's `encode` per backend x precision."""
+
+    raw: dict[int, list[float]]
+    raw_vecs: dict[int, np.ndarray]
+    runs: dict[Combo, list[float]]
+    vecs: dict[Combo, np.ndarray]
+
+    def fastest_raw_batch(self) -> int:
+        """The raw batch size with the best time: the baseline."""
+        return min(self.raw, key=lambda b: min(self.raw[b]))
+
+
+def runnable(backends: str, precisions: str) -> list[Combo]:
+    """Every backend x precision asked that the backend supports and this machine can run;
+    the others that a backend supports are skipped with a line saying why. Exits if none."""
     combos = [
         (b, p)
-        for b in args.backend.split(",")
-        for p in args.precision.split(",")
+        for b in backends.split(",")
+        for p in precisions.split(",")
         if p in SUPPORTED.get(b, PRECISIONS)
     ]
     for c in list(combos):
@@ -164,92 +180,126 @@ def main(argv: list[str] | None = None) -> None:
             print(f"skipping {c[0]} {c[1]}: {why}")
             combos.remove(c)
     if not combos:
-        sys.exit(f"no backend x precision to run in {args.backend} x {args.precision}")
-    import torch
+        sys.exit(f"no backend x precision to run in {backends} x {precisions}")
+    return combos
 
-    labels = make_labels(args.labels, base_labels())
-    raw_model = Embedder(args.model, device=args.device)
-    st = raw_model.st  # torch fp32: the reference
-    device = raw_model.device or "cpu"
-    runners = {c: Embedder(args.model, args.device, args.batch_size, *c) for c in combos}
-    for emb in runners.values():
-        emb.encode(labels[:64])  # load, export once, warm up kernels
-    raw_batches = [
+
+def raw_batch_sizes(option: str | None, device: str) -> list[int]:
+    """--raw-batch-size, or the default sizes of the device's kind."""
+    return [
         int(b)
-        for b in (
-            args.raw_batch_size or RAW_BATCHES["cpu" if device == "cpu" else "accelerator"]
-        ).split(",")
+        for b in (option or RAW_BATCHES["cpu" if device == "cpu" else "accelerator"]).split(",")
     ]
-    for b in raw_batches:  # every batch size warm before any timing
+
+
+def raw_encode(st: Any, texts: list[str], batch: int) -> np.ndarray:
+    """sentence-transformers' own `encode` (the reference), normalised."""
+    return st.encode(texts, batch_size=batch, normalize_embeddings=True)
+
+
+def warm_up(
+    st: Any, runners: dict[Combo, Embedder], labels: list[str], raw_batches: list[int]
+) -> float:
+    """Load every runtime (exporting once) and warm every raw batch size before any timing;
+    returns the best time of tokenising all labels in one call (over the runtimes)."""
+    for emb in runners.values():
+        emb.encode(labels[:64])
+    for b in raw_batches:
         st.encode(labels[: max(64, b)], batch_size=b)
     plan_t: list[float] = []
     for emb in runners.values():
         best_of(lambda e=emb: e.runner.plan(labels), plan_t)
+    return min(plan_t)
+
+
+def print_setup(
+    raw_model: Embedder,
+    device: str,
+    labels: list[str],
+    raw_batches: list[int],
+    repeat: int,
+    tokenise_s: float,
+) -> None:
+    """The header: model, device, threads, label count, raw batch sizes and tokenising time."""
+    import torch
+
     print(f"model      {raw_model.model_name}  ({raw_model.resolved.path_or_name})")
     print(f"device     {device}   torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(
         f"labels     {len(labels):,} distinct   raw batches {','.join(map(str, raw_batches))}"
-        f"   best of {args.repeat}"
+        f"   best of {repeat}"
     )
-    print(f"tokenise   {min(plan_t):.3f}s, all labels in one call (inside each encode below)")
+    print(f"tokenise   {tokenise_s:.3f}s, all labels in one call (inside each encode below)")
 
-    def raw_encode(texts: list[str], batch: int) -> np.ndarray:
-        return st.encode(texts, batch_size=batch, normalize_embeddings=True)
 
-    raw_ts: dict[int, list[float]] = {b: [] for b in raw_batches}
-    times: dict[tuple[str, str], list[float]] = {c: [] for c in combos}
-    outs: dict[tuple[str, str], np.ndarray] = {}
-    raws: dict[int, np.ndarray] = {}
-    for _ in range(args.repeat):  # interleaved: these machines drift run to run
+def time_encodes(
+    st: Any, runners: dict[Combo, Embedder], labels: list[str], raw_batches: list[int], repeat: int
+) -> Timings:
+    """`repeat` rounds of raw `encode` at every batch size and of every runtime, interleaved:
+    these machines drift run to run."""
+    timed = Timings(
+        raw={b: [] for b in raw_batches}, raw_vecs={}, runs={c: [] for c in runners}, vecs={}
+    )
+    for _ in range(repeat):
         for b in raw_batches:
-            raws[b] = best_of(lambda b=b: raw_encode(labels, b), raw_ts[b])
+            timed.raw_vecs[b] = best_of(lambda b=b: raw_encode(st, labels, b), timed.raw[b])
         for c, emb in runners.items():
-            outs[c] = best_of(lambda e=emb: e.encode(labels), times[c])
-    raw_batch = min(raw_batches, key=lambda b: min(raw_ts[b]))
-    raw_t, raw = raw_ts[raw_batch], raws[raw_batch]
-    print(
-        "raw encode "
-        + ", ".join(f"batch {b}: {len(labels) / min(raw_ts[b]):,.0f}/s" for b in raw_batches)
-        + f"; the baseline is batch {raw_batch}"
-    )
+            timed.vecs[c] = best_of(lambda e=emb: e.encode(labels), timed.runs[c])
+    return timed
 
+
+def compare(
+    raw_model: Embedder,
+    st: Any,
+    runners: dict[Combo, Embedder],
+    timed: Timings,
+    table: LabelTable,
+    n_labels: int,
+    device: str,
+) -> tuple[list[dict[str, Any]], FamiliarityReport, int]:
+    """One row for the raw baseline, then one per runtime: speed against the baseline, the
+    smallest cosine to its vectors, and the Familiarity deviation from raw `encode`'s.
+    Also returns raw `encode`'s Familiarity and the number of evaluation labels."""
+    raw_batch = timed.fastest_raw_batch()
+    raw_s = min(timed.raw[raw_batch])
     sets = evaluation_sets(None)
     fam_labels = table.labels + list(union_labels(sets))
-    ref_fam = familiarity_of(raw_encode(fam_labels, raw_batch), table, sets, raw_model.model_name)
-    raw_s = min(raw_t)
-    rows = [
+    name = raw_model.model_name
+    ref_fam = familiarity_of(raw_encode(st, fam_labels, raw_batch), table, sets, name)
+    rows: list[dict[str, Any]] = [
         {
             "backend": "raw encode",
             "precision": "fp32",
             "device": device,
             "batch_size": raw_batch,
-            "labels_per_s": len(labels) / raw_s,
+            "labels_per_s": n_labels / raw_s,
             "seconds": raw_s,
         }
     ]
     for c, emb in runners.items():
-        secs = min(times[c])
-        fam = familiarity_of(emb.encode(fam_labels), table, sets, raw_model.model_name)
-        d_fam, d_label = deviation(fam, ref_fam)
-        cos = (outs[c] * raw).sum(axis=1)
+        secs = min(timed.runs[c])
+        d_fam, d_label = deviation(
+            familiarity_of(emb.encode(fam_labels), table, sets, name), ref_fam
+        )
+        cos = (timed.vecs[c] * timed.raw_vecs[raw_batch]).sum(axis=1)
         rows.append(
             {
                 "backend": c[0],
                 "precision": c[1],
                 "device": device,
                 "seconds": secs,
-                "labels_per_s": len(labels) / secs,
+                "labels_per_s": n_labels / secs,
                 "ratio_vs_raw": raw_s / secs,
                 "min_cosine": float(cos.min()),
                 "max_abs_delta_familiarity": d_fam,
                 "max_abs_delta_f_label": d_label,
             }
         )
-    print(
-        f"Familiarity on {args.corpus}: {len(table.labels):,} training labels vs "
-        f"{len(union_labels(sets))} evaluation labels (7 benchmarks); raw union macro "
-        f"{ref_fam.union_macro:.6f}"
-    )
+    return rows, ref_fam, len(union_labels(sets))
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    """The table of every row (the raw baseline without the comparison columns)."""
     print(
         f"{'backend':<11} {'precision':<9} {'device':<6} {'labels/s':>10} {'seconds':>8} "
         f"{'x raw':>6} {'min cos':>10} {'|dF| bench':>10} {'|dF(z)|':>9}"
@@ -265,16 +315,54 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['backend']:<11} {r['precision']:<9} {r['device']:<6} "
             f"{r['labels_per_s']:10,.0f} {r['seconds']:8.2f} {extra}"
         )
-    if args.json:
-        raw_rates = {str(b): len(labels) / min(raw_ts[b]) for b in raw_batches}
-        doc = {"labels": len(labels), "raw_labels_per_s_by_batch": raw_rates, "rows": rows}
-        args.json.write_text(json.dumps(doc, indent=2))
+
+
+def print_contract(rows: list[dict[str, Any]]) -> None:
+    """The last lines: one per runtime, `backend=B precision=P device=D ratio_vs_raw=R
+    max_abs_delta_familiarity=X`."""
     for r in rows[1:]:
         print(
             f"backend={r['backend']} precision={r['precision']} device={r['device']} "
             f"ratio_vs_raw={r['ratio_vs_raw']:.2f} "
             f"max_abs_delta_familiarity={r['max_abs_delta_familiarity']:.2e}"
         )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    table = load_table(args)
+    if args.save_table:
+        doc = {"labels": table.labels, "mentions": table.mentions.tolist()}
+        args.save_table.write_text(json.dumps(doc), encoding="utf-8")
+        print(f"wrote {args.save_table}: {len(table.labels):,} labels of {args.corpus}")
+        return
+    combos = runnable(args.backend, args.precision)
+    labels = make_labels(args.labels, base_labels())
+    raw_model = Embedder(args.model, device=args.device)
+    st = raw_model.st  # torch fp32: the reference
+    device = raw_model.device or "cpu"
+    runners = {c: Embedder(args.model, args.device, args.batch_size, *c) for c in combos}
+    raw_batches = raw_batch_sizes(args.raw_batch_size, device)
+    tokenise_s = warm_up(st, runners, labels, raw_batches)
+    print_setup(raw_model, device, labels, raw_batches, args.repeat, tokenise_s)
+    timed = time_encodes(st, runners, labels, raw_batches, args.repeat)
+    print(
+        "raw encode "
+        + ", ".join(f"batch {b}: {len(labels) / min(timed.raw[b]):,.0f}/s" for b in raw_batches)
+        + f"; the baseline is batch {timed.fastest_raw_batch()}"
+    )
+    rows, ref_fam, n_eval = compare(raw_model, st, runners, timed, table, len(labels), device)
+    print(
+        f"Familiarity on {args.corpus}: {len(table.labels):,} training labels vs "
+        f"{n_eval} evaluation labels (7 benchmarks); raw union macro "
+        f"{ref_fam.union_macro:.6f}"
+    )
+    print_rows(rows)
+    if args.json:
+        raw_rates = {str(b): len(labels) / min(timed.raw[b]) for b in raw_batches}
+        doc = {"labels": len(labels), "raw_labels_per_s_by_batch": raw_rates, "rows": rows}
+        args.json.write_text(json.dumps(doc, indent=2))
+    print_contract(rows)
 
 
 if __name__ == "__main__":
