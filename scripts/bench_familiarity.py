@@ -42,7 +42,8 @@ def peak_rss_mib() -> float:
     return kib / 1024
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labels", type=int, default=200_000, help="training labels D")
     parser.add_argument("--eval", type=int, default=80, help="evaluation labels Z")
@@ -57,10 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="time the reference on the first N eval labels only and extrapolate (default: all)",
     )
-    args = parser.parse_args(argv)
+    return parser
 
-    sims, counts, labels = make_input(args.labels, args.eval, args.mentions, args.seed)
-    rss_input = peak_rss_mib()
+
+def print_setup(args: argparse.Namespace, sims: np.ndarray, counts: np.ndarray) -> None:
+    """The input's shape and the machine it runs on."""
     print(
         f"input: Z={args.eval} D={args.labels} K={args.k} weighting={args.weighting} "
         f"sum(c)={int(counts.sum()):,} sims={sims.dtype} seed={args.seed}"
@@ -70,11 +72,34 @@ def main(argv: list[str] | None = None) -> int:
         f"numpy {np.__version__}, python {platform.python_version()}"
     )
 
+
+def time_closed_form(
+    args: argparse.Namespace, sims: np.ndarray, counts: np.ndarray, labels: list[str]
+) -> tuple[np.ndarray, list[float]]:
+    """`familiarity` run --repeat times (at least once): its F(z) and the time of each run."""
     times = []
     for _ in range(max(1, args.repeat)):
         t0 = time.perf_counter()
         fast = familiarity(sims, counts, args.k, args.weighting, labels)
         times.append(time.perf_counter() - t0)
+    return fast, times
+
+
+def print_rows(rows: list[tuple[str, str, str]]) -> None:
+    """The results as a three-column table (what, seconds or value, note)."""
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'what':<{width}}  {'seconds / value':>15}  note")
+    for name, value, extra in rows:
+        print(f"{name:<{width}}  {value:>15}  {extra}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    sims, counts, labels = make_input(args.labels, args.eval, args.mentions, args.seed)
+    rss_input = peak_rss_mib()
+    print_setup(args, sims, counts)
+
+    fast, times = time_closed_form(args, sims, counts, labels)
     t_fast = min(times)
     rss_fast = peak_rss_mib()
 
@@ -88,24 +113,26 @@ def main(argv: list[str] | None = None) -> int:
     diff = float(np.abs(fast[:n_ref] - slow).max())
     ok = diff <= 1e-9
     note = "" if n_ref == args.eval else f" (measured on {n_ref} rows, x{args.eval / n_ref:g})"
-    rows = [
-        (
-            "closed form (familiarity)",
-            f"{t_fast:.3f}",
-            f"best of {len(times)}: " + ", ".join(f"{t:.3f}" for t in times),
-        ),
-        ("reference (repeat by count)", f"{t_ref:.3f}", f"{t_ref_measured:.3f}s measured{note}"),
-        ("ratio reference / closed", f"{t_ref / t_fast:.1f}x", ""),
-        ("max |difference|", f"{diff:.2e}", "OK (<= 1e-9)" if ok else "MISMATCH (> 1e-9)"),
-        ("peak RSS after input", f"{rss_input:.0f} MiB", ""),
-        ("peak RSS after closed form", f"{rss_fast:.0f} MiB", ""),
-        ("peak RSS after reference", f"{rss_ref:.0f} MiB", ""),
-        ("mean F(z)", f"{fast.mean():.5f}", ""),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print(f"\n{'what':<{width}}  {'seconds / value':>15}  note")
-    for name, value, extra in rows:
-        print(f"{name:<{width}}  {value:>15}  {extra}")
+    print_rows(
+        [
+            (
+                "closed form (familiarity)",
+                f"{t_fast:.3f}",
+                f"best of {len(times)}: " + ", ".join(f"{t:.3f}" for t in times),
+            ),
+            (
+                "reference (repeat by count)",
+                f"{t_ref:.3f}",
+                f"{t_ref_measured:.3f}s measured{note}",
+            ),
+            ("ratio reference / closed", f"{t_ref / t_fast:.1f}x", ""),
+            ("max |difference|", f"{diff:.2e}", "OK (<= 1e-9)" if ok else "MISMATCH (> 1e-9)"),
+            ("peak RSS after input", f"{rss_input:.0f} MiB", ""),
+            ("peak RSS after closed form", f"{rss_fast:.0f} MiB", ""),
+            ("peak RSS after reference", f"{rss_ref:.0f} MiB", ""),
+            ("mean F(z)", f"{fast.mean():.5f}", ""),
+        ]
+    )
     if not ok:
         print("closed form and reference disagree", file=sys.stderr)
         return 1
