@@ -49,10 +49,12 @@ RUNTIMES = [("torch", "fp32"), ("onnx", "fp32"), ("openvino", "fp32"), ("openvin
 LIMIT = 1e-3
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="all-mpnet-base-v2")
-    args = ap.parse_args()
+Runtime = tuple[str, str]  # (backend, precision); ("raw", "fp32") is sentence-transformers'
+
+
+def load_tables() -> dict[str, LabelTable]:
+    """The label table of every corpus whose files exist, ingested into a temporary store
+    (a line says which are skipped)."""
     tables: dict[str, LabelTable] = {}
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s.duckdb") as store:
         for name, source, rel in CORPORA:
@@ -62,14 +64,16 @@ def main() -> None:
                 continue
             ingest(store, source, None if path is None else str(path))
             tables[name] = LabelTable.load(store, source)
-    sets = evaluation_sets(None)
-    evals = list(union_labels(sets))
-    every = list(dict.fromkeys([lab for t in tables.values() for lab in t.labels] + evals))
-    index = {lab: i for i, lab in enumerate(every)}
-    print(f"{len(tables)} corpora, {len(every):,} distinct labels (with {len(evals)} evaluation)")
+    return tables
 
-    ref_model = Embedder(args.model, device="cpu")
-    ref_model.st.encode(every[:8])  # load and warm up outside the timing, as for the runtimes
+
+def encode_all(
+    model: str, ref_model: Embedder, every: list[str]
+) -> tuple[list[Runtime], dict[Runtime, np.ndarray], dict[Runtime, float]]:
+    """Vectors and seconds of raw `encode` and of every runtime this machine can run (each
+    loaded and warmed up outside the timing; a line says which are skipped). `ref_model` is
+    `model` with sentence-transformers' torch fp32, the reference."""
+    ref_model.st.encode(every[:8])
     t0 = time.perf_counter()  # sentence-transformers' own default batch size (32)
     vecs = {("raw", "fp32"): ref_model.st.encode(every, normalize_embeddings=True)}
     secs = {("raw", "fp32"): time.perf_counter() - t0}
@@ -79,13 +83,44 @@ def main() -> None:
         if why[r]:
             print(f"skipping {r[0]} {r[1]}: {why[r]}")
     for backend, precision in runtimes:
-        emb = Embedder(args.model, device="cpu", backend=backend, precision=precision)
+        emb = Embedder(model, device="cpu", backend=backend, precision=precision)
         emb.encode(every[:8])  # load (and export once) outside the timing
         t0 = time.perf_counter()
         vecs[(backend, precision)] = emb.encode(every)
         secs[(backend, precision)] = time.perf_counter() - t0
+    return runtimes, vecs, secs
 
-    def fam(key: tuple[str, str], table: LabelTable):  # type: ignore[no-untyped-def]
+
+def print_verdicts(
+    n_labels: int, runtimes: list[Runtime], secs: dict[Runtime, float], worst: dict[Runtime, float]
+) -> None:
+    """The encode times, and per runtime whether it may be the default (worst deviation over
+    the corpora within LIMIT)."""
+    raw_s = secs[("raw", "fp32")]
+    print(f"\nencode of all {n_labels:,} labels, CPU ({os.cpu_count()} cores): raw {raw_s:.1f}s")
+    for key in runtimes:
+        ok = "may be default" if worst[key] <= LIMIT else "may NOT be default"
+        print(
+            f"{key[0]} {key[1]}: {secs[key]:.1f}s ({raw_s / secs[key]:.2f}x raw), "
+            f"max |dF| over corpora {worst[key]:.2e}: {ok} (limit {LIMIT:g})"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="all-mpnet-base-v2")
+    args = ap.parse_args()
+    tables = load_tables()
+    sets = evaluation_sets(None)
+    evals = list(union_labels(sets))
+    every = list(dict.fromkeys([lab for t in tables.values() for lab in t.labels] + evals))
+    index = {lab: i for i, lab in enumerate(every)}
+    print(f"{len(tables)} corpora, {len(every):,} distinct labels (with {len(evals)} evaluation)")
+
+    ref_model = Embedder(args.model, device="cpu")
+    runtimes, vecs, secs = encode_all(args.model, ref_model, every)
+
+    def fam(key: Runtime, table: LabelTable):  # type: ignore[no-untyped-def]
         rows = [index[lab] for lab in table.labels + evals]
         return familiarity_of(np.asarray(vecs[key])[rows], table, sets, ref_model.model_name)
 
@@ -103,14 +138,7 @@ def main() -> None:
             worst[key] = max(worst[key], d)
             cells.append(f"{d:14.2e}")
         print(f"{name:<22} {len(table.labels):>7,} {ref.union_macro:8.4f} " + " ".join(cells))
-    raw_s = secs[("raw", "fp32")]
-    print(f"\nencode of all {len(every):,} labels, CPU ({os.cpu_count()} cores): raw {raw_s:.1f}s")
-    for key in runtimes:
-        ok = "may be default" if worst[key] <= LIMIT else "may NOT be default"
-        print(
-            f"{key[0]} {key[1]}: {secs[key]:.1f}s ({raw_s / secs[key]:.2f}x raw), "
-            f"max |dF| over corpora {worst[key]:.2e}: {ok} (limit {LIMIT:g})"
-        )
+    print_verdicts(len(every), runtimes, secs, worst)
 
 
 if __name__ == "__main__":
