@@ -95,16 +95,13 @@ def run_ingest(source: str, path: Path | None, extra: list[str]) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shared", type=Path, default=SHARED)
-    ap.add_argument("--nuner-csv", type=Path, default=DEFAULT_NUNER)
-    ap.add_argument("--only", nargs="*", help="only these corpus labels (e.g. nuner crossner-ai)")
-    ap.add_argument("--skip-nuner", action="store_true")
-    ap.add_argument("--json", type=Path, help="also write the rows here")
-    args = ap.parse_args(argv)
+Job = tuple[str, str, Path | None, list[str]]  # (label, source, path, extra CLI arguments)
 
-    jobs: list[tuple[str, str, Path | None, list[str]]] = []
+
+def plan_jobs(args: argparse.Namespace) -> list[Job]:
+    """The corpora to ingest: those whose reader and files exist (the others are skipped with
+    a line on stderr), then the NuNER-sized CSV (generated when absent), filtered by --only."""
+    jobs: list[Job] = []
     for label, source, rel in CORPORA:
         if not has_reader(source):
             print(
@@ -132,16 +129,11 @@ def main(argv: list[str] | None = None) -> None:
         jobs.append(("nuner (1M rows, synthetic)", "nuner", args.nuner_csv, []))
     if args.only:
         jobs = [j for j in jobs if any(j[0].startswith(o) for o in args.only)]
+    return jobs
 
-    print(
-        f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", file=sys.stderr
-    )
-    rows = []
-    for label, source, path, extra in jobs:
-        r = run_ingest(source, path, extra)
-        r["corpus"] = label
-        rows.append(r)
-        print(f"{label}: {r}", file=sys.stderr)
+
+def print_table(rows: list[dict]) -> None:
+    """The rows as a markdown table (an error row says only what went wrong)."""
     head = f"| {'corpus':<28} | {'sentences':>10} | {'mentions':>10} | {'wall s':>7} | {'cpu s':>7} | {'sent/s':>8} | {'mentions/s':>10} | {'peak GB':>7} |"
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
@@ -153,6 +145,28 @@ def main(argv: list[str] | None = None) -> None:
             f"| {r['corpus']:<28} | {r['sentences']:>10,} | {r['mentions']:>10,} | {r['wall_s']:>7.1f} | "
             f"{r['cpu_s']:>7.1f} | {r['sent_per_s']:>8,.0f} | {r['mentions_per_s']:>10,.0f} | {r['peak_rss_gb']:>7.2f} |"
         )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shared", type=Path, default=SHARED)
+    ap.add_argument("--nuner-csv", type=Path, default=DEFAULT_NUNER)
+    ap.add_argument("--only", nargs="*", help="only these corpus labels (e.g. nuner crossner-ai)")
+    ap.add_argument("--skip-nuner", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the rows here")
+    args = ap.parse_args(argv)
+
+    jobs = plan_jobs(args)
+    print(
+        f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", file=sys.stderr
+    )
+    rows = []
+    for label, source, path, extra in jobs:
+        r = run_ingest(source, path, extra)
+        r["corpus"] = label
+        rows.append(r)
+        print(f"{label}: {r}", file=sys.stderr)
+    print_table(rows)
     print(f"load average after: {os.getloadavg()[0]:.1f}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
