@@ -7,6 +7,11 @@ class BuildersError(Exception):
     """Base class of every error the toolkit raises on purpose."""
 
 
+class InvalidValue(BuildersError, ValueError):
+    """A value the library refuses (an argument out of range, a reader option it cannot
+    read); a `ValueError` too, for callers that catch those."""
+
+
 class BuildersWarning(UserWarning):
     """Something the toolkit went on without (the command line prints it as `warning: ...`)."""
 

@@ -69,14 +69,17 @@ def embedding_options(f: Callable) -> Callable:
 
 
 def handle_errors(f: Callable) -> Callable:
-    """Turn the library's errors into clean `click.ClickException`s. A `ValueError` the
-    library let through (a value it refused) is shown the same way, never as a traceback."""
+    """Turn the library's errors (`BuildersError`), the OSErrors a user's machine causes and
+    DuckDB's damage, full-disk and memory errors into one-line `click.ClickException`s.
+    Anything else is a bug: its traceback is printed, with a request to report it."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return f(*args, **kwargs)
-        except (BuildersError, ValueError) as exc:
+        except click.ClickException:  # a usage error or one already made clean
+            raise
+        except BuildersError as exc:
             raise click.ClickException(printable_message(str(exc))) from exc
         except OSError as exc:
             message = os_error_message(exc)
@@ -101,9 +104,23 @@ def handle_errors(f: Callable) -> Callable:
                     f"DuckDB ran out of its memory limit ({memory_limit() or 'its default'}): "
                     f"set {MEMORY_ENV} higher, e.g. {MEMORY_ENV}=16GB. {exc}"
                 ) from exc
-            raise
+            raise _bug(exc) from exc
 
     return wrapper
+
+
+def _bug(exc: Exception) -> click.ClickException:
+    """An exception the toolkit did not expect: its traceback on stderr, then one line asking
+    for a report."""
+    import traceback
+
+    from builders import __version__
+
+    traceback.print_exception(exc, file=sys.stderr)
+    return click.ClickException(
+        f"unexpected {type(exc).__name__} (a bug in builders {__version__}): please report it "
+        "with the command line and the traceback above"
+    )
 
 
 #: What the user can do about an OSError they can cause, by errno name.

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from builders.errors import InvalidValue
 from builders.shift.familiarity import WEIGHTINGS, cumulative_weights
 
 #: A gain below this (per label, on a [0, 1] scale) is rounding noise: the label adds nothing.
@@ -183,11 +184,11 @@ def familiarity_ranking(
     so the same inputs give the same ranking.
     """
     if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
+        raise InvalidValue(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
     sims = np.asarray(sims_dz)
     c = np.asarray(counts, dtype=np.int64)
     if sims.ndim != 2 or sims.shape[0] != c.size:
-        raise ValueError(f"sims_dz must have shape (D, Z) with D = {c.size}, got {sims.shape}")
+        raise InvalidValue(f"sims_dz must have shape (D, Z) with D = {c.size}, got {sims.shape}")
     usable = np.minimum(c, k)
     top = _TopK(sims.shape[1], k, weighting)
     live = contributors(sims, usable, k)

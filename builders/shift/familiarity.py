@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from builders.errors import InvalidValue
+
 WEIGHTINGS = ("zipf", "linear", "unweighted")
 
 
@@ -167,7 +169,7 @@ def _clipped(s: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
     """sims (or a block of their rows) refused if NaN, its columns `cols` (all: None) clipped
     below at 0, in a copy."""
     if np.isnan(s).any():
-        raise ValueError("sims contains NaN")
+        raise InvalidValue("sims contains NaN")
     return np.maximum(s if cols is None else s[:, cols], 0)
 
 
@@ -181,28 +183,28 @@ def _checked(
     """Check everything but the values of sims (`_clipped` does, block by block); return
     (sims as floats, int64 counts, tie-break rank per label)."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        raise InvalidValue(f"k must be an integer >= 1, got {k!r}")
     if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
+        raise InvalidValue(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
     s = np.asarray(sims)
     if s.ndim != 2:
-        raise ValueError(f"sims must have shape (Z, D), got shape {s.shape}")
+        raise InvalidValue(f"sims must have shape (Z, D), got shape {s.shape}")
     if not np.issubdtype(s.dtype, np.floating):
         s = s.astype(np.float64)
     c = np.asarray(counts)
     if c.ndim != 1 or c.shape[0] != s.shape[1]:
-        raise ValueError(
+        raise InvalidValue(
             f"counts must have shape (D,) = ({s.shape[1]},) to match sims {s.shape}, "
             f"got shape {c.shape}"
         )
     if not np.issubdtype(c.dtype, np.integer) and not np.array_equal(c, np.floor(c)):
-        raise ValueError("counts must be integer-valued")
+        raise InvalidValue("counts must be integer-valued")
     c = c.astype(np.int64)
     if (c < 0).any():
         bad = int(np.flatnonzero(c < 0)[0])
-        raise ValueError(f"counts must be >= 0, got {c[bad]} at index {bad}")
+        raise InvalidValue(f"counts must be >= 0, got {c[bad]} at index {bad}")
     if c.sum() == 0:
-        raise ValueError("no training label has a positive count; Familiarity is undefined")
+        raise InvalidValue("no training label has a positive count; Familiarity is undefined")
     return s, c, _tie_ranks(labels, s.shape[1])
 
 
@@ -211,7 +213,7 @@ def _tie_ranks(labels: Sequence[str] | None, n: int) -> np.ndarray:
     if labels is None:
         return np.arange(n)
     if len(labels) != n:
-        raise ValueError(f"labels must have length D = {n} to match sims, got {len(labels)}")
+        raise InvalidValue(f"labels must have length D = {n} to match sims, got {len(labels)}")
     text = np.asarray(list(labels), dtype=str)
     tie = np.empty(len(text), dtype=np.int64)
     tie[np.argsort(text, kind="stable")] = np.arange(len(text))
@@ -288,11 +290,11 @@ def summarise(
     """
     x = np.asarray(per_label, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
-        raise ValueError(f"per_label must be a non-empty 1-D array, got shape {x.shape}")
+        raise InvalidValue(f"per_label must be a non-empty 1-D array, got shape {x.shape}")
     if np.isnan(x).any():
-        raise ValueError("per_label contains NaN")
+        raise InvalidValue("per_label contains NaN")
     if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+        raise InvalidValue(f"n_boot must be >= 1, got {n_boot}")
     x = np.sort(x)
     mean = float(x.mean())
     std = float(x.std(ddof=0))
@@ -321,6 +323,6 @@ def exact_overlap(eval_labels: Iterable[str], train_labels: Iterable[str]) -> fl
     """
     evals = set(eval_labels)
     if not evals:
-        raise ValueError("no evaluation labels; exact overlap is undefined")
+        raise InvalidValue("no evaluation labels; exact overlap is undefined")
     train = set(train_labels)
     return len(evals & train) / len(evals)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from builders.defaults import PAPER_ENTROPY_EPSILON, SCORES, TIE_TOLERANCE
+from builders.errors import InvalidValue
 
 #: Default quantiles (low level, high level) per source profile and strategy, paper Appendix B.
 QUANTILES: dict[str, dict[str, tuple[float, float]]] = {
@@ -52,9 +53,9 @@ def entropy_scores(
     """
     m = _check_matrix(M)
     if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+        raise InvalidValue(f"temperature must be > 0, got {temperature!r}")
     if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+        raise InvalidValue(f"chunk_rows must be >= 1, got {chunk_rows}")
     out = np.empty(m.shape[0], dtype=np.float64)
     for lo in range(0, m.shape[0], chunk_rows):
         x = m[lo : lo + chunk_rows].astype(np.float64) / temperature
@@ -71,9 +72,9 @@ def entropy_scores(
 def _check_matrix(M: np.ndarray) -> np.ndarray:
     m = np.asarray(M)
     if m.ndim != 2 or m.shape[1] == 0:
-        raise ValueError(f"M must have shape (D, Z) with Z >= 1, got shape {m.shape}")
+        raise InvalidValue(f"M must have shape (D, Z) with Z >= 1, got shape {m.shape}")
     if np.isnan(m).any():
-        raise ValueError("M contains NaN")
+        raise InvalidValue("M contains NaN")
     return m
 
 
@@ -105,15 +106,15 @@ class SelectionRule:
 
     def __post_init__(self) -> None:
         if self.strategy not in SCORES:
-            raise ValueError(f"unknown strategy {self.strategy!r}. Valid: {', '.join(SCORES)}")
+            raise InvalidValue(f"unknown strategy {self.strategy!r}. Valid: {', '.join(SCORES)}")
         _check_quantile("low", self.low)
         _check_quantile("high", self.high)
         if len(self.medium) != 2:
-            raise ValueError(f"medium must be (lower, upper) quantiles, got {self.medium!r}")
+            raise InvalidValue(f"medium must be (lower, upper) quantiles, got {self.medium!r}")
         _check_quantile("medium lower", self.medium[0])
         _check_quantile("medium upper", self.medium[1])
         if self.medium[0] > self.medium[1]:
-            raise ValueError(
+            raise InvalidValue(
                 f"medium lower quantile must be <= upper, got {self.medium[0]} > {self.medium[1]}"
             )
 
@@ -147,15 +148,15 @@ class SelectionRule:
 
 def _check_quantile(name: str, q: float) -> None:
     if isinstance(q, bool) or not isinstance(q, int | float | np.floating) or not 0 <= q <= 1:
-        raise ValueError(f"{name} quantile must be in [0, 1], got {q!r}")
+        raise InvalidValue(f"{name} quantile must be in [0, 1], got {q!r}")
 
 
 def default_rule(profile: str, strategy: str) -> SelectionRule:
     """The paper's rule for a profile ("pilener" or "nuner") and a strategy."""
     if profile not in QUANTILES:
-        raise ValueError(f"unknown profile {profile!r}. Valid: {', '.join(QUANTILES)}")
+        raise InvalidValue(f"unknown profile {profile!r}. Valid: {', '.join(QUANTILES)}")
     if strategy not in SCORES:
-        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
     low, high = QUANTILES[profile][strategy]
     return SelectionRule(strategy, low, high, MEDIUM_QUANTILES, profile)
 
@@ -163,7 +164,7 @@ def default_rule(profile: str, strategy: str) -> SelectionRule:
 def profile_for(n_labels: int) -> str:
     """PileNER profile below `NUNER_MIN_LABELS` training labels, NuNER at or above."""
     if n_labels < 0:
-        raise ValueError(f"n_labels must be >= 0, got {n_labels}")
+        raise InvalidValue(f"n_labels must be >= 0, got {n_labels}")
     return "nuner" if n_labels >= NUNER_MIN_LABELS else "pilener"
 
 
@@ -246,16 +247,16 @@ def select(
             NaN scores.
     """
     if strategy not in SCORES:
-        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1 or s.size == 0:
-        raise ValueError(f"scores must be a non-empty 1-D array, got shape {s.shape}")
+        raise InvalidValue(f"scores must be a non-empty 1-D array, got shape {s.shape}")
     if np.isnan(s).any():
-        raise ValueError("scores contains NaN")
+        raise InvalidValue("scores contains NaN")
     if rule is None:
         rule = default_rule(profile_for(s.size), strategy)
     elif rule.strategy != strategy:
-        raise ValueError(f"rule is for strategy {rule.strategy!r}, not {strategy!r}")
+        raise InvalidValue(f"rule is for strategy {rule.strategy!r}, not {strategy!r}")
     out: dict[str, SelectionResult] = {}
     for level, lr in rule.levels().items():
         t, mask, wide = _cut(s, lr, strategy)
@@ -292,7 +293,7 @@ def paper_scores(
     """
     m = _check_matrix(M)
     if strategy not in SCORES:
-        raise ValueError(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
     out = np.empty((m.shape[0], len(groups)), dtype=np.float64)
     eps, t = np.float32(PAPER_ENTROPY_EPSILON), np.float32(temperature)
     for b, cols in enumerate(groups):
@@ -316,7 +317,7 @@ def select_pooled(
     can land in two levels). Cuts keep tie groups whole, as `select` does, row by row."""
     r = np.asarray(rows, dtype=np.float64)
     if r.ndim != 2 or r.size == 0 or np.isnan(r).any():
-        raise ValueError(f"rows must be a non-empty (D, B) array without NaN, got {r.shape}")
+        raise InvalidValue(f"rows must be a non-empty (D, B) array without NaN, got {r.shape}")
     flat = r.ravel()
     out: dict[str, SelectionResult] = {}
     for level, lr in rule.levels().items():

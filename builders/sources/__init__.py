@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from builders.defaults import SPLIT_ALIASES
-from builders.errors import BuildersError, UnknownNameError
+from builders.errors import BuildersError, InvalidValue, UnknownNameError
 from builders.labels import label_map, verbalise
 from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand
@@ -81,9 +81,9 @@ class SourceSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in ("corpus", "benchmark"):
-            raise ValueError(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
+            raise InvalidValue(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
         if self.labels not in ("tags", "natural"):
-            raise ValueError(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
+            raise InvalidValue(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
 
     def plan(
         self,

@@ -46,7 +46,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, Literal
 
-from builders.errors import SourceFormatError
+from builders.errors import InvalidValue, SourceFormatError
 from builders.sources.base import Example, ReadReport
 from builders.sources.layout import (
     BLANK,
@@ -113,23 +113,23 @@ class Options(ReaderOptions):
         if self.sep is not None:
             sep = _SEPARATORS.get(self.sep.lower(), self.sep)
             if not sep or sep == "\n":
-                raise ValueError(f"sep={self.sep!r}: give tab, space or one character")
+                raise InvalidValue(f"sep={self.sep!r}: give tab, space or one character")
             object.__setattr__(self, "sep", sep)
         if self.columns != "auto":
             roles = tuple(r.strip().lower() for r in self.columns.split(","))
             if any(not r for r in roles) or roles.count("token") != 1 or roles.count("tag") != 1:
-                raise ValueError(
+                raise InvalidValue(
                     f"columns={self.columns!r}: name every column, exactly one 'token' and one "
                     "'tag' (e.g. token,tag or tag,token or token,pos,chunk,tag), or say auto"
                 )
             object.__setattr__(self, "columns", ",".join(roles))
         tags = self.tags.strip().lower()
         if tags not in ("auto", "outer", "nested") and not (tags.isdigit() and int(tags) > 0):
-            raise ValueError(
+            raise InvalidValue(
                 f"tags={self.tags!r}: give outer, nested, a column number (1, 2, ...) or auto"
             )
         if tags != "auto" and self.columns != "auto":
-            raise ValueError(
+            raise InvalidValue(
                 f"tags={self.tags} and columns={self.columns}: name the tag column once, "
                 "with tags or with columns"
             )

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders.errors import SourceFormatError
+from builders.errors import InvalidValue, SourceFormatError
 from builders.sources import columns
 from builders.sources.base import Example, ReadReport
 from builders.sources.options import option
@@ -50,7 +50,7 @@ def map_label(raw: str) -> tuple[str, str]:
     """
     parts = _split(raw)
     if parts is None:
-        raise ValueError(
+        raise InvalidValue(
             f"not a Few-NERD type: {raw!r} (expected coarse-fine or coarse_fine with coarse in "
             f"{', '.join(COARSE)})"
         )

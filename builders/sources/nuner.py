@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError, SourceFormatError
+from builders.errors import BuildersError, InvalidValue, SourceFormatError
 from builders.sources.base import WORD_RE, Example, ReadReport
 from builders.sources.options import ReaderOptions, option
 
@@ -143,7 +143,7 @@ class Options(ReaderOptions):
 
     def __post_init__(self) -> None:
         if self.workers not in (None, 0, 1):
-            raise ValueError(f"workers={self.workers}: give 0 or 1")
+            raise InvalidValue(f"workers={self.workers}: give 0 or 1")
 
 
 def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:

@@ -285,3 +285,23 @@ def test_empty_benchmarks_is_a_clean_error(db: Path, command: str) -> None:
     assert res.exit_code == 2
     assert "Invalid value for '--benchmarks': name at least one benchmark, or `all`" in res.output
     assert "Traceback" not in res.output
+
+
+def test_an_unexpected_error_is_a_traceback_and_a_request_to_report_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the library's own errors become one clean line: a bug is never dressed up as a
+    user's mistake."""
+    from builders.store import Store
+
+    def broken(self: Store) -> None:
+        raise ValueError("an internal invariant failed")
+
+    monkeypatch.setattr(Store, "stats", broken)
+    with Store(tmp_path / "s.duckdb"):
+        pass
+    res = CliRunner().invoke(cli, ["stats", "--db", str(tmp_path / "s.duckdb"), "--no-check"])
+    assert res.exit_code == 1
+    assert "Traceback" in res.stderr and "ValueError: an internal invariant failed" in res.stderr
+    assert "unexpected ValueError (a bug in builders" in res.stderr
+    assert "please report it" in res.stderr
