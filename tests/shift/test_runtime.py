@@ -128,7 +128,9 @@ def test_bf16_on_cpu_is_close(torch_minilm: Embedder, reference: np.ndarray) -> 
 
 # ------------------------------------------------------------------ choices
 def test_unknown_or_unsupported_choices_are_refused() -> None:
-    with pytest.raises(BuildersError, match=r"unknown --backend 'tensorrt'. Valid: auto, torch, onnx"):
+    with pytest.raises(
+        BuildersError, match=r"unknown --backend 'tensorrt'. Valid: auto, torch, onnx"
+    ):
         Embedder(backend="tensorrt")
     with pytest.raises(BuildersError, match=r"unknown --precision 'int4'"):
         Embedder(precision="int4")
