@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+#: The store a command opens without --db, and the variable that moves it.
+DEFAULT_DB = "labelshift.duckdb"
+DB_ENV = "LABELSHIFT_DB"
+#: Few-NERD splits: INTRA / INTER, and how INTER's fine types are given to its parts.
+FEWNERD_MODES = ("intra", "inter")
+FEWNERD_ASSIGNMENTS = ("official", "random")
+
 #: The embedding model: the paper's choice (all-mpnet-base-v2); all-MiniLM-L6-v2 is the fast one.
 DEFAULT_MODEL = "all-mpnet-base-v2"
 #: Embedding runtimes and precisions (`builders.shift.runtime`); torch fp32 is the reference.

@@ -9,13 +9,15 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.defaults import DEFAULT_PROTOCOL, PROTOCOLS
+from builders.defaults import DB_ENV, DEFAULT_DB, DEFAULT_PROTOCOL, PROTOCOLS
 from builders.errors import BuildersError
-from builders.store import DB_ENV, DEFAULT_DB, Store
+
+if TYPE_CHECKING:
+    from builders.store import Store
 
 #: Options that say where this machine keeps things or how it prints, not what is computed.
 LOCAL_OPTIONS = frozenset({"db", "as_json", "quiet"})
@@ -236,6 +238,8 @@ def open_store(
 
     made = missing_folders(db.parent)
     existed = db.exists()
+    from builders.store import Store
+
     store = Store(db, read_only=read_only, create=create, shared=shared, on_wait=_waiting)
     try:
         yield store

@@ -23,15 +23,22 @@ from builders.cli.common import (
     progress_bar,
     warn_older_reads,
 )
-from builders.defaults import SEED, canonical_split, hub_split
-from builders.fewnerd.splits import ASSIGNMENTS, MODES, PARTS, SplitBuild
+from builders.defaults import (
+    FEWNERD_ASSIGNMENTS,
+    FEWNERD_MODES,
+    SEED,
+    SPLITS,
+    canonical_split,
+    hub_split,
+)
 from builders.hub.outdir import OutLock
-from builders.sources.base import Example
-from builders.store import Store
 
 if TYPE_CHECKING:
     from builders.fewnerd.episodes import Episode
+    from builders.fewnerd.splits import SplitBuild
     from builders.shift.report import FamiliarityReport
+    from builders.sources.base import Example
+    from builders.store import Store
 
 
 def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> None:
@@ -59,13 +66,13 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
 @click.command("fewnerd-splits")
 @click.option(
     "--mode",
-    type=click.Choice(MODES),
+    type=click.Choice(FEWNERD_MODES),
     required=True,
     help="INTRA (by coarse type) or INTER (by fine type).",
 )
 @click.option(
     "--assignment",
-    type=click.Choice(ASSIGNMENTS),
+    type=click.Choice(FEWNERD_ASSIGNMENTS),
     default="official",
     show_default=True,
     help="INTER type assignment: the official 36/13/17, or a seeded random 60/20/20 per coarse type.",
@@ -160,7 +167,7 @@ def _report_split(
         emit_json({"folder": str(folder), **summary})
         return
     rows = []
-    for p in map(hub_split, PARTS):
+    for p in map(hub_split, SPLITS):
         part = summary["parts"][p]
         f = fam.per_benchmark.get(p) if fam is not None else None
         rows.append(

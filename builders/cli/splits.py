@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,10 +38,10 @@ from builders.defaults import (
     TARGET_TOLERANCE,
     TEMPERATURE,
 )
-from builders.labels import reference_splits
-from builders.splits import SplitConfig, build
-from builders.splits.config import BuildResult
-from builders.splits.levels import ORDER_REMEDY
+
+if TYPE_CHECKING:
+    from builders.splits import SplitConfig
+    from builders.splits.config import BuildResult
 
 
 def _short(benchmark: str) -> str:
@@ -53,6 +53,8 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     names = list(res.benchmarks)
     cols = ["set", "sentences", "mentions", "labels", *map(_short, names)]
     cols += ["union", "paper", "VB.5", "95% CI"]
+    from builders.labels import reference_splits
+
     authors = reference_splits(res.config.source, res.config.strategy)
     if authors:
         cols.append("authors")
@@ -224,6 +226,8 @@ def build_splits(
     Example: build-splits --source mine --strategy familiarity --targets 0.55,0.42,0.30
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
+    from builders.splits import SplitConfig, build
+
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
     # shared: the store is only read while labels are embedded and levels built (other
     # commands read beside it); new label vectors are written when the block ends
@@ -295,6 +299,8 @@ def _falls_line(falls: dict[str, Any], model: str = "") -> str:
 def _print_verdicts(res: BuildResult, quiet: bool) -> None:
     """The build's verdicts under its table: what passed, what did not, what to keep in mind.
     When the order fails, which benchmarks break it and what to do go to stderr too."""
+    from builders.splits.levels import ORDER_REMEDY
+
     v = res.verdicts
     click.echo(_falls_line(v.falls))
     if v.check is not None:

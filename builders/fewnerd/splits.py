@@ -26,6 +26,8 @@ from typing import Any
 from builders.defaults import (
     DEFAULT_BACKEND,
     DEFAULT_PRECISION,
+    FEWNERD_ASSIGNMENTS,
+    FEWNERD_MODES,
     SPLITS,
     WEIGHTING,
     K,
@@ -42,8 +44,8 @@ from builders.shift.report import FamiliarityReport, LabelTable
 from builders.sources.base import Example
 from builders.store import Store
 
-MODES = ("intra", "inter")
-ASSIGNMENTS = ("official", "random")
+MODES = FEWNERD_MODES
+ASSIGNMENTS = FEWNERD_ASSIGNMENTS
 #: The parts of a split: the canonical splits (published as train / validation / test).
 PARTS = SPLITS
 #: Fraction of each coarse type's fine types sent to dev and to test by the random INTER split.

@@ -37,7 +37,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.defaults import SPLITS, split_rank
+from builders.defaults import DB_ENV, DEFAULT_DB, SPLITS, split_rank
 from builders.errors import StoreError
 from builders.store.schema import SCHEMA_VERSION, TABLES, one, stored_version
 from builders.store.schema import create as create_schema
@@ -45,8 +45,6 @@ from builders.store.schema import create as create_schema
 __all__ = ["DB_ENV", "DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoredSplit", "one"]
 from builders.store.overlap import OverlapQueries
 
-DEFAULT_DB = "labelshift.duckdb"
-DB_ENV = "LABELSHIFT_DB"
 #: The most memory DuckDB may use (its `memory_limit`, e.g. `8GB`); `duckdb`: DuckDB's own
 #: default (80% of the RAM).
 MEMORY_ENV = "LABELSHIFT_MEMORY_LIMIT"
