@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def run_child(args: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
@@ -76,7 +77,8 @@ def cold_rows(args: argparse.Namespace, rows: list[tuple[str, str]]) -> None:
     )
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -95,13 +97,12 @@ def main() -> None:
         help="labels for the raw-encode vs cached-embed throughput comparison",
     )
     ap.add_argument("--skip-cold", action="store_true")
-    args = ap.parse_args()
+    return ap
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    os.environ.update(env)
-    exe = [sys.executable, "-m", "builders"]
-    rows: list[tuple[str, str]] = []
 
+def corpus_rows(args: argparse.Namespace, exe: list[str], rows: list[tuple[str, str]]) -> None:
+    """Ingest the CSV in a child process unless the store holds `nuner` (a row with its time
+    and peak RSS), then a row with the corpus's size."""
     from builders.store import Store
 
     with Store(args.db) as store:
@@ -119,36 +120,38 @@ def main() -> None:
         n_sent = store.count_sentences("nuner")
     rows.append(("corpus", f"{n_sent:,} sentences, {n_labels:,} labels"))
 
-    strategies = args.strategy.split(",")
 
-    def build_cmd(strategy: str) -> list[str]:
-        return [
-            *exe,
-            "build-splits",
-            "--source",
-            "nuner",
-            "--strategy",
-            strategy,
-            "--model",
-            args.model,
-            "--db",
-            str(args.db),
-            "--out",
-            str(args.out / strategy),
-            "-q",
-            "--json",
-        ]
+def build_cmd(args: argparse.Namespace, exe: list[str], strategy: str) -> list[str]:
+    """The `build-splits` command of one strategy (JSON out, into its own folder)."""
+    return [
+        *exe,
+        "build-splits",
+        "--source",
+        "nuner",
+        "--strategy",
+        strategy,
+        "--model",
+        args.model,
+        "--db",
+        str(args.db),
+        "--out",
+        str(args.out / strategy),
+        "-q",
+        "--json",
+    ]
 
-    if not args.skip_cold:
-        cold_rows(args, rows)
-        wall, gb, _ = run_child(build_cmd(strategies[0]))
-        rows.append(("build-splits, cold cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
 
+def warm_rows(
+    args: argparse.Namespace, exe: list[str], strategies: list[str], rows: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """--repeat warm builds of every strategy, interleaved so that load drifts hit every
+    strategy; a row per strategy (median wall time, peak RSS, ratio to the first). Returns
+    the result of the last build."""
     walls: dict[str, list[float]] = {s: [] for s in strategies}
     peaks: dict[str, float] = dict.fromkeys(strategies, 0.0)
     for _ in range(args.repeat):
-        for strategy in strategies:  # interleaved, so that load drifts hit every strategy
-            wall, gb, out = run_child(build_cmd(strategy))
+        for strategy in strategies:
+            wall, gb, out = run_child(build_cmd(args, exe, strategy))
             walls[strategy].append(wall)
             peaks[strategy] = max(peaks[strategy], gb)
             res = json.loads(out)["result"][0]
@@ -162,6 +165,23 @@ def main() -> None:
                 f"{ratio:.2f}x {strategies[0]}",
             )
         )
+    return res
+
+
+def main() -> None:
+    args = parser().parse_args()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    os.environ.update(env)
+    exe = [sys.executable, "-m", "builders"]
+    rows: list[tuple[str, str]] = []
+    corpus_rows(args, exe, rows)
+    strategies = args.strategy.split(",")
+    if not args.skip_cold:
+        cold_rows(args, rows)
+        wall, gb, _ = run_child(build_cmd(args, exe, strategies[0]))
+        rows.append(("build-splits, cold cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
+
+    res = warm_rows(args, exe, strategies, rows)
     for sub in res["subsets"]:
         rows.append(
             (
