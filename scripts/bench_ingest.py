@@ -81,7 +81,7 @@ def run_ingest(source: str, path: Path | None, extra: list[str]) -> dict:
             out, err = fo.read(), fe.read()
     if code != 0:
         return {"error": err.decode(errors="replace").strip()[-300:] or f"exit {code}"}
-    result = json.loads(out)
+    result = json.loads(out)["result"]  # the --json envelope: {command, version, config, result}
     cpu = usage.ru_utime + usage.ru_stime
     return {
         "sentences": result["sentences"],

@@ -92,7 +92,7 @@ def familiarity_run(
 ) -> tuple[float, float, dict[str, Any]]:
     """`builders familiarity` on the sample, with `builders` imported from `tree` (the child
     runs in the store's folder, so the checkout's own folder is not on its path first)."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(tree))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(tree), LABELSHIFT_EMBEDDINGS="off")
     code = "import sys; from builders.cli.main import main; sys.exit(main())"
     cmd = [sys.executable, "-c", code, "familiarity", "--source", "pilener-sample"]
     cmd += ["--benchmarks", benchmarks, "--model", model, "--db", str(db)]

@@ -170,7 +170,8 @@ def warm_rows(
 
 def main() -> None:
     args = parser().parse_args()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # the store's cache only: the per-user one would make the cold rows warm
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LABELSHIFT_EMBEDDINGS": "off"}
     os.environ.update(env)
     exe = [sys.executable, "-m", "builders"]
     rows: list[tuple[str, str]] = []
