@@ -16,8 +16,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # `--backend auto` runs torch, the reference every expected figure was computed with (child
 # processes inherit it); tests of `auto` itself take it away
 os.environ["LABELSHIFT_BACKEND"] = "torch"
-# cards cite their year: the golden cards' (2026-01-01)
-os.environ["SOURCE_DATE_EPOCH"] = "1767225600"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HOME"] = str(_CACHE)
 os.environ["HF_DATASETS_CACHE"] = str(_CACHE / "datasets")

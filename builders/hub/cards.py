@@ -412,8 +412,8 @@ def _source_text(source: str, src: Mapping[str, Any]) -> str:
 
 def dataset_bibtex(name: str, build: Mapping[str, Any]) -> str:
     """A BibTeX entry for this dataset: its repo id (or folder name), the publishing
-    organisation as author, the year (`$SOURCE_DATE_EPOCH`'s, for reproducible cards, else
-    this year), the Hub URL when the repo id is known, and the toolkit version."""
+    organisation as author and the Hub URL when the repo id is known, and the toolkit
+    version. (No year: a card is a pure function of its builds, which record no date.)"""
     import re
 
     key = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit("/", 1)[-1]).strip("_").lower()
@@ -425,18 +425,8 @@ def dataset_bibtex(name: str, build: Mapping[str, Any]) -> str:
         f"  title        = {{{{{name}}}: a {build['subset']['level']} label-shift subset of "
         f"{build['config']['source']}}},",
         *([f"  author       = {{{{{org}}}}},"] if org else []),
-        f"  year         = {{{_year()}}},",
         *([f"  url          = {{{url}}},", f"  howpublished = {{\\url{{{url}}}}},"] if url else []),
         f"  note         = {{Built with labelshift-builders {version}}}",
         "}",
     ]
     return "\n".join(lines)
-
-
-def _year() -> int:
-    """`$SOURCE_DATE_EPOCH`'s year (the reproducible-builds convention), else this year."""
-    import os
-    import time
-
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    return time.gmtime(int(epoch) if epoch.isdigit() else None).tm_year

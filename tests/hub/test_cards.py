@@ -457,11 +457,12 @@ def test_a_folders_card_renders_again_from_its_files(built: Path, fewnerd_folder
         assert folder_card(folder, folder.name) == text
         for_org = folder_card(folder, f"testorg/{folder.name}")
         lines = for_org.replace(f"testorg/{folder.name}", folder.name).splitlines(keepends=True)
-        # only the dataset's BibTeX gains its Hub address, and the local folder's load line
-        # its note (where to run it from)
+        # only the dataset's BibTeX gains its author and Hub address, and the local folder's
+        # load line its note (where to run it from)
         local = text.replace("; a local folder: run from where it was written", "")
         local = "".join(line for line in local.splitlines(True) if "# a local folder:" not in line)
-        assert "".join(line for line in lines if "howpublished" not in line) == local
+        hub_only = ("howpublished", "author       = {{testorg}}", "url          = {https://hug")
+        assert "".join(ln for ln in lines if not any(h in ln for h in hub_only)) == local
         assert f'load_dataset("testorg/{folder.name}"' in for_org
 
 
