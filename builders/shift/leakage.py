@@ -243,6 +243,11 @@ def _benchmark_sources(
     return rows, skipped
 
 
+#: Training labels compared with the evaluation labels at a time in `_familiar_pairs`: bounds
+#: the vectors held (100 MB of 384-d float32 vectors).
+LABEL_CHUNK = 65_536
+
+
 def _familiar_pairs(
     store: Store,
     model: str,
@@ -256,25 +261,22 @@ def _familiar_pairs(
 ) -> pl.DataFrame:
     """(eval_label, label): each evaluation label with itself and the training labels of the
     seen surfaces that have sim >= threshold to it (labels embedded through the store's
-    cache). Few training labels are familiar with an evaluation label, so this stays small
+    cache, `LABEL_CHUNK` training labels at a time: a similarity depends on its two labels
+    only). Few training labels are familiar with an evaluation label, so this stays small
     while the surfaces' labels can run into millions."""
     train = surfaces["label"].unique().sort()
     evals = men["eval_label"].unique().sort()
     pairs = [(z, z) for z in evals]
     if len(train):
+        from builders.shift.embedder import Embedder
         from builders.shift.report import similarity_matrix
 
-        m, _ = similarity_matrix(
-            store,
-            model,
-            train.to_list(),
-            evals.to_list(),
-            backend=backend,
-            precision=precision,
-            embedder=embedder,
-        )
-        rows, cols = np.nonzero(m >= threshold)  # (training labels, eval labels)
-        pairs += zip(evals.gather(cols).to_list(), train.gather(rows).to_list(), strict=True)
+        emb = embedder or Embedder(model, backend=backend, precision=precision)
+        for first in range(0, len(train), LABEL_CHUNK):
+            part = train.slice(first, LABEL_CHUNK)
+            m, _ = similarity_matrix(store, model, part.to_list(), evals.to_list(), embedder=emb)
+            rows, cols = np.nonzero(m >= threshold)  # (training labels, eval labels)
+            pairs += zip(evals.gather(cols).to_list(), part.gather(rows).to_list(), strict=True)
     return pl.DataFrame(
         pairs, schema={"eval_label": pl.String, "label": pl.String}, orient="row"
     ).unique(maintain_order=True)

@@ -27,9 +27,9 @@ from builders.store.schema import LABEL_COUNTS
 _NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"
 _NORM_HASH = "list_transform({col}, lambda x: hash(lower(nfc_normalize(x))))"
 #: Temporary tables of one scan (connection-local, dropped when it ends).
-_TEMP = ("_lk_bs", "_lk_bg", "_lk_bm", "_lk_t", "_lk_hits", "_lk_tm", "_lk_ts")
+_TEMP = ("_lk_bs", "_lk_bg", "_lk_bm", "_lk_t", "_lk_cp", "_lk_p", "_lk_ts", "_lk_tl", "_lk_tm")
 #: Training sentences hashed at a time: bounds the scan's memory (about 0.3 GB a chunk).
-CHUNK = 1_000_000
+CHUNK = 500_000
 #: The tables a decontaminated view shadows, and what each is keyed by.
 _SHADOWED = ("sentences", "mentions", "negatives", "negative_spans")
 
@@ -99,12 +99,12 @@ class OverlapQueries:
             raise ValueError(f"n-gram length must be >= 1, got {n}")
         self.con.register("_lk_query", benchmarks)
         try:
-            self._overlap_prepare(source, n)
+            self._overlap_prepare(source, n, texts)
             return OverlapTables(
                 sentences=self.con.sql(
                     "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
                 ).to_arrow_table(),
-                pairs=self._overlap_pairs(source, texts),
+                pairs=self._overlap_pairs(texts),
                 mentions=self.con.sql(
                     "SELECT benchmark, sentence_id, start, stop, raw_label, label, text, "
                     "mh AS surface FROM _lk_bm ORDER BY bno, start, stop, label"
@@ -118,19 +118,20 @@ class OverlapQueries:
             for name in _TEMP:
                 self.con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
 
-    def _overlap_prepare(self, source: str, n: int) -> None:
+    def _overlap_prepare(self, source: str, n: int, texts: bool) -> None:
         """The benchmark side (`_lk_bs` sentences, `_lk_bg` n-grams, `_lk_bm` mentions), then
-        one pass over the corpus, `CHUNK` sentences at a time: each chunk's normalised token
-        hashes (`_lk_t`, dropped after the chunk) give the candidate hits (`_lk_hits`:
-        sentences whose whole hash (tpos 0) or an n-gram hash (tpos >= 1) some benchmark
-        sentence has) and the training mentions whose token-hash hash some benchmark mention
-        has (`_lk_tm`). Only hits are kept, so memory does not grow with the corpus."""
+        one pass over the corpus, `CHUNK` sentences at a time (`_overlap_chunk`), which keeps
+        only what the corpus has of the benchmarks: the pairs (`_lk_p`), their training
+        sentences (`_lk_ts`) and those sentences' labels (`_lk_tl`), and the training mentions
+        whose surface some benchmark mention has (`_lk_tm`). Memory grows with the hits, not
+        with the corpus, and the corpus is read once."""
         con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_bs AS "
             "SELECT row_number() OVER (ORDER BY q.benchmark, s.split, s.idx)::INTEGER AS bno, "
             "q.benchmark, s.source, s.split, s.idx, s.sentence_id, s.tokens, "
-            f"{_NORM.format(col='s.tokens')} AS norm, {_NORM_HASH.format(col='s.tokens')} AS th "
+            f"{_NORM.format(col='s.tokens')} AS norm, {_NORM_HASH.format(col='s.tokens')} AS th, "
+            f"hash({_NORM_HASH.format(col='s.tokens')}) AS sh "
             "FROM sentences s JOIN _lk_query q ON s.source = q.source AND s.split = q.split"
         )
         con.execute(
@@ -148,7 +149,15 @@ class OverlapQueries:
             "JOIN mentions m ON m.source = b.source AND m.split = b.split AND m.idx = b.idx"
         )
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_hits(split VARCHAR, idx INTEGER, tpos BIGINT, h UBIGINT)"
+            "CREATE OR REPLACE TEMP TABLE _lk_p(bno INTEGER, split VARCHAR, idx INTEGER, "
+            "exact BOOLEAN, positions INTEGER[])"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_ts(split VARCHAR, idx INTEGER, sentence_id VARCHAR, "
+            "tokens VARCHAR[])"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _lk_tl(split VARCHAR, idx INTEGER, labels VARCHAR[])"
         )
         con.execute("CREATE OR REPLACE TEMP TABLE _lk_tm(mh UBIGINT, label VARCHAR)")
         ranges = con.execute(
@@ -158,35 +167,61 @@ class OverlapQueries:
         ).fetchall()
         for split, lo, hi in ranges:
             for first in range(lo, hi + 1, CHUNK):
-                self._overlap_chunk(source, split, first, first + CHUNK, n)
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_ts AS "
-            "SELECT s.split, s.idx, s.sentence_id, s.tokens FROM sentences s "
-            "SEMI JOIN _lk_hits h ON s.split = h.split AND s.idx = h.idx WHERE s.source = $src",
-            {"src": source},
-        )
+                where = {"src": source, "split": split, "first": first, "stop": first + CHUNK}
+                self._overlap_chunk(where, n, texts)
 
-    def _overlap_chunk(self, source: str, split: str, first: int, stop: int, n: int) -> None:
-        """`_lk_hits` and `_lk_tm` rows of the sentences first <= idx < stop of one split."""
+    def _overlap_chunk(self, where: dict[str, object], n: int, texts: bool) -> None:
+        """The rows of `_lk_p`, `_lk_ts`, `_lk_tl` and `_lk_tm` of the sentences
+        first <= idx < stop of one split. A chunk's normalised token hashes (`_lk_t`) give its
+        pairs (`_lk_cp`): the benchmark sentences whose whole hash it has (checked token by
+        token: exact) or one of whose n-gram hashes it has (at those positions); both are
+        dropped with the next chunk."""
         con = self.con
-        where = {"src": source, "split": split, "first": first, "stop": stop}
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_t AS "
-            f"SELECT split, idx, {_NORM_HASH.format(col='tokens')} AS th FROM sentences "
+            f"SELECT idx, sentence_id, tokens, {_NORM_HASH.format(col='tokens')} AS th "
+            "FROM sentences "
             "WHERE source = $src AND split = $split AND idx >= $first AND idx < $stop",
             where,
         )
         con.execute(
-            "INSERT INTO _lk_hits "
-            "SELECT split, idx, 0 AS tpos, hash(th) AS h FROM _lk_t "
-            "WHERE hash(th) IN (SELECT hash(th) FROM _lk_bs) "
-            "UNION ALL "
-            f"SELECT split, idx, tpos, h FROM ("
-            f"  SELECT split, idx, tpos, {_gram('tpos', n)} AS h FROM ("
-            "    SELECT split, idx, th, unnest(generate_series(1, len(th) - $n + 1)) AS tpos"
-            "    FROM _lk_t)) "
-            "WHERE h IN (SELECT h FROM _lk_bg)",
+            f"""
+            CREATE OR REPLACE TEMP TABLE _lk_cp AS
+            WITH same_hash AS MATERIALIZED (
+                SELECT b.bno, t.idx, t.tokens, b.norm
+                FROM _lk_t t JOIN _lk_bs b ON b.sh = hash(t.th)
+            ), ex AS (
+                SELECT bno, idx, true AS exact, NULL::INTEGER AS pos FROM same_hash
+                WHERE {_NORM.format(col="tokens")} = norm
+            ), ng AS (
+                SELECT g.bno, t.idx, false AS exact, g.pos::INTEGER AS pos
+                FROM (SELECT idx, {_gram("tpos", n)} AS h FROM (
+                        SELECT idx, th, unnest(generate_series(1, len(th) - $n + 1)) AS tpos
+                        FROM _lk_t)) t
+                JOIN _lk_bg g ON g.h = t.h
+            )
+            SELECT bno, idx, bool_or(exact) AS exact,
+                   list_sort(list_distinct(list(pos))) AS positions
+            FROM (SELECT * FROM ex UNION ALL SELECT * FROM ng)
+            GROUP BY bno, idx
+            """,
             {"n": n},
+        )
+        split = {"split": where["split"]}
+        con.execute(
+            "INSERT INTO _lk_p SELECT bno, $split, idx, exact, positions FROM _lk_cp", split
+        )
+        con.execute(
+            "INSERT INTO _lk_ts SELECT $split, idx, sentence_id, "
+            f"{'tokens' if texts else 'NULL'} FROM _lk_t "
+            "WHERE idx IN (SELECT idx FROM _lk_cp)",
+            split,
+        )
+        con.execute(
+            "INSERT INTO _lk_tl SELECT $split, idx, list(DISTINCT label ORDER BY label) "
+            "FROM mentions WHERE source = $src AND split = $split AND idx >= $first "
+            "AND idx < $stop AND idx IN (SELECT idx FROM _lk_cp) GROUP BY idx",
+            where,
         )
         con.execute(
             "INSERT INTO _lk_tm SELECT DISTINCT mh, label FROM ("
@@ -197,9 +232,9 @@ class OverlapQueries:
             where,
         )
 
-    def _overlap_pairs(self, source: str, texts: bool) -> pa.Table:
-        """The hits as one row per (benchmark sentence, training sentence); exact hits are
-        checked token by token."""
+    def _overlap_pairs(self, texts: bool) -> pa.Table:
+        """The pairs, one row per (benchmark sentence, training sentence), with the training
+        sentence's id and labels (and with `texts` both sentences' texts)."""
         text = (
             ", array_to_string(b.tokens, ' ') AS benchmark_text, "
             "array_to_string(t.tokens, ' ') AS training_text"
@@ -208,37 +243,15 @@ class OverlapQueries:
         )
         return self.con.sql(
             f"""
-            WITH ex AS (
-                SELECT b.bno, h.split, h.idx, true AS exact, NULL::INTEGER AS pos
-                FROM _lk_hits h
-                JOIN _lk_bs b ON hash(b.th) = h.h
-                JOIN _lk_ts t ON t.split = h.split AND t.idx = h.idx
-                WHERE h.tpos = 0 AND {_NORM.format(col="t.tokens")} = b.norm
-            ), ng AS (
-                SELECT g.bno, h.split, h.idx, false AS exact, g.pos::INTEGER AS pos
-                FROM _lk_hits h JOIN _lk_bg g ON g.h = h.h
-                WHERE h.tpos > 0
-            ), p AS (
-                SELECT bno, split, idx, bool_or(exact) AS exact,
-                       list_sort(list_distinct(list(pos))) AS positions
-                FROM (SELECT * FROM ex UNION ALL SELECT * FROM ng)
-                GROUP BY bno, split, idx
-            ), tl AS (
-                SELECT m.split, m.idx, list(DISTINCT m.label ORDER BY m.label) AS labels
-                FROM mentions m SEMI JOIN _lk_ts t ON m.split = t.split AND m.idx = t.idx
-                WHERE m.source = $src
-                GROUP BY m.split, m.idx
-            )
             SELECT b.benchmark, b.sentence_id AS benchmark_sentence_id,
                    t.sentence_id AS training_sentence_id, p.exact, p.positions,
                    coalesce(tl.labels, []::VARCHAR[]) AS training_labels{text}
-            FROM p
+            FROM _lk_p p
             JOIN _lk_bs b ON b.bno = p.bno
             JOIN _lk_ts t ON t.split = p.split AND t.idx = p.idx
-            LEFT JOIN tl ON tl.split = p.split AND tl.idx = p.idx
+            LEFT JOIN _lk_tl tl ON tl.split = p.split AND tl.idx = p.idx
             ORDER BY p.bno, p.split, p.idx
-            """,
-            params={"src": source},
+            """
         ).to_arrow_table()
 
     @contextmanager
