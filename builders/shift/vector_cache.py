@@ -46,6 +46,8 @@ MAX_ENV = "LABELSHIFT_EMBEDDINGS_MAX"
 DEFAULT_MAX = 4 << 30
 #: Shards of one key merged into one past this many.
 MAX_SHARDS = 8
+#: Passes over a key's shards when others merge or evict them meanwhile.
+LIST_TRIES = 5
 #: A temporary shard whose writer is gone is removed after this many seconds.
 STALE_TMP_S = 3600.0
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -107,16 +109,33 @@ class VectorCache:
     # ------------------------------------------------------------------ reading
     def lookup(self, key: str, labels: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """(positions into `labels`, float32 vectors) of the labels cached under `key`.
-        `labels` are distinct."""
+        `labels` are distinct. A shard another run merged or evicted while it was being read
+        is looked for again in the shards listed then (the merged one holds its labels)."""
         folder = self.folder(key)
         found = np.zeros(len(labels), dtype=bool)
         vectors: np.ndarray | None = None
-        for shard in self._shards(folder) if len(labels) else []:  # oldest first
+        for _ in range(LIST_TRIES):
+            vectors, vanished = self._scan(folder, labels, found, vectors)
+            if not vanished or found.all():
+                break
+        pos = np.flatnonzero(found)
+        if vectors is None or not len(pos):
+            return pos, np.zeros((0, 0), dtype=np.float32)
+        _touch(folder / _KEY_FILE)
+        return pos, vectors[pos]
+
+    def _scan(
+        self, folder: Path, labels: pa.Array, found: np.ndarray, vectors: np.ndarray | None
+    ) -> tuple[np.ndarray | None, bool]:
+        """One pass over the key's shards, oldest first, filling `found` and the vectors;
+        also says whether a listed shard was gone when read."""
+        vanished = False
+        for shard in self._shards(folder) if len(labels) else []:
             got = self._read(shard, labels)
             if got is None:
+                vanished = vanished or not shard.exists()
                 continue
             rows, at, block = got
-            fresh = ~found[at]
             if vectors is None:
                 vectors = np.zeros((len(labels), block.shape[1]), dtype=np.float32)
             if block.shape[1] != vectors.shape[1]:
@@ -124,18 +143,15 @@ class VectorCache:
                     f"{shard}: {block.shape[1]}-d vectors beside {vectors.shape[1]}-d "
                     "ones; left unread",
                     CacheWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
                 continue
+            fresh = ~found[at]
             vectors[at[fresh]] = block[rows[fresh]]
             found[at[fresh]] = True
             if found.all():
                 break
-        pos = np.flatnonzero(found)
-        if vectors is None or not len(pos):
-            return pos, np.zeros((0, 0), dtype=np.float32)
-        _touch(folder / _KEY_FILE)
-        return pos, vectors[pos]
+        return vectors, vanished
 
     def _read(
         self, shard: Path, labels: pa.Array
