@@ -160,6 +160,31 @@ def test_mention_overlap_equals_a_hand_count(db: Path, tmp_path: Path) -> None:
     assert (sub["seen_mentions"], sub["seen_familiar_mentions"]) == (1, 1)
 
 
+def test_familiar_labels_compared_in_chunks_give_the_same_scan(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The familiar-label check compares the training labels a chunk at a time (bounded
+    memory); chunks of one label find the same familiar pairs and figures."""
+    import polars as pl
+
+    import builders.shift.leakage as leakage
+
+    training = [
+        [("We", "O"), ("used", "O"), ("Naive", "B-algorithms"), ("Bayes", "I-algorithms"),
+         ("classifier", "I-algorithms"), (".", "O")],
+        [("LREC", "B-conferences"), ("was", "O"), ("held", "O"), (".", "O")],
+        [("The", "O"), ("lrec", "B-software"), ("site", "O"), (".", "O")],
+    ]  # fmt: skip
+    with _store(db, tmp_path, training) as store:
+        sets = resolve("crossner-ai", store=store)
+        whole = scan(store, "train", sets, model=MINILM)
+        monkeypatch.setattr(leakage, "LABEL_CHUNK", 1)
+        chunked = scan(store, "train", sets, model=MINILM)
+    assert whole.familiar.filter(pl.col("label") != pl.col("eval_label")).height  # found
+    assert chunked.familiar.equals(whole.familiar)
+    assert chunked.report() == whole.report()
+
+
 def test_the_scan_embeds_with_the_backend_it_is_given(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
