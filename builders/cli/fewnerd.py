@@ -141,7 +141,7 @@ def fewnerd_splits_cmd(
     command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
     with (
         OutLock(out, command),
-        open_store(db, create=True) as store,
+        open_store(db, create=True, shared=True) as store,
     ):  # --out checked before the work
         _ensure_source(store, source, path, quiet)
         with progress_bar(f"split {source} ({mode})", quiet, unit=" sent") as bar:
