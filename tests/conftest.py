@@ -16,6 +16,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # `--backend auto` runs torch, the reference every expected figure was computed with (child
 # processes inherit it); tests of `auto` itself take it away
 os.environ["LABELSHIFT_BACKEND"] = "torch"
+# session- and module-scoped fixtures embed before a test's own embedding cache is set (the
+# `_offline` fixture below): theirs is this process's, never the user's
+os.environ["LABELSHIFT_EMBEDDINGS"] = str(_CACHE / "labelshift-embeddings")
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HOME"] = str(_CACHE)
 os.environ["HF_DATASETS_CACHE"] = str(_CACHE / "datasets")
