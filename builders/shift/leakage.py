@@ -184,7 +184,7 @@ def scan(
 
     if n < 1:
         raise BuildersError(f"the n-gram length must be >= 1, got {n}")
-    model = canonical_name(model)
+    given, model = model, canonical_name(model)  # a local folder's canonical name is no path
     if embedder is not None and (
         embedder.model_name,
         embedder.requested_backend,
@@ -204,7 +204,7 @@ def scan(
     )
     men = _eval_labels(men, {s.name: s for s in sets})
     familiar = _familiar_pairs(
-        store, model, surfaces, men, threshold, backend, precision, embedder=embedder
+        store, given, surfaces, men, threshold, backend, precision, embedder=embedder
     )
     return LeakageScan(source, n, threshold, model, sent, pairs, men, surfaces, familiar, skipped)
 
