@@ -28,7 +28,8 @@ _NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"
 _NORM_HASH = "list_transform({col}, lambda x: hash(lower(nfc_normalize(x))))"
 #: Temporary tables of one scan (connection-local, dropped when it ends).
 _TEMP = ("_lk_bs", "_lk_bg", "_lk_bm", "_lk_t", "_lk_cp", "_lk_p", "_lk_ts", "_lk_tl", "_lk_tm")
-#: Training sentences hashed at a time: bounds the scan's memory (about 0.3 GB a chunk).
+#: Training sentences hashed at a time: bounds the scan's memory (its tokens and their hashes:
+#: about 0.3 GB a chunk).
 CHUNK = 500_000
 #: The tables a decontaminated view shadows, and what each is keyed by.
 _SHADOWED = ("sentences", "mentions", "negatives", "negative_spans")
@@ -37,6 +38,32 @@ _SHADOWED = ("sentences", "mentions", "negatives", "negative_spans")
 def _gram(pos: str, n: int) -> str:
     """SQL: the hash of the n token hashes of `th` from position `pos` (1-based)."""
     return "hash(" + ", ".join(f"th[{pos} + {k}]" for k in range(n)) + ")"
+
+
+def _chunk_pairs(n: int) -> str:
+    """SQL: `_lk_cp`, a chunk's pairs from its token hashes `_lk_t`: the benchmark sentences
+    whose whole hash it has and whose normalised tokens are its own (exact), and those one of
+    whose n-gram hashes it has (at those positions)."""
+    return f"""
+    CREATE OR REPLACE TEMP TABLE _lk_cp AS
+    WITH same_hash AS MATERIALIZED (
+        SELECT b.bno, t.idx, t.tokens, b.norm
+        FROM _lk_t t JOIN _lk_bs b ON b.sh = hash(t.th)
+    ), ex AS (
+        SELECT bno, idx, true AS exact, NULL::INTEGER AS pos FROM same_hash
+        WHERE {_NORM.format(col="tokens")} = norm
+    ), ng AS (
+        SELECT g.bno, t.idx, false AS exact, g.pos::INTEGER AS pos
+        FROM (SELECT idx, {_gram("tpos", n)} AS h FROM (
+                SELECT idx, th, unnest(generate_series(1, len(th) - $n + 1)) AS tpos
+                FROM _lk_t)) t
+        JOIN _lk_bg g ON g.h = t.h
+    )
+    SELECT bno, idx, bool_or(exact) AS exact,
+           list_sort(list_distinct(list(pos))) AS positions
+    FROM (SELECT * FROM ex UNION ALL SELECT * FROM ng)
+    GROUP BY bno, idx
+    """
 
 
 @dataclass(frozen=True)
@@ -172,10 +199,8 @@ class OverlapQueries:
 
     def _overlap_chunk(self, where: dict[str, object], n: int, texts: bool) -> None:
         """The rows of `_lk_p`, `_lk_ts`, `_lk_tl` and `_lk_tm` of the sentences
-        first <= idx < stop of one split. A chunk's normalised token hashes (`_lk_t`) give its
-        pairs (`_lk_cp`): the benchmark sentences whose whole hash it has (checked token by
-        token: exact) or one of whose n-gram hashes it has (at those positions); both are
-        dropped with the next chunk."""
+        first <= idx < stop of one split, from the chunk's tokens and normalised token hashes
+        (`_lk_t`) and its pairs (`_chunk_pairs`: `_lk_cp`), both replaced by the next chunk's."""
         con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_t AS "
@@ -184,29 +209,7 @@ class OverlapQueries:
             "WHERE source = $src AND split = $split AND idx >= $first AND idx < $stop",
             where,
         )
-        con.execute(
-            f"""
-            CREATE OR REPLACE TEMP TABLE _lk_cp AS
-            WITH same_hash AS MATERIALIZED (
-                SELECT b.bno, t.idx, t.tokens, b.norm
-                FROM _lk_t t JOIN _lk_bs b ON b.sh = hash(t.th)
-            ), ex AS (
-                SELECT bno, idx, true AS exact, NULL::INTEGER AS pos FROM same_hash
-                WHERE {_NORM.format(col="tokens")} = norm
-            ), ng AS (
-                SELECT g.bno, t.idx, false AS exact, g.pos::INTEGER AS pos
-                FROM (SELECT idx, {_gram("tpos", n)} AS h FROM (
-                        SELECT idx, th, unnest(generate_series(1, len(th) - $n + 1)) AS tpos
-                        FROM _lk_t)) t
-                JOIN _lk_bg g ON g.h = t.h
-            )
-            SELECT bno, idx, bool_or(exact) AS exact,
-                   list_sort(list_distinct(list(pos))) AS positions
-            FROM (SELECT * FROM ex UNION ALL SELECT * FROM ng)
-            GROUP BY bno, idx
-            """,
-            {"n": n},
-        )
+        con.execute(_chunk_pairs(n), {"n": n})
         split = {"split": where["split"]}
         con.execute(
             "INSERT INTO _lk_p SELECT bno, $split, idx, exact, positions FROM _lk_cp", split
