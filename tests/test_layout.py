@@ -23,6 +23,7 @@ RANKS = {
     "errors": 0,
     "defaults": 0,
     "names": 1,
+    "processes": 0,
     "data": 0,
     "labels": 1,
     "sources": 2,

@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from builders.cli.common import emit_json, handle_errors, note, output_options, print_table
+from builders.cli.common import (
+    emit_json,
+    handle_errors,
+    human_size,
+    note,
+    output_options,
+    print_table,
+)
 
 
 def _cache() -> Any:
@@ -19,16 +26,6 @@ def _cache() -> Any:
     if cache is None:
         raise BuildersError(f"the embedding cache is switched off ({EMBEDDINGS_ENV}=off)")
     return cache
-
-
-def _mb(n: int) -> str:
-    """Bytes in binary units: `8.6 KiB`, `1.2 GiB`."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 @click.group("cache", invoke_without_command=True)
@@ -57,7 +54,7 @@ def cache_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
             config={},
         )
         return
-    title = f"{cache.root}: {_mb(total)} of {_mb(cache.max_bytes)}"
+    title = f"{cache.root}: {human_size(total)} of {human_size(cache.max_bytes)}"
     if not rows:
         note(f"{title}: empty", quiet)
         return
@@ -73,7 +70,7 @@ def _row(entry: Any) -> dict[str, Any]:
         "runtime": f"{runtime}, {parts.get('rows', '?')} rows",
         "weights": parts.get("weights", "?"),
         "labels": entry.labels,
-        "size": _mb(entry.bytes),
+        "size": human_size(entry.bytes),
         "last used": time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used)),
         "key": entry.key,
     }
@@ -93,4 +90,4 @@ def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:
         emit_json({"path": str(cache.root), "keys": keys, "bytes": removed})
         return
     what = f"{model}'s vectors" if model else "every vector"
-    note(f"removed {what}: {keys} cache keys, {_mb(removed)} from {cache.root}", quiet)
+    note(f"removed {what}: {keys} cache keys, {human_size(removed)} from {cache.root}", quiet)

@@ -370,6 +370,16 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def human_size(n: int) -> str:
+    """Bytes in steps of 1024: `812 B`, `8.6 KB`, `1.2 GB`."""
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} GB"
+
+
 def note(msg: str, quiet: bool = False) -> None:
     """A line on stderr (none with --quiet), control characters from the data escaped."""
     if not quiet:

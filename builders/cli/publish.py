@@ -13,20 +13,12 @@ from builders.cli.common import (
     common_options,
     emit_json,
     handle_errors,
+    human_size,
     note,
     open_store,
     org_option,
     output_options,
 )
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _log_to_stderr(quiet: bool) -> None:
@@ -114,12 +106,12 @@ def print_plans(plans: list[Any], tag: str | None, private: bool | None, as_json
     visibility = {True: " (private)", False: " (public)", None: ""}[private]
     for plan in plans:
         click.echo(
-            f"would push {plan.repo_id}: {len(plan.files)} files, {_human(plan.total_bytes)}"
+            f"would push {plan.repo_id}: {len(plan.files)} files, {human_size(plan.total_bytes)}"
             + (f", tag {tag}" if tag else "")
             + visibility
         )
         for f in plan.to_dict()["files"]:
-            click.echo(f"  {f['path']}  {_human(f['size'])}")
+            click.echo(f"  {f['path']}  {human_size(f['size'])}")
 
 
 @click.command("regenerate")

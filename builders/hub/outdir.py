@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.errors import BuildersError
+from builders.processes import pid_alive
 
 LOCK = ".labelshift.lock"
 JOURNAL = ".labelshift-swap.json"
@@ -312,15 +313,5 @@ def _remove_dead_sizes_caches() -> None:
     """The throwaway `datasets` caches of processes that no longer run."""
     for entry in Path(tempfile.gettempdir()).glob(SIZES_PREFIX + "*"):
         m = _SIZES.match(entry.name)
-        if m and not _alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             _remove(entry)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from builders.errors import BuildersError, BuildersWarning
+from builders.processes import pid_alive
 
 #: The cache's folder, or `off` to use none.
 EMBEDDINGS_ENV = "LABELSHIFT_EMBEDDINGS"
@@ -331,23 +332,11 @@ def _remove_if_stale(path: Path) -> None:
     """Remove a temporary shard whose writer process is gone, or that is older than an hour."""
     try:
         pid = int(path.name[len(_TMP) :].split("-")[0])
-        alive = _alive(pid)
+        alive = pid_alive(pid)
         if not alive or time.time() - path.stat().st_mtime > STALE_TMP_S:
             path.unlink(missing_ok=True)
     except (ValueError, OSError):
         pass
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _unreadable(shard: Path, exc: Exception) -> None:
