@@ -38,7 +38,10 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -123,6 +126,112 @@ def type_names(real: list[str], n: int, rng: np.random.Generator) -> list[str]:
     return names[:n]
 
 
+@dataclass
+class Draws:
+    """Every numpy draw of a run, made in one fixed order (the bytes written depend on it)."""
+
+    names: list[str]  # the type names, most frequent first
+    per_row: np.ndarray  # mentions in each row
+    type_ids: np.ndarray  # the type of each mention, in row order
+    picks: np.ndarray  # the pool sentence of each row
+    lengths: np.ndarray  # tokens in each pool sentence
+
+
+@dataclass
+class Tally:
+    """What the rows written so far hold."""
+
+    items: int = 0
+    foreign: int = 0  # mentions taken from another sentence
+    distinct: set[int] = field(default_factory=set)
+    next_type: int = 0  # index into Draws.type_ids
+
+
+def draw(
+    sentences: list[tuple[list[str], list[tuple[int, int]]]],
+    real_types: list[str],
+    args: argparse.Namespace,
+) -> Draws:
+    """The type names, the mentions per row, their types and the rows' sentences."""
+    rng = np.random.default_rng(args.seed)
+    names = type_names(real_types, int(args.types * NAME_POOL_FACTOR), rng)
+    weights = 1.0 / np.arange(1, len(names) + 1) ** ZIPF_S
+    cdf = np.cumsum(weights / weights.sum())
+    per_row = 1 + rng.poisson(args.mentions_per_row - 1, args.rows)
+    total = int(per_row.sum())
+    type_ids = np.minimum(np.searchsorted(cdf, rng.random(total)), len(names) - 1)
+    # Drawn in proportion to length: a mean near 28 tokens, C4-like sentences, not MIT's queries.
+    lengths = np.array([len(tok) for tok, _ in sentences], dtype=np.float64)
+    picks = np.minimum(
+        np.searchsorted(np.cumsum(lengths / lengths.sum()), rng.random(args.rows)),
+        len(sentences) - 1,
+    )
+    return Draws(names, per_row, type_ids, picks, lengths)
+
+
+def row_mentions(
+    tokens: list[str],
+    spans: list[tuple[int, int]],
+    k: int,
+    sentences: list[tuple[list[str], list[tuple[int, int]]]],
+    py: random.Random,
+    tally: Tally,
+) -> list[str]:
+    """The sentence's first k entities, topped up to k with its word n-grams (about 1% of
+    them a mention from another sentence instead)."""
+    mentions = [" ".join(tokens[a:b]) for a, b in spans[:k]]
+    words = [i for i, tok in enumerate(tokens) if tok[0].isalnum()] or [0]
+    n = len(tokens)
+    while len(mentions) < k:
+        if py.random() < 0.01:  # a mention from another sentence: usually not found
+            other, ospans = sentences[py.randrange(len(sentences))]
+            a, b = ospans[0] if ospans else (0, 1)
+            mentions.append(" ".join(other[a:b]))
+            tally.foreign += 1
+            continue
+        a = words[py.randrange(len(words))]
+        b = min(n, a + 1 + int(py.random() < 0.35) + int(py.random() < 0.1))
+        mentions.append(" ".join(tokens[a:b]))
+    return mentions
+
+
+def write_rows(
+    fh: TextIO,
+    sentences: list[tuple[list[str], list[tuple[int, int]]]],
+    draws: Draws,
+    py: random.Random,
+    tally: Tally,
+) -> None:
+    """The CSV: a header, then one `input,output` row per picked sentence."""
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(["input", "output"])
+    for r in range(len(draws.picks)):
+        tokens, spans = sentences[draws.picks[r]]
+        mentions = row_mentions(tokens, spans, int(draws.per_row[r]), sentences, py, tally)
+        items = []
+        for m in mentions:
+            tid = int(draws.type_ids[tally.next_type])
+            tally.next_type += 1
+            tally.distinct.add(tid)
+            items.append(f"{m} <> {draws.names[tid]}")
+        tally.items += len(items)
+        w.writerow([detok(tokens), repr(items)])
+
+
+def write_atomically(out: Path, write: Callable[[TextIO], None]) -> None:
+    """Write `out` through a temporary file beside it, swapped in only when complete."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            write(fh)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def generate(args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     files = [(Path(p), {"sep": "\t"}) for p in args.sources] or [
@@ -134,67 +243,17 @@ def generate(args: argparse.Namespace) -> dict:
     real_types = json.loads(
         (args.shared / "nuner" / "top_tag_names.json").read_text(encoding="utf-8")
     )
-    rng = np.random.default_rng(args.seed)
-    names = type_names(real_types, int(args.types * NAME_POOL_FACTOR), rng)
-    weights = 1.0 / np.arange(1, len(names) + 1) ** ZIPF_S
-    cdf = np.cumsum(weights / weights.sum())
-
-    rows = args.rows
-    per_row = 1 + rng.poisson(args.mentions_per_row - 1, rows)
-    total = int(per_row.sum())
-    type_ids = np.minimum(np.searchsorted(cdf, rng.random(total)), len(names) - 1)
-    # Drawn in proportion to length: a mean near 28 tokens, C4-like sentences, not MIT's queries.
-    lengths = np.array([len(tok) for tok, _ in sentences], dtype=np.float64)
-    picks = np.minimum(
-        np.searchsorted(np.cumsum(lengths / lengths.sum()), rng.random(rows)), len(sentences) - 1
-    )
+    draws = draw(sentences, real_types, args)
     py = random.Random(args.seed)
-
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=args.out.name + ".", suffix=".tmp", dir=args.out.parent)
-    n_items = n_foreign = 0
-    distinct: set[int] = set()
-    t = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(["input", "output"])
-            for r in range(rows):
-                tokens, spans = sentences[picks[r]]
-                k = int(per_row[r])
-                mentions = [" ".join(tokens[a:b]) for a, b in spans[:k]]
-                words = [i for i, tok in enumerate(tokens) if tok[0].isalnum()] or [0]
-                n = len(tokens)
-                while len(mentions) < k:
-                    if py.random() < 0.01:  # a mention from another sentence: usually not found
-                        other, ospans = sentences[py.randrange(len(sentences))]
-                        a, b = ospans[0] if ospans else (0, 1)
-                        mentions.append(" ".join(other[a:b]))
-                        n_foreign += 1
-                        continue
-                    a = words[py.randrange(len(words))]
-                    b = min(n, a + 1 + int(py.random() < 0.35) + int(py.random() < 0.1))
-                    mentions.append(" ".join(tokens[a:b]))
-                items = []
-                for m in mentions:
-                    tid = int(type_ids[t])
-                    t += 1
-                    distinct.add(tid)
-                    items.append(f"{m} <> {names[tid]}")
-                n_items += len(items)
-                w.writerow([detok(tokens), repr(items)])
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, args.out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    tally = Tally()
+    write_atomically(args.out, lambda fh: write_rows(fh, sentences, draws, py, tally))
     stats = {
-        "rows": rows,
-        "items": n_items,
-        "distinct_types": len(distinct),
-        "foreign_mentions": n_foreign,
+        "rows": args.rows,
+        "items": tally.items,
+        "distinct_types": len(tally.distinct),
+        "foreign_mentions": tally.foreign,
         "sentence_pool": len(sentences),
-        "mean_tokens": round(float(lengths[picks].mean()), 1),
+        "mean_tokens": round(float(draws.lengths[draws.picks].mean()), 1),
         "seed": args.seed,
         "bytes": args.out.stat().st_size,
         "seconds": round(time.perf_counter() - t0, 1),

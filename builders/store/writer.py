@@ -279,6 +279,10 @@ def _listing(names: list[str], shown: int = 4) -> str:
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
+# the tables that hold a split's rows, which are also what the validator counts
+_ROW_TABLES = ("sentences", "mentions", "negatives", "negative_spans")
+
+
 def _write_split(
     store: Store,
     spec: SourceSpec,
@@ -288,31 +292,77 @@ def _write_split(
     progress: Callable[[int], None] | None,
 ) -> SplitResult:
     """Read, validate and write one split's inputs (after what it holds, when appending)."""
-    con, split, old = store.con, job.split, job.old
+    split, old = job.split, job.old
     if old is None:  # the split's `sources` row is replaced below (INSERT OR REPLACE)
-        for table in ("sentences", "mentions", "negatives", "negative_spans"):
-            con.execute(f"DELETE FROM {table} WHERE source = ? AND split = ?", [source, split])
+        _clear_split(store, source, split)
     report = ReadReport()
-    read = spec.reader(plan.module)
-    units = [i.unit for i in job.inputs]
-    stream = ((u, ex) for u in units for ex in read(u, report, **plan.options))
-    check = Validator(spec, Buffers(source, split), plan.label_map)
-    check.run(stream, con, old.sentences if old else 0, progress)
-    check.account(report, con)
-    for unit in units:
-        if not check.per_input[unit]:
-            raise SourceFormatError(unit, None, "empty input: no sentences found")
+    check = _read_split(store, spec, plan, source, job, report, progress)
     inputs = (old.inputs if old else []) + [
         {"input": i.key, "fingerprint": i.fingerprint, "sentences": check.per_input[i.unit]}
         for i in job.inputs
     ]
     rep = _merged_report(old.report if old else None, report)
-    counts = [check.counts[k] for k in ("sentences", "mentions", "negatives", "negative_spans")]
+    counts = [check.counts[k] for k in _ROW_TABLES]
     if old:
         counts = [a + b for a, b in zip(counts, _stored_counts(old), strict=True)]
+    _record_split(store, spec, plan, source, job, inputs, counts, rep)
+    return SplitResult(
+        split,
+        [i["input"] for i in inputs],
+        "appended" if old else "ingested",
+        counts[0],
+        counts[1],
+        counts[2],
+        counts[3],
+        store.count_types(source, split),
+        rep,
+    )
+
+
+def _clear_split(store: Store, source: str, split: str) -> None:
+    """Delete the split's rows (not its `sources` row, which is replaced when it is written)."""
+    for table in _ROW_TABLES:
+        store.con.execute(f"DELETE FROM {table} WHERE source = ? AND split = ?", [source, split])
+
+
+def _read_split(
+    store: Store,
+    spec: SourceSpec,
+    plan: ReadPlan,
+    source: str,
+    job: _Job,
+    report: ReadReport,
+    progress: Callable[[int], None] | None,
+) -> Validator:
+    """Stream the job's inputs through the reader and the validator into the store's tables;
+    an input without a sentence is refused."""
+    read = spec.reader(plan.module)
+    units = [i.unit for i in job.inputs]
+    stream = ((u, ex) for u in units for ex in read(u, report, **plan.options))
+    check = Validator(spec, Buffers(source, job.split), plan.label_map)
+    check.run(stream, store.con, job.old.sentences if job.old else 0, progress)
+    check.account(report, store.con)
+    for unit in units:
+        if not check.per_input[unit]:
+            raise SourceFormatError(unit, None, "empty input: no sentences found")
+    return check
+
+
+def _record_split(
+    store: Store,
+    spec: SourceSpec,
+    plan: ReadPlan,
+    source: str,
+    job: _Job,
+    inputs: list[dict[str, Any]],
+    counts: list[int],
+    rep: dict[str, Any],
+) -> None:
+    """Write the split's `sources` row: its origin, fingerprint, options, counts and report."""
+    split, old = job.split, job.old
     # one statement, no DELETE first: DuckDB before 1.2 refuses a key deleted and inserted
     # again in one transaction
-    con.execute(
+    store.con.execute(
         "INSERT OR REPLACE INTO sources (source, split, kind, origin, fingerprint, loader_version, options, "
         "ingested_at, n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs, "
         "spec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -330,17 +380,6 @@ def _write_split(
             json.dumps(inputs),
             spec.name,
         ],
-    )
-    return SplitResult(
-        split,
-        [i["input"] for i in inputs],
-        "appended" if old else "ingested",
-        counts[0],
-        counts[1],
-        counts[2],
-        counts[3],
-        store.count_types(source, split),
-        rep,
     )
 
 
