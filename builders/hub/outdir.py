@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -29,15 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from builders.errors import BuildersError
-from builders.processes import pid_alive
 
 LOCK = ".labelshift.lock"
 JOURNAL = ".labelshift-swap.json"
 #: Prefix of every temporary entry written under an output folder.
 TMP_PREFIX = ".labelshift-tmp."
-#: Prefix of the throwaway `datasets` caches (`hub.folder.dataset_sizes`), with the pid.
-SIZES_PREFIX = "labelshift-sizes-"
-_SIZES = re.compile(re.escape(SIZES_PREFIX) + r"(\d+)-")
 
 
 #: Output folders this process holds, with how many `OutLock`s hold each (they nest).
@@ -200,7 +195,6 @@ def recover(out: Path) -> list[str]:
     for entry in sorted(out.glob(TMP_PREFIX + "*")):
         _remove(entry)
         done.append(f"removed {entry.name}")
-    _remove_dead_sizes_caches()
     return done
 
 
@@ -307,11 +301,3 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def _remove_dead_sizes_caches() -> None:
-    """The throwaway `datasets` caches of processes that no longer run."""
-    for entry in Path(tempfile.gettempdir()).glob(SIZES_PREFIX + "*"):
-        m = _SIZES.match(entry.name)
-        if m and not pid_alive(int(m.group(1))):
-            _remove(entry)

@@ -83,3 +83,41 @@ def test_atomic_write_text_leaves_no_temp_on_failure(
         atomic_write_text(path, "new\n")
     assert path.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
+
+
+def test_dataset_sizes_are_load_datasets_own_figures(tmp_path: Path) -> None:
+    """Several files, several row groups of unequal sizes, nested and non-ASCII values: the
+    split sizes equal those `load_dataset` records when it loads the same files."""
+    import random
+
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from builders.hub.folder import SUBSET_FEATURES, dataset_sizes
+
+    rnd = random.Random(1)
+    rows = []
+    for i in range(1000):
+        toks = [rnd.choice(["a", "bb", "ccc", "Ü", "日本"]) for _ in range(rnd.randint(0, 40))]
+        spans = [{"start": j, "end": j + 1, "label": rnd.choice(["x", "yy"])}
+                 for j in range(0, len(toks), 7)]  # fmt: skip
+        rows.append({"id": str(i), "tokens": toks, "spans": spans,
+                     "negatives": ["q"] * (i % 3), "negative_spans": spans[:1]})  # fmt: skip
+    table = pa.Table.from_pylist(rows).cast(SUBSET_FEATURES.arrow_schema)
+    files = []
+    for k, group in enumerate([7, 100, 333]):
+        files.append(tmp_path / f"f{k}.parquet")
+        pq.write_table(table, files[-1], row_group_size=group, compression="zstd")
+    data_files = {"train": files[:2], "test": files[2:]}
+    ours = dataset_sizes(data_files, SUBSET_FEATURES)
+    loaded = datasets.load_dataset(
+        "parquet",
+        data_files={s: [str(p) for p in fs] for s, fs in data_files.items()},
+        features=SUBSET_FEATURES,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    assert {s: ours[s] for s in loaded} == {
+        s: d.info.splits[s].num_bytes for s, d in loaded.items()
+    }
+    assert ours["download_size"] == sum(p.stat().st_size for p in files)
