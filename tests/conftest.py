@@ -19,6 +19,7 @@ os.environ["LABELSHIFT_BACKEND"] = "torch"
 # session- and module-scoped fixtures embed before a test's own embedding cache is set (the
 # `_offline` fixture below): theirs is this process's, never the user's
 os.environ["LABELSHIFT_EMBEDDINGS"] = str(_CACHE / "labelshift-embeddings")
+os.environ["LABELSHIFT_SCANS"] = str(_CACHE / "labelshift-scans")
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HOME"] = str(_CACHE)
 os.environ["HF_DATASETS_CACHE"] = str(_CACHE / "datasets")
@@ -54,6 +55,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathF
     # a per-user embedding cache of the test's own: no test sees another's vectors
     monkeypatch.setenv("LABELSHIFT_EMBEDDINGS", str(tmp_path_factory.mktemp("embeddings")))
     monkeypatch.delenv("LABELSHIFT_EMBEDDINGS_MAX", raising=False)
+    # and a leakage-scan cache of its own
+    monkeypatch.setenv("LABELSHIFT_SCANS", str(tmp_path_factory.mktemp("scans")))
+    monkeypatch.delenv("LABELSHIFT_SCANS_MAX", raising=False)
 
 
 @pytest.fixture

@@ -40,6 +40,10 @@ def cache_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
     what they embed. LABELSHIFT_EMBEDDINGS moves it (`off`: none); LABELSHIFT_EMBEDDINGS_MAX
     bounds it (default 4G; the least recently used models' vectors go first).
 
+    Beside it, the leakage-scan cache: the tables of each scan, read back while the corpus and
+    the benchmarks are unchanged (LABELSHIFT_SCANS moves it, `off`: none;
+    LABELSHIFT_SCANS_MAX bounds it, default 2G).
+
     Example: builders cache && builders cache clear --model all-MiniLM-L6-v2
     """
     if ctx.invoked_subcommand is not None:
@@ -48,18 +52,36 @@ def cache_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
     entries = cache.entries()
     rows = [_row(e) for e in entries]
     total = sum(e.bytes for e in entries)
+    scans = _scans_summary()
     if as_json:
-        emit_json(
-            {"path": str(cache.root), "max_bytes": cache.max_bytes, "bytes": total, "keys": rows},
-            config={},
-        )
+        doc = {"path": str(cache.root), "max_bytes": cache.max_bytes, "bytes": total, "keys": rows}
+        emit_json({**doc, "scans": scans}, config={})
         return
     title = f"{cache.root}: {human_size(total)} of {human_size(cache.max_bytes)}"
     if not rows:
         note(f"{title}: empty", quiet)
-        return
-    columns = ["model", "runtime", "weights", "labels", "size", "last used"]
-    print_table(title, columns, [[r[c] for c in columns] for r in rows])
+    else:
+        columns = ["model", "runtime", "weights", "labels", "size", "last used"]
+        print_table(title, columns, [[r[c] for c in columns] for r in rows])
+    if scans is not None:
+        size = f"{human_size(scans['bytes'])} of {human_size(scans['max_bytes'])}"
+        note(f"leakage scans: {scans['path']}: {scans['entries']} cached, {size}", quiet)
+
+
+def _scans_summary() -> dict[str, Any] | None:
+    """Where the leakage-scan cache is, how many scans it holds and their size (None: off)."""
+    from builders.shift.scan_cache import ScanCache
+
+    scans = ScanCache.default()
+    if scans is None:
+        return None
+    entries = scans.entries()
+    return {
+        "path": str(scans.root),
+        "max_bytes": scans.max_bytes,
+        "entries": len(entries),
+        "bytes": sum(size for _, size, _ in entries),
+    }
 
 
 def _row(entry: Any) -> dict[str, Any]:
@@ -81,13 +103,27 @@ def _row(entry: Any) -> dict[str, Any]:
 @output_options
 @handle_errors
 def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:
-    """Remove the cache's vectors: all of them, or one model's. Stores keep their own."""
+    """Remove the cache's vectors: all of them, or one model's (stores keep their own); without
+    --model, the cached leakage scans too."""
     from builders.shift.models import canonical_name
+    from builders.shift.scan_cache import ScanCache
 
     cache = _cache()
     keys, removed = cache.clear(canonical_name(model) if model else None)
+    scans = ScanCache.default() if model is None else None
+    n_scans, scan_bytes = scans.clear() if scans is not None else (0, 0)
     if as_json:
-        emit_json({"path": str(cache.root), "keys": keys, "bytes": removed})
+        emit_json(
+            {
+                "path": str(cache.root),
+                "keys": keys,
+                "bytes": removed,
+                "scans": n_scans,
+                "scan_bytes": scan_bytes,
+            }
+        )
         return
     what = f"{model}'s vectors" if model else "every vector"
     note(f"removed {what}: {keys} cache keys, {human_size(removed)} from {cache.root}", quiet)
+    if scans is not None:
+        note(f"removed {n_scans} leakage scans, {human_size(scan_bytes)} from {scans.root}", quiet)

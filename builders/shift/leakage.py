@@ -41,6 +41,7 @@ from builders.shift.benchmarks import EvalSet, ingest_local
 if TYPE_CHECKING:
     from builders.shift.embedder import Embedder
     from builders.store import Store
+    from builders.store.overlap import OverlapTables
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def scan(
     store.require_source(source)
     rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
-    tables = store.overlap_tables(source, query, n, texts=texts)
+    tables = _overlap_tables(store, source, query, n, texts, on_note or (lambda s: None))
     sent, pairs, men, surfaces = (
         _frame(t) for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
     )
@@ -207,6 +208,28 @@ def scan(
         store, given, surfaces, men, threshold, backend, precision, embedder=embedder
     )
     return LeakageScan(source, n, threshold, model, sent, pairs, men, surfaces, familiar, skipped)
+
+
+def _overlap_tables(
+    store: Store, source: str, query: pa.Table, n: int, texts: bool, note: Callable[[str], None]
+) -> OverlapTables:
+    """The scan's tables: from the scan cache when the corpus and the benchmarks' splits are
+    the ones a cached scan read (`builders.shift.scan_cache`), else scanned (and cached)."""
+    from builders.shift.scan_cache import ScanCache, scan_key
+
+    inputs = store.scan_inputs(source, query)
+    cache = ScanCache.default() if inputs is not None else None
+    if cache is None or inputs is None:
+        return store.overlap_tables(source, query, n, texts=texts)
+    description = {**inputs, "n": n, "texts": texts}
+    key = scan_key(description)
+    tables = cache.get(key)
+    if tables is not None:
+        note(f"leakage: {source} unchanged since its last scan: read from {cache.root / key}")
+        return tables
+    tables = store.overlap_tables(source, query, n, texts=texts)
+    cache.put(key, description, tables)
+    return tables
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:

@@ -60,11 +60,11 @@ class CacheWarning(BuildersWarning):
     """The per-user embedding cache could not be read or written; the run goes on without it."""
 
 
-def parse_size(text: str) -> int:
-    """`4G`, `500M`, `123456` -> bytes."""
+def parse_size(text: str, env: str = MAX_ENV) -> int:
+    """`4G`, `500M`, `123456` -> bytes (`env`: the variable it was read from, for the error)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
     if not m:
-        raise BuildersError(f"{MAX_ENV}={text!r} is not a size: give bytes, or e.g. 500M, 4G")
+        raise BuildersError(f"{env}={text!r} is not a size: give bytes, or e.g. 500M, 4G")
     return int(float(m.group(1)) * _UNITS[m.group(2)])
 
 

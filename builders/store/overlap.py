@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -94,6 +95,26 @@ class OverlapQueries:
     """Mixed into `Store`: the leakage scan and the decontaminated view."""
 
     con: duckdb.DuckDBPyConnection
+    #: True inside `without_sentences`: the tables are views no stored fingerprint describes.
+    _shadowing: bool = False
+
+    def scan_inputs(self, source: str, benchmarks: pa.Table) -> dict[str, Any] | None:
+        """What `overlap_tables(source, benchmarks, ...)` reads, by the stored fingerprints of
+        the corpus's splits and of the benchmarks' splits (the scan cache's key,
+        `builders.shift.scan_cache`); None inside `without_sentences`."""
+        if self._shadowing:
+            return None
+        prints = {(src, split): fp for src, split, fp in self.fingerprints()}
+        columns = (benchmarks.column(c).to_pylist() for c in ("benchmark", "source", "split"))
+        rows = zip(*columns, strict=True)
+        return {
+            "source": source,
+            "splits": {sp: fp for (src, sp), fp in sorted(prints.items()) if src == source},
+            "benchmarks": [[b, src, sp, prints.get((src, sp))] for b, src, sp in sorted(rows)],
+        }
+
+    def fingerprints(self, source: str | None = None) -> list[tuple[str, str, str]]:
+        raise NotImplementedError  # `Store.fingerprints`
 
     def source_names(self) -> list[str]:
         """Every stored source, sorted."""
@@ -292,8 +313,10 @@ class OverlapQueries:
                 + LABEL_COUNTS.format(mentions="temp.main.mentions")
             )
             (dropped,) = self.con.execute("SELECT count(*) FROM temp.main._dropped").fetchall()[0]
+            self._shadowing = True
             yield int(dropped)
         finally:
+            self._shadowing = False
             for view in ("label_counts", *_SHADOWED):
                 self.con.execute(f"DROP VIEW IF EXISTS temp.main.{view}")
             self.con.execute("DROP TABLE IF EXISTS temp.main._dropped")

@@ -286,11 +286,22 @@ def test_cache_command_shows_and_clears(tmp_path: Path, monkeypatch: pytest.Monk
     assert {k["key"]: k["labels"] for k in shown["keys"]} == {minilm_key: 1, KEY: 2}
     table = runner.invoke(cli, ["cache"])
     assert table.exit_code == 0 and "acme/model" in table.output
+    from builders.shift.scan_cache import ScanCache
+    from builders.store.overlap import OverlapTables
+
+    scans = ScanCache(tmp_path / "scans")
+    monkeypatch.setenv("LABELSHIFT_SCANS", str(scans.root))
+    part = pa.table({"x": pa.array([1, 2], pa.int64())})
+    scans.put("k", {"n": 13}, OverlapTables(part, part, part, part))
+    shown = json.loads(runner.invoke(cli, ["cache", "--json"]).output)["result"]
+    assert shown["scans"]["entries"] == 1 and shown["scans"]["path"] == str(scans.root)
+    assert "leakage scans: " in runner.invoke(cli, ["cache"]).output
     cleared = runner.invoke(cli, ["cache", "clear", "--model", "minilm"])
     assert cleared.exit_code == 0, cleared.output
-    assert [e.key for e in cache.entries()] == [KEY]
-    assert runner.invoke(cli, ["cache", "clear"]).exit_code == 0
-    assert cache.entries() == [] and cache.size() == 0
+    assert [e.key for e in cache.entries()] == [KEY] and len(scans.entries()) == 1
+    cleared = runner.invoke(cli, ["cache", "clear"])
+    assert cleared.exit_code == 0 and "removed 1 leakage scans" in cleared.output
+    assert cache.entries() == [] and cache.size() == 0 and scans.entries() == []
     monkeypatch.setenv("LABELSHIFT_EMBEDDINGS", "off")
     off = runner.invoke(cli, ["cache"])
     assert off.exit_code != 0 and "switched off (LABELSHIFT_EMBEDDINGS=off)" in off.output

@@ -1,0 +1,193 @@
+"""The per-user leakage-scan cache: a scan's tables, reused while its inputs are unchanged.
+
+    cache = ScanCache.default()             # None when LABELSHIFT_SCANS=off
+    tables = cache.get(key)                 # OverlapTables, or None
+    cache.put(key, description, tables)
+
+A scan (`Store.overlap_tables`) reads the whole training corpus; its result depends only on
+the corpus's stored splits, the benchmarks' evaluation splits, the n-gram length and whether
+texts are kept. Its key (`scan_key`) is the sha256 of those: the splits' fingerprints (input
+bytes, reader version, options and label map: `builders.store.writer`), the scan's version
+and this package's version. A second build or `builders leakage` over an unchanged corpus
+reads the tables back instead of scanning (seconds instead of minutes at NuNER scale).
+
+It lives in `$LABELSHIFT_SCANS`, else `<cache root>/scans` (`models.cache_root`). An entry is
+a folder named by its key holding `key.json` (what the key hashes) and one parquet file per
+table; it is written under a temporary name and renamed into place whole, so a reader sees an
+entry entire or not at all, whatever runs beside it or is killed with -9. Size is bounded
+(`$LABELSHIFT_SCANS_MAX`, default `DEFAULT_MAX`): the least recently used entries go first.
+The cache is an accelerator: an entry that cannot be read is removed with a warning (and the
+scan runs), and a write that fails (full disk, read-only folder) warns and changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from builders.processes import pid_alive
+from builders.shift.vector_cache import CacheWarning, parse_size
+from builders.store.overlap import OverlapTables
+
+#: The cache's folder, or `off` to use none.
+SCANS_ENV = "LABELSHIFT_SCANS"
+#: Its size bound: bytes, or a number with K, M, G or T (powers of 1024).
+MAX_ENV = "LABELSHIFT_SCANS_MAX"
+DEFAULT_MAX = 2 << 30
+#: Bump when the scan's tables change for the same inputs.
+SCAN_VERSION = 1
+#: A temporary entry whose writer is gone, or older than this many seconds, is removed.
+STALE_TMP_S = 3600.0
+_PARTS = ("sentences", "pairs", "mentions", "surface_labels")
+_KEY_FILE = "key.json"
+_TMP = ".tmp-"
+
+
+def scan_key(description: Mapping[str, Any]) -> str:
+    """The key of a scan described by `description` (JSON-able; see `Store._scan_description`)."""
+    from builders import __version__
+
+    text = json.dumps(
+        {"scan": SCAN_VERSION, "builders": __version__, **description}, sort_keys=True
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ScanCache:
+    """Scan tables on disk, one folder per key (see the module docstring)."""
+
+    def __init__(self, root: Path, max_bytes: int = DEFAULT_MAX):
+        self.root = root
+        self.max_bytes = max_bytes
+
+    @classmethod
+    def default(cls) -> ScanCache | None:
+        """The cache `$LABELSHIFT_SCANS` names (None for `off`), else `<cache root>/scans`."""
+        from builders.shift.models import cache_root
+
+        where = os.environ.get(SCANS_ENV, "").strip()
+        if where.lower() == "off":
+            return None
+        bound = os.environ.get(MAX_ENV, "").strip()
+        max_bytes = parse_size(bound, MAX_ENV) if bound else DEFAULT_MAX
+        return cls(Path(where).expanduser() if where else cache_root() / "scans", max_bytes)
+
+    def get(self, key: str) -> OverlapTables | None:
+        """The tables stored under `key`, or None (an unreadable entry is removed, warned)."""
+        folder = self.root / key
+        if not (folder / _KEY_FILE).is_file():
+            return None
+        try:
+            tables = {p: pq.read_table(folder / f"{p}.parquet") for p in _PARTS}
+        except (OSError, pa.ArrowException) as exc:
+            warnings.warn(
+                f"removed an unreadable leakage-scan cache entry {folder}: {exc}",
+                CacheWarning,
+                stacklevel=2,
+            )
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(folder / _KEY_FILE)
+        return OverlapTables(**tables)
+
+    def put(self, key: str, description: Mapping[str, Any], tables: OverlapTables) -> None:
+        """Store `tables` under `key` (kept as is when another run stored it first)."""
+        tmp: Path | None = None
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP}{os.getpid()}-", dir=self.root))
+            for part in _PARTS:
+                pq.write_table(getattr(tables, part), tmp / f"{part}.parquet", compression="zstd")
+            (tmp / _KEY_FILE).write_text(json.dumps(description, indent=1, sort_keys=True))
+            try:
+                tmp.rename(self.root / key)
+                tmp = None
+            except OSError:
+                if not (self.root / key / _KEY_FILE).is_file():
+                    raise
+            self._evict(keep=self.root / key)
+        except OSError as exc:
+            warnings.warn(
+                f"could not write the leakage-scan cache in {self.root}: {exc}; the scan's "
+                "results stand, the next scan will not reuse them",
+                CacheWarning,
+                stacklevel=2,
+            )
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def entries(self) -> list[tuple[str, int, float]]:
+        """(key, bytes, last used) of every complete entry, most recently used first; the
+        temporary entries of gone writers are removed."""
+        out = []
+        for folder in self._folders():
+            out.append((folder.name, _tree_size(folder), _last_used(folder)))
+        return sorted(out, key=lambda e: -e[2])
+
+    def clear(self) -> tuple[int, int]:
+        """Remove every entry; returns (entries, bytes) removed."""
+        entries = self.entries()
+        for key, _, _ in entries:
+            shutil.rmtree(self.root / key, ignore_errors=True)
+        return len(entries), sum(size for _, size, _ in entries)
+
+    def _evict(self, keep: Path) -> None:
+        """Remove the least recently used entries but `keep` until within the bound."""
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        for key, size, _ in reversed(entries):
+            if total <= self.max_bytes:
+                return
+            if self.root / key != keep:
+                shutil.rmtree(self.root / key, ignore_errors=True)
+                total -= size
+
+    def _folders(self) -> list[Path]:
+        try:
+            paths = sorted(self.root.iterdir())
+        except OSError:
+            return []
+        for path in paths:
+            if path.name.startswith(_TMP):
+                _remove_if_stale(path)
+        return [p for p in paths if not p.name.startswith(".") and (p / _KEY_FILE).is_file()]
+
+
+def _remove_if_stale(path: Path) -> None:
+    """Remove a temporary entry whose writer process is gone, or that is older than an hour."""
+    try:
+        pid = int(path.name[len(_TMP) :].split("-")[0])
+        if not pid_alive(pid) or time.time() - path.stat().st_mtime > STALE_TMP_S:
+            shutil.rmtree(path, ignore_errors=True)
+    except (ValueError, OSError):
+        pass
+
+
+def _tree_size(folder: Path) -> int:
+    total = 0
+    with contextlib.suppress(OSError):
+        for path in folder.iterdir():
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+    return total
+
+
+def _last_used(folder: Path) -> float:
+    try:
+        return (folder / _KEY_FILE).stat().st_mtime
+    except OSError:
+        return 0.0
