@@ -4,7 +4,10 @@
     python scripts/verify_levels.py out/demo/pilener-sample-{low,medium,high}-shift \\
         --config familiarity
 
-For every level folder it reads only what a user downloads: the config's parquet rows and
+First the levels are checked to come from one build (`builders.hub.manifest.check_levels`:
+no interrupted build beside them, every file as its build wrote it, one build id; folders
+without a manifest are read with a note). Then for every level folder it reads only what a
+user downloads: the config's parquet rows and
 its build.json (for the model, K, weighting and the benchmarks' label lists), and then
 
 - counts each label's mentions in the parquet spans;
@@ -125,6 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+    from builders.errors import BuildersError
+    from builders.hub.manifest import check_levels
+
+    try:
+        check_levels(args.folders, args.config, note=lambda t: print(f"note: {t}", file=sys.stderr))
+    except BuildersError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        print(f"verdict: FAILED: {exc}")
+        return 1
     cache: dict = {}
     failures: list[str] = []
     levels: dict[str, tuple[dict, Counter, float]] = {}

@@ -49,7 +49,8 @@ def export_gliner_cmd(
     "ner_negatives", "negative_ner"} (the keys GLiNER's trainer reads; `ner_negatives` only on
     rows that have negatives; `negative_ner`, span-level negatives in the layout of `ner`, only
     on rows that have them: `builders ingest gliner` reads them back, GLiNER ignores them).
-    FOLDER that is not a local folder is downloaded from the Hub.
+    FOLDER that is not a local folder is downloaded from the Hub. A local FOLDER is first
+    checked against the manifest its build wrote (see publish).
 
     Example: builders export-gliner out/pilener-low-shift --config max --out pilener-low-max.json
 
@@ -66,6 +67,8 @@ def export_gliner_cmd(
     where, repo_id = local_folder(folder, config)
     if repo_id:
         note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}", quiet)
+    else:
+        _check_level(where, config, quiet)
     counts = export_gliner(where, config, out, split=split)
     if as_json:
         emit_json({"folder": folder, "config": config, "split": split, "out": str(out), **counts})
@@ -75,6 +78,17 @@ def export_gliner_cmd(
         f"{counts['negatives']:,} negatives, {counts['negative_spans']:,} negative spans -> {out}",
         quiet,
     )
+
+
+def _check_level(folder: Path, config: str | None, quiet: bool) -> None:
+    """The config to export (the folder's default when None) is the one its build wrote."""
+    from builders.hub.folder import configs_of
+    from builders.hub.manifest import check_levels
+
+    if config is None and folder.is_dir():
+        config = next(iter(configs_of(folder)), None)
+    if config is not None:
+        check_levels([folder], config, note=lambda text: note(f"note: {text}", quiet))
 
 
 def _export_benchmark(source: str, out: Path, db: Path, as_json: bool, quiet: bool) -> None:

@@ -75,11 +75,15 @@ def publish_cmd(
     honoured). The token comes from HF_TOKEN or `hf auth login`; HF_ENDPOINT selects
     another Hub.
 
+    First the folders are checked against the manifest their build wrote in its --out: an
+    interrupted build, a file the build did not write or levels of two builds stop it before
+    anything is pushed; a folder without manifest is pushed with a note.
+
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
-    from builders.hub.publish import plan_publish, publish
+    from builders.hub.publish import plan_publishes, publish
 
-    plans = [plan_publish(f, org) for f in folders]
+    plans = plan_publishes(folders, org, note=lambda text: note(f"note: {text}", quiet))
     if dry_run:
         print_plans(plans, tag, private, as_json)
         return

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from datasets.table import table_cast
 
 from builders.defaults import config_order
-from builders.hub.outdir import TMP_PREFIX, exchange, swap_in, write_journal
+from builders.hub.outdir import TMP_PREFIX, exchange, merge_manifest, swap_in, write_journal
 
 SUBSET_FEATURES = datasets.Features(
     {
@@ -56,6 +56,8 @@ SUBSET_FEATURES = datasets.Features(
 )
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
+#: Rows per parquet row group (and per Arrow table `datasets` builds when it loads one).
+ROW_GROUP = 100_000
 #: A subset config's record, and a Few-NERD folder's.
 BUILD_JSON = "build.json"
 SUMMARY_JSON = "summary.json"
@@ -64,15 +66,13 @@ SUMMARY_JSON = "summary.json"
 def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> None:
     """Write `table` cast to `features` (with the Hugging Face schema metadata), deterministically."""
     schema = features.arrow_schema
-    table = table.select(list(schema.names)).cast(schema)
-    pq.write_table(
-        table,
-        path,
-        compression="zstd",
-        row_group_size=100_000,
-        write_statistics=True,
-        use_dictionary=True,
-    )
+    table = table.select(list(schema.names))
+    options = {"compression": "zstd", "write_statistics": True, "use_dictionary": True}
+    with pq.ParquetWriter(path, schema, **options) as writer:  # type: ignore[arg-type]
+        # one row group at a time, cast as it goes: the bytes of `pq.write_table(table.cast(
+        # schema), row_group_size=ROW_GROUP)` without a second copy of the table in memory
+        for start in range(0, max(table.num_rows, 1), ROW_GROUP):
+            writer.write_table(table.slice(start, ROW_GROUP).cast(schema), ROW_GROUP)
 
 
 def dataset_sizes(
@@ -121,7 +121,9 @@ def atomic_dir(target: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_dirs(targets: Sequence[Path]) -> Iterator[list[Path]]:
+def atomic_dirs(
+    targets: Sequence[Path], manifest: Callable[[list[Path]], dict[str, Any]] | None = None
+) -> Iterator[list[Path]]:
     """Yield one temp folder beside each target; when the block succeeds they all take their
     targets' places, or none does.
 
@@ -130,6 +132,10 @@ def atomic_dirs(targets: Sequence[Path]) -> Iterator[list[Path]]:
     If any swap fails, the swaps already made are undone, so every target is as it was. Before
     the first swap a journal records them all (`hub.outdir`): a run killed between two swaps
     has the rest made by the next run that takes the folder's lock.
+
+    `manifest`, called with the complete temp folders, gives the entries (folder name ->
+    config -> entry) to merge into the targets' folder's manifest once every swap is made:
+    the manifest is written last, and the journal carries the entries until it is.
     """
     tmps: list[Path] = []
     try:
@@ -141,23 +147,30 @@ def atomic_dirs(targets: Sequence[Path]) -> Iterator[list[Path]]:
         yield tmps
         for tmp in tmps:
             _publishable(tmp)
-        _swap_all(tmps, list(targets))
+        _swap_all(tmps, list(targets), manifest(tmps) if manifest is not None else None)
     finally:
         for tmp in tmps:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _swap_all(tmps: list[Path], targets: list[Path]) -> None:
-    """Every tmp into its target's place (journalled when they share a folder), or none."""
+def _swap_all(tmps: list[Path], targets: list[Path], entries: dict[str, Any] | None) -> None:
+    """Every tmp into its target's place (journalled when they share a folder), or none; then
+    the manifest `entries`, if any, merged into that folder's manifest."""
     parents = {t.parent for t in targets}
+    if entries is not None and len(parents) != 1:
+        raise ValueError("a manifest is kept per folder: the targets must share one")
     pairs = list(zip(tmps, targets, strict=True))
-    several_in_one = len(pairs) > 1 and len(parents) == 1  # one swap needs no journal
-    journal = write_journal(parents.pop(), pairs) if several_in_one else None
+    several_in_one = len(pairs) > 1 and len(parents) == 1  # one swap needs no journal...
+    journalled = several_in_one or entries is not None  # ...unless the manifest follows it
+    parent = next(iter(parents)) if parents else None
+    journal = write_journal(parent, pairs, entries) if journalled and parent else None
     done: list[tuple[Path, Path, Path | None]] = []
     try:
         for tmp, target in zip(tmps, targets, strict=True):
             done.append((tmp, target, swap_in(tmp, target)))
+        if entries is not None and parent is not None:
+            merge_manifest(parent, entries)
     except BaseException:
         for tmp, target, old in reversed(done):
             _swap_back(tmp, target, old)

@@ -10,8 +10,12 @@ with a message naming the first; the file is removed when the run ends. A run th
 killed run left (METHOD.md section 4):
 
 - a swap journal (`.labelshift-swap.json`, written once every new folder is complete and
-  removed when all are in place) is played forward, so the folders of one build are all in
-  place together: never some from the old build and some from the new;
+  removed when all are in place and the manifest is written) is played forward, so the
+  folders of one build are all in place together: never some from the old build and some
+  from the new;
+- the manifest (`.labelshift-manifest.json`: each folder's configs, their build and their
+  files' sha256) gets the entries a journal carries, once its folders are in place
+  (`hub.manifest` checks levels against it on read);
 - temporary folders and files of dead runs (`.labelshift-tmp.*`, `labelshift-sizes-*` in
   the system's temp folder) are removed.
 """
@@ -31,6 +35,9 @@ from builders.errors import BuildersError
 
 LOCK = ".labelshift.lock"
 JOURNAL = ".labelshift-swap.json"
+#: What each config of the folders was written by: `{"version": 1, "folders": {folder:
+#: {config: {"build": id, "levels": [folder, ...], "files": {name: sha256}}}}}`.
+MANIFEST = ".labelshift-manifest.json"
 #: Prefix of every temporary entry written under an output folder.
 TMP_PREFIX = ".labelshift-tmp."
 
@@ -198,45 +205,106 @@ def recover(out: Path) -> list[str]:
     return done
 
 
-def write_journal(parent: Path, pairs: list[tuple[Path, Path]]) -> Path:
+def write_journal(
+    parent: Path, pairs: list[tuple[Path, Path]], manifest: dict[str, Any] | None = None
+) -> Path:
     """Record the swaps about to be made (new folder -> target, all in `parent`), with the
-    inode that identifies each new folder wherever it is renamed to."""
-    entries = [
+    inode that identifies each new folder wherever it is renamed to, and the manifest entries
+    to merge once they are all made (`merge_manifest`)."""
+    swaps = [
         {"tmp": tmp.name, "target": target.name, "inode": tmp.stat().st_ino}
         for tmp, target in pairs
     ]
+    record: Any = swaps if manifest is None else {"swaps": swaps, "manifest": manifest}
     path = parent / JOURNAL
-    tmp_path = parent / f"{TMP_PREFIX}{JOURNAL}"
-    with open(tmp_path, "w", encoding="utf-8") as fh:
-        json.dump(entries, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp_path, path)
-    _fsync_dir(parent)
+    write_durably(path, json.dumps(record))
     return path
 
 
 def play_journal(out: Path) -> list[str]:
-    """Complete the swaps a journal in `out` records; every new folder in it was complete."""
+    """Complete the swaps a journal in `out` records (every new folder in it was complete),
+    then merge its manifest entries of the folders now in place."""
     path = out / JOURNAL
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
     except ValueError:  # killed while writing it: no swap had begun
         path.unlink()
         return []
-    done = []
-    for e in entries:
+    old_form = isinstance(record, list)  # a journal of a version before the manifest
+    swaps = record if old_form else record["swaps"]
+    done, in_place = [], set()
+    for e in swaps:
         tmp, target = out / e["tmp"], out / e["target"]
-        if _inode(target) == e["inode"]:
-            continue  # swapped before the kill
-        if _inode(tmp) == e["inode"]:
+        if _inode(target) != e["inode"] and _inode(tmp) == e["inode"]:
             old = swap_in(tmp, target)
             _remove(old or tmp)
             done.append(f"finished writing {target.name} (an earlier run was stopped)")
+        if _inode(target) == e["inode"]:
+            in_place.add(target.name)
+    if not old_form:
+        entries = record["manifest"]
+        merge_manifest(out, {f: configs for f, configs in entries.items() if f in in_place})
     path.unlink()
     return done
+
+
+def read_manifest(out: Path) -> dict[str, Any] | None:
+    """`out`'s manifest; None when it has none.
+
+    Raises:
+        BuildersError: when it is there but not a manifest (edited by hand, cut).
+    """
+    path = out / MANIFEST
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise BuildersError(_bad_manifest(path, str(exc))) from None
+    if not isinstance(record, dict) or not isinstance(record.get("folders"), dict):
+        raise BuildersError(_bad_manifest(path, "no `folders`"))
+    return record
+
+
+def _bad_manifest(path: Path, why: str) -> str:
+    return (
+        f"{path}: not a build manifest ({why}): run the builds into {path.parent} again, "
+        "or remove it to read the folders unchecked"
+    )
+
+
+def merge_manifest(out: Path, entries: dict[str, dict[str, Any]]) -> None:
+    """Record `entries` (folder -> config -> entry) in `out`'s manifest, replacing those
+    configs' entries and keeping the others; configs no longer in `out` are dropped. Written
+    whole and renamed (call it holding the lock)."""
+    try:
+        current = read_manifest(out)
+    except BuildersError:  # damaged: what this write knows replaces it
+        current = None
+    known = current["folders"] if current else {}
+    folders = {f: dict(c) for f, c in known.items() if isinstance(c, dict)}
+    for folder, configs in entries.items():
+        folders.setdefault(folder, {}).update(configs)
+    kept = {
+        folder: {c: e for c, e in sorted(configs.items()) if (out / folder / c).is_dir()}
+        for folder, configs in sorted(folders.items())
+    }
+    record = {"version": 1, "folders": {f: c for f, c in kept.items() if c}}
+    write_durably(out / MANIFEST, json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def write_durably(path: Path, text: str) -> None:
+    """`text` in `path`, written to a temp file beside it, flushed to disk and renamed over
+    it; the folder is flushed too (a crash leaves the old file or the new one)."""
+    tmp_path = path.parent / f"{TMP_PREFIX}{path.name}"
+    with open(tmp_path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp_path, path)
+    _fsync_dir(path.parent)
 
 
 def swap_in(tmp: Path, target: Path) -> Path | None:

@@ -1,6 +1,7 @@
 """Push dataset repo folders to the Hugging Face Hub through huggingface_hub's own machinery.
 
     plan_publish(folder, org) -> PublishPlan      (what would be pushed: files, sizes, the card)
+    plan_publishes(folders, org)                  (the same, the levels checked first)
     publish(plans, token=..., tag=..., private=...)
 
 Each repo gets one commit, made by `HfApi.upload_folder(..., delete_patterns="*")`: every file
@@ -30,7 +31,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
@@ -40,6 +41,7 @@ from typing import Any, TypeVar
 from builders import __version__
 from builders.errors import BuildersError
 from builders.hub.folder import link_or_copy
+from builders.hub.manifest import check_levels
 from builders.hub.readme import CARD, folder_card, repo_name
 
 log = logging.getLogger(__name__)
@@ -150,6 +152,15 @@ def plan_publish(folder: str | Path, org: str) -> PublishPlan:
         )
     card = folder_card(folder, repo_id)
     return PublishPlan(folder.resolve(), repo_id, tuple(files), card)
+
+
+def plan_publishes(
+    folders: Sequence[str | Path], org: str, *, note: Callable[[str], None] | None = None
+) -> list[PublishPlan]:
+    """`plan_publish` of each folder, once their levels are checked to come from one build
+    (`hub.manifest.check_levels`; `note` gets the line about folders it cannot check)."""
+    check_levels([Path(f) for f in folders], note=note)
+    return [plan_publish(f, org) for f in folders]
 
 
 def resolve_token(token: str | None = None) -> str:

@@ -181,13 +181,13 @@ def _publish(
 ) -> None:
     """Push the folders of every scenario that was not skipped and is published (each folder
     once), and record each push's result on the reports of the scenarios writing that folder."""
-    from builders.hub.publish import plan_publish, publish
+    from builders.hub.publish import plan_publishes, publish
 
     folders: list[str] = []
     for sc, rep in zip(scenarios, reports, strict=True):
         if rep.status != "skipped" and sc.publish:
             folders += [f for f in rep.folders if f not in folders]
-    plans = [plan_publish(out / f, publish_org) for f in folders]
+    plans = plan_publishes([out / f for f in folders], publish_org)
     results = {r.repo_id: r.to_dict() for r in publish(plans, tag=tag, **(publish_kwargs or {}))}
     for rep in reports:
         rep.published = [

@@ -8,10 +8,17 @@ A repo folder holds one config per strategy. Writing one config builds the compl
 folder beside the old one (the other configs linked in, the changelog and the card rendered
 from every config's build.json) and swaps it in; all folders of a build are swapped together
 (`hub.folder.atomic_dirs`), so a failure leaves every earlier output as it was.
+
+Each config's build.json names its build, `build: {id, levels: {folder: sha256 of its rows}}`
+(the id is made from the levels' rows and the configs: the same inputs give the same id), and
+once every folder is in place the build's entries are merged into `OUT/.labelshift-manifest.json`
+(`hub.manifest`), so a reader can check that the levels it reads come from one build.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +39,8 @@ from builders.hub.folder import (
     write_json,
     write_parquet,
 )
+from builders.hub.manifest import config_entry, file_sha256
+from builders.hub.outdir import OutLock
 from builders.hub.plots import dial_png, histogram_png, score_plot_title
 from builders.hub.readme import CARD, METHOD, folder_card, load_path, repo_name, write_method
 from builders.names import check_name
@@ -83,7 +92,8 @@ def write_results(
     changelogs: Mapping[str, list[dict[str, Any]]] | None = None,
     org: str | None = None,
 ) -> list[Path]:
-    """Write every subset of `results` into its repo folder under `out`, all or none.
+    """Write every subset of `results` into its repo folder under `out`, all or none, then
+    record them in `out`'s manifest (`hub.manifest`), holding `out`'s lock.
 
     Args:
         command: the command line recorded in build.json and shown in the card.
@@ -97,40 +107,65 @@ def write_results(
         for res in results
         for sub in res.subsets
     ]
-    with atomic_dirs([folder for folder, _, _ in jobs]) as tmps:
-        for tmp, (folder, res, sub) in zip(tmps, jobs, strict=True):
-            log = (changelogs or {}).get(folder.name)
-            record = build_record(res, sub, command, scenario)
+    folders = [folder for folder, _, _ in jobs]
+
+    def manifest(tmps: list[Path]) -> dict[str, Any]:
+        return {
+            folder.name: {res.config.strategy: config_entry(tmp / res.config.strategy)}
+            for tmp, (folder, res, _) in zip(tmps, jobs, strict=True)
+        }
+
+    with OutLock(out, command or "builders build-splits"), atomic_dirs(folders, manifest) as tmps:
+        records = [build_record(res, sub, command, scenario) for _, res, sub in jobs]
+        staged = list(zip(tmps, jobs, records, strict=True))
+        rows = {  # the rows first: the build's id is made from them
+            folder.name: _write_config(tmp / res.config.strategy, res, sub, record)
+            for tmp, (folder, res, sub), record in staged
+        }
+        ident = build_id(results, rows)
+        for tmp, (folder, res, _), record in staged:
+            record["build"] = {"id": ident, "levels": {s.name: rows[s.name] for s in res.subsets}}
+            write_json(tmp / res.config.strategy / BUILD_JSON, record)
             names = (repo_name(folder, org), load_path(folder, org))
-            _stage(tmp, folder, res, sub, record, log, names)
+            log = (changelogs or {}).get(folder.name)
+            _finish(tmp, folder, res.config.strategy, log, names)
     for folder, _, sub in jobs:
         sub.path = str(folder)
-    return [folder for folder, _, _ in jobs]
+    return folders
 
 
-def _stage(
+def build_id(results: list[BuildResult], rows: Mapping[str, str]) -> str:
+    """A build's id: a hash of what it wrote (each level folder's rows, by their sha256) and
+    of what was asked (each result's config), so the same inputs give the same id."""
+    blob = json.dumps(
+        {"rows": dict(rows), "configs": [res.config_dict() for res in results]},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _finish(
     tmp: Path,
     folder: Path,
-    res: BuildResult,
-    sub: SubsetResult,
-    record: dict[str, Any],
+    strategy: str,
     changelog: list[dict[str, Any]] | None,
     names: tuple[str, str],
 ) -> None:
-    """The complete new repo folder in `tmp`: the other configs, this one, changelog, and the
-    card of every config, for the repo (or folder) `names[0]`, loaded from `names[1]`."""
-    strategy = res.config.strategy
+    """The rest of the new repo folder in `tmp`, around its new config: the other configs,
+    the changelog, and the card of every config, for the repo (or folder) `names[0]`, loaded
+    from `names[1]`."""
     skip = {strategy, CARD, METHOD} | ({CHANGELOG} if changelog is not None else set())
     link_tree(folder, tmp, skip=skip)
-    _write_config(tmp / strategy, res, sub, record)
     if changelog is not None:
         write_json(tmp / CHANGELOG, changelog)
     write_method(tmp)
     (tmp / CARD).write_text(folder_card(tmp, *names), encoding="utf-8")
 
 
-def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict[str, Any]) -> None:
-    """One strategy config: rows, every label's score, the histogram and build.json."""
+def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict[str, Any]) -> str:
+    """One strategy config but its build.json: rows, every label's score and the histogram;
+    the rows' sizes go in `record`. Returns the rows' sha256."""
     assert sub.rows is not None, "a subset to write carries its rows"
     where.mkdir()
     parquet = where / PARQUET_NAME.format(split="train")
@@ -148,7 +183,7 @@ def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict
     )
     pq.write_table(score_table, where / "scores.parquet", compression="zstd")
     (where / "scores.png").write_bytes(_plot(res, sub.level))
-    write_json(where / BUILD_JSON, record)
+    return file_sha256(parquet)
 
 
 def _plot(res: BuildResult, level: str) -> bytes:

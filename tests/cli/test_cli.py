@@ -248,6 +248,7 @@ def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None
     rows = [line.split("│")[1].strip() for line in lines if line.startswith("│")]
     assert rows == ["full", "low", "medium", "high"]
     assert sorted(p.name for p in out.iterdir()) == [
+        ".labelshift-manifest.json",  # what the build wrote, checked on read (hub.manifest)
         "pilener-sample-high-shift",
         "pilener-sample-low-shift",
         "pilener-sample-medium-shift",

@@ -22,7 +22,7 @@ from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub import outdir
 from builders.hub.folder import atomic_dirs
-from builders.hub.outdir import JOURNAL, LOCK, TMP_PREFIX, OutLock
+from builders.hub.outdir import JOURNAL, LOCK, MANIFEST, TMP_PREFIX, OutLock
 from builders.names import check_name, printable
 from builders.splits import SplitConfig
 from builders.splits.pipeline import folder_names
@@ -143,7 +143,7 @@ def test_a_second_writer_is_refused_naming_the_first(store_copy: Path, tmp_path:
     res = CliRunner().invoke(cli, build_args(store_copy, out))
     assert res.exit_code == 0, res.output
     assert len([p for p in out.iterdir() if p.name.endswith("-shift")]) == 3
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [MANIFEST]
 
 
 def test_nested_holds_in_one_process_take_the_folder_once(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from hubserver import HubServer
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
+from builders.hub.outdir import MANIFEST
 from builders.hub.publish import PublishError, plan_publish, publish, retry_delay
 from builders.hub.readme import folder_card
 
@@ -63,7 +64,8 @@ def test_push_one_commit_with_every_file_and_a_tag(
     assert local.pop("README.md").decode() == folder_card(published, "pilener-low-shift")
     for path, data in local.items():
         assert repo.files[path] == data, path
-    assert not [p for p in published.parent.iterdir() if p.name.startswith(".")]  # stage gone
+    hidden = [p.name for p in published.parent.iterdir() if p.name.startswith(".")]
+    assert hidden == [MANIFEST]  # the build's manifest; the stage is gone
     assert repo.tags == {"v1.0": ours.oid}
     assert res.commit_oid == ours.oid and res.tag == "v1.0" and res.files == len(ours.added)
     assert all(a == f"Bearer {TOKEN}" for a in hub.auth_seen)

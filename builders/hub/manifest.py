@@ -1,0 +1,162 @@
+"""A build's levels, checked on read to come from one build.
+
+    check_levels([out / "pilener-low-shift", out / "pilener-high-shift"], "entropy")
+
+Every build has an id derived from what it wrote (`splits.subsets.build_id`), recorded in
+each config's build.json (`build: {id, levels: {folder: sha256 of its rows}}`). Once all
+folders of a build are swapped in, the build's entries are merged into `OUT/.labelshift-
+manifest.json` (`hub.outdir.MANIFEST`, written last and carried by the swap journal until
+then): per folder and config, the build id, the build's levels and every file's sha256.
+
+`check_levels` refuses, with one line naming the path and the fix, levels read while a swap
+journal is in their folder (a build was interrupted or is under way), a config file that is
+not the one its build wrote, and two levels of one build that carry different builds. Folders
+the manifest does not know (made by hand, downloaded, written by an older version) are read
+with a one-line note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from builders.errors import BuildersError, BuildersNote
+from builders.hub.folder import BUILD_JSON, configs_of, read_json
+from builders.hub.outdir import JOURNAL, MANIFEST, read_manifest
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read 1 MiB at a time."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def files_of(config_dir: Path) -> dict[str, str]:
+    """Every file of a config folder (relative POSIX path) -> its sha256."""
+    return {
+        p.relative_to(config_dir).as_posix(): file_sha256(p)
+        for p in sorted(config_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+def config_entry(config_dir: Path) -> dict[str, Any]:
+    """A written config's manifest entry: its build id and levels (from its build.json) and
+    its files' sha256."""
+    build = (read_json(config_dir / BUILD_JSON) or {}).get("build") or {}
+    return {
+        "build": build.get("id"),
+        "levels": sorted(build.get("levels") or ()),
+        "files": files_of(config_dir),
+    }
+
+
+def check_levels(
+    folders: Sequence[Path],
+    config: str | None = None,
+    *,
+    note: Callable[[str], None] | None = None,
+) -> None:
+    """Check that `folders`, read together, hold what one build wrote (`config`: None checks
+    every config of each folder). Folders without configs (Few-NERD) are passed over.
+
+    Raises:
+        BuildersError: a swap journal beside them (an interrupted or running build), a
+            config's file that differs from the manifest (named), or two levels of one build
+            from different builds (both folders and builds named).
+    """
+    folders = [Path(f) for f in folders]
+    for parent in dict.fromkeys(Path(os.path.abspath(f)).parent for f in folders):
+        if (parent / JOURNAL).exists():
+            raise BuildersError(_interrupted(parent))
+    read: dict[str, list[tuple[Path, str, dict[str, Any]]]] = {}
+    unchecked: list[str] = []
+    manifests: dict[Path, dict[str, Any] | None] = {}
+    for folder in folders:
+        where = Path(os.path.abspath(folder))  # `out/x/`, `.`: the folder's own name
+        if where.parent not in manifests:
+            manifests[where.parent] = read_manifest(where.parent)
+        for cfg in _configs(folder, config):
+            entry = _entry(manifests[where.parent], where.name, cfg)
+            if entry is None:
+                unchecked.append(str(folder / cfg))
+                continue
+            _check_files(folder / cfg, entry, where.parent / MANIFEST)
+            read.setdefault(cfg, []).append((folder, where.name, entry))
+    for cfg, levels in read.items():
+        _check_one_build(cfg, levels)
+    if unchecked:
+        (note or _warn)(
+            f"{', '.join(unchecked)}: not in a build manifest ({MANIFEST} beside the folder; "
+            "made by hand, downloaded or by an older version): read without checking that "
+            "its levels come from one build"
+        )
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, BuildersNote, stacklevel=3)
+
+
+def _interrupted(parent: Path) -> str:
+    return (
+        f"{parent}: a build into this folder was interrupted or is under way ({JOURNAL}), so "
+        "its levels may come from two builds: let it finish, or run any build into it again "
+        f"(build-splits, fewnerd-splits or regenerate with --out {parent}), which first "
+        "finishes the interrupted one"
+    )
+
+
+def _configs(folder: Path, config: str | None) -> list[str]:
+    """The configs of `folder` to check: `config`, or all; those with a build.json."""
+    if not folder.is_dir():
+        return []  # the reader says what is missing
+    if config is None:
+        return configs_of(folder)
+    return [config] if (folder / config / BUILD_JSON).is_file() else []
+
+
+def _entry(manifest: dict[str, Any] | None, folder: str, config: str) -> dict[str, Any] | None:
+    if manifest is None:
+        return None
+    entry = (manifest["folders"].get(folder) or {}).get(config)
+    return entry if isinstance(entry, dict) else None
+
+
+def _check_files(where: Path, entry: dict[str, Any], manifest: Path) -> None:
+    """The config's files are the ones its build wrote, none missing, none added."""
+    want: dict[str, str] = entry.get("files") or {}
+    have = {p.relative_to(where).as_posix() for p in where.rglob("*") if p.is_file()}
+    fix = f"build it again into {manifest.parent}, or copy every level of one build whole"
+    for name in sorted(set(want) | have):
+        path = where / name
+        if name not in have:
+            raise BuildersError(f"{path}: missing; its build ({manifest}) wrote it: {fix}")
+        if name not in want:
+            raise BuildersError(f"{path}: not written by its build ({manifest}): {fix}")
+        if file_sha256(path) != want[name]:
+            raise BuildersError(
+                f"{path}: differs from what its build {entry.get('build')} wrote "
+                f"(sha256 in {manifest}): {fix}"
+            )
+
+
+def _check_one_build(config: str, levels: list[tuple[Path, str, dict[str, Any]]]) -> None:
+    """Two levels read together where one's build also wrote the other (by folder name) carry
+    one build id. Levels of unrelated builds (other sources, other benchmarks) may be read
+    together."""
+    for i, (a, name_a, ea) in enumerate(levels):
+        for b, name_b, eb in levels[i + 1 :]:
+            siblings = name_b in ea.get("levels", ()) or name_a in eb.get("levels", ())
+            if siblings and ea.get("build") != eb.get("build"):
+                raise BuildersError(
+                    f"{a / config} is from build {ea.get('build')} but {b / config} is from "
+                    f"build {eb.get('build')}: levels of two builds; build them again together "
+                    "(one build-splits run writes every level)"
+                )
