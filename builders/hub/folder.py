@@ -68,7 +68,7 @@ def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> N
     schema = features.arrow_schema
     table = table.select(list(schema.names))
     options = {"compression": "zstd", "write_statistics": True, "use_dictionary": True}
-    with pq.ParquetWriter(path, schema, **options) as writer:  # type: ignore[arg-type]
+    with pq.ParquetWriter(path, schema, **options) as writer:
         # one row group at a time, cast as it goes: the bytes of `pq.write_table(table.cast(
         # schema), row_group_size=ROW_GROUP)` without a second copy of the table in memory
         for start in range(0, max(table.num_rows, 1), ROW_GROUP):

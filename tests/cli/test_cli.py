@@ -265,7 +265,7 @@ def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None
         cli, ["familiarity", *args, "--benchmarks", "crossner-ai,mit-movie", "--json"]
     )
     assert fam.exit_code == 0, fam.output
-    report = json_result(fam.output)
+    report = json_result(fam.stdout)  # notes (a scan read from its cache) go to stderr
     assert list(report["per_benchmark"]) == ["crossner-ai", "mit-movie"]
     full = summary["full"]["familiarity"]["per_benchmark"]
     # F(z) does not depend on which other benchmarks are chosen (up to float32 matmul rounding,
