@@ -49,39 +49,31 @@ class LabelTable:
 
     labels: list[str]
     mentions: np.ndarray
-    sentences: np.ndarray
     members: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: Store, source: str, protocol: str = DEFAULT_PROTOCOL) -> LabelTable:
-        rows = store.label_counts(source, by="label")
+        rows = store.label_mentions(source)
         if not rows:
             raise BuildersError(f"source {source!r} has no mentions to score")
         if protocol == "paper":
             return cls._paper(rows, store.label_coarse(source))
-        labels, mentions, sentences = zip(*rows, strict=True)
-        return cls(
-            list(labels),
-            np.array(mentions, dtype=np.int64),
-            np.array(sentences, dtype=np.int64),
-        )
+        labels, mentions = zip(*rows, strict=True)
+        return cls(list(labels), np.array(mentions, dtype=np.int64))
 
     @classmethod
-    def _paper(cls, rows: list[tuple[str, int, int]], coarse: dict[str, str | None]) -> LabelTable:
+    def _paper(cls, rows: list[tuple[str, int]], coarse: dict[str, str | None]) -> LabelTable:
         """Labels spelled as the authors' code spells them, counts summed per spelling."""
-        merged: dict[str, list[int]] = {}
+        merged: dict[str, int] = {}
         members: dict[str, list[str]] = {}
-        for label, m, s in rows:
+        for label, m in rows:
             key = paper_training_label(label, coarse.get(label))
-            merged.setdefault(key, [0, 0])
-            merged[key][0] += m
-            merged[key][1] += s  # an upper bound where two stored labels merge
+            merged[key] = merged.get(key, 0) + m
             members.setdefault(key, []).append(label)
         keys = sorted(merged)
         return cls(
             keys,
-            np.array([merged[k][0] for k in keys], dtype=np.int64),
-            np.array([merged[k][1] for k in keys], dtype=np.int64),
+            np.array([merged[k] for k in keys], dtype=np.int64),
             {k: v for k, v in members.items() if v != [k]},
         )
 
@@ -93,8 +85,7 @@ class LabelTable:
     def from_counts(cls, counts: Mapping[str, int]) -> LabelTable:
         """A table from label -> mention count (sentences unknown: counted as mentions)."""
         labels = sorted(counts)
-        mentions = np.array([counts[lab] for lab in labels], dtype=np.int64)
-        return cls(labels, mentions, mentions.copy())
+        return cls(labels, np.array([counts[lab] for lab in labels], dtype=np.int64))
 
 
 def similarity_matrix(
