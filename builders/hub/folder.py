@@ -67,14 +67,44 @@ SUMMARY_JSON = "summary.json"
 
 def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> None:
     """Write `table` cast to `features` (with the Hugging Face schema metadata), deterministically."""
-    schema = features.arrow_schema
-    table = table.select(list(schema.names))
+    write_parquet_batches(table.schema, table.to_batches(), path, features)
+
+
+def write_parquet_batches(
+    schema: pa.Schema, batches: Iterable[pa.RecordBatch], path: Path, features: datasets.Features
+) -> int:
+    """Write record batches (of `schema`) as `write_parquet` writes their table: row groups of
+    `ROW_GROUP` rows, each cast to `features` as it goes (no copy of the whole table in
+    memory; the bytes do not depend on how the rows were batched). Returns the rows written."""
+    target = features.arrow_schema
     options = {"compression": "zstd", "write_statistics": True, "use_dictionary": True}
-    with pq.ParquetWriter(path, schema, **options) as writer:
-        # one row group at a time, cast as it goes: the bytes of `pq.write_table(table.cast(
-        # schema), row_group_size=ROW_GROUP)` without a second copy of the table in memory
-        for start in range(0, max(table.num_rows, 1), ROW_GROUP):
-            writer.write_table(table.slice(start, ROW_GROUP).cast(schema), ROW_GROUP)
+    rows = 0
+    with pq.ParquetWriter(path, target, **options) as writer:
+        for group in _row_groups(schema, batches, ROW_GROUP):
+            writer.write_table(group.select(list(target.names)).cast(target), ROW_GROUP)
+            rows += group.num_rows
+    return rows
+
+
+def _row_groups(
+    schema: pa.Schema, batches: Iterable[pa.RecordBatch], size: int
+) -> Iterator[pa.Table]:
+    """The rows of `batches` in tables of `size` rows (the last one fewer; one empty table
+    when there are none)."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    emitted = False
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        while held >= size:
+            table = pa.Table.from_batches(pending, schema)
+            yield table.slice(0, size)
+            emitted = True
+            rest = table.slice(size)
+            pending, held = rest.to_batches(), rest.num_rows
+    if held or not emitted:
+        yield pa.Table.from_batches(pending, schema)
 
 
 def dataset_sizes(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass, field, fields
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -264,6 +265,9 @@ class SubsetResult:
     familiarity: FamiliarityReport
     path: str | None = None
     rows: pa.Table | None = field(default=None, repr=False)
+    #: Where the rows are when `rows` is None: a build that writes its folders writes each
+    #: level's rows as they come (then they are its folder's parquet file).
+    rows_file: Path | None = field(default=None, repr=False)
     label_counts: dict[str, int] = field(default_factory=dict, repr=False)
     #: The same set's Familiarity under the build's `check_model`, when one is named.
     check: FamiliarityReport | None = None

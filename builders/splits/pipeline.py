@@ -13,17 +13,21 @@ to its labels, which is what its Familiarity is computed from.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.defaults import LEVELS, TARGET_TOLERANCE
 from builders.errors import BuildersError
-from builders.hub.outdir import OutLock
+from builders.hub.folder import SUBSET_FEATURES, write_parquet_batches
+from builders.hub.outdir import TMP_PREFIX, OutLock
 from builders.labels import union_labels
 from builders.names import check_name
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
@@ -124,8 +128,11 @@ def build(
     names = folder_names(cfg, list(sets))
     if out is None:
         return _build(store, cfg, evalsets, stage, progress)
-    with OutLock(Path(out), command):  # found unwritable or busy before any work
-        results = _build(store, cfg, evalsets, stage, progress)
+    with (
+        OutLock(Path(out), command),  # found unwritable or busy before any work
+        tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}rows.", dir=out) as spill,
+    ):
+        results = _build(store, cfg, evalsets, stage, progress, Path(spill))
         from builders.splits.subsets import write_results
 
         stage(f"writing {len(names)} folders to {out}")
@@ -152,8 +159,10 @@ def _build(
     evalsets: list[EvalSet],
     stage: Callable[[str], None],
     progress: bool,
+    spill: Path | None = None,
 ) -> list[BuildResult]:
-    """Every group's results, measured; nothing written."""
+    """Every group's results, measured; nothing written but, with `spill`, each level's rows
+    (`_subset`)."""
     sets = {s.name: s.labels for s in evalsets}
     for src in stored_sources(evalsets):
         for text in store.older_read_notes(src):
@@ -163,7 +172,7 @@ def _build(
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
     with clean as dropped:
-        results = _measure(store, cfg, sets, progress, stage, emb)
+        results = _measure(store, cfg, sets, progress, stage, emb, spill)
         if cfg.check_model:
             _check(store, cfg, results, progress, stage)
         after = _scan(store, cfg, evalsets, stage, emb) if cfg.decontaminate else found
@@ -184,6 +193,7 @@ def _measure(
     progress: bool,
     stage: Callable[[str], None],
     emb: Embedder,
+    spill: Path | None = None,
 ) -> list[BuildResult]:
     """Every group's scores, cuts, subsets and Familiarity."""
     table = LabelTable.load(store, cfg.source, cfg.protocol)
@@ -205,7 +215,7 @@ def _measure(
     results = []
     for group in groups:
         cols = np.array([all_evals.index(z) for z in union_labels(group)])
-        res = _build_group(store, cfg, table, group, m_all[:, cols], stage)
+        res = _build_group(store, cfg, table, group, m_all[:, cols], stage, spill)
         res.embedded_new = new
         results.append(res)
     return results
@@ -289,28 +299,56 @@ def _subset(
     level: Level,
     name: str,
     fam: Callable[[np.ndarray], FamiliarityReport],
+    spill: Path | None,
 ) -> SubsetResult:
-    """One level: its rows (store SQL) and the Familiarity of the mentions it keeps."""
+    """One level: its rows (store SQL; written to `spill/NAME.parquet` as they come when a
+    folder is given, else kept in memory) and the Familiarity of the mentions it keeps."""
     counts = np.where(level.mask, table.mentions, 0)
     capped = level.capped(table)
-    rows = store.subset_rows(cfg.source, table.stored(level.labels(table)), capped)
-    if capped:  # the capped labels' mentions in the sentences they got
-        spans = pc.struct_field(pc.list_flatten(rows.column("spans")), "label")
-        got = dict(zip(*(c.to_pylist() for c in pc.value_counts(spans).flatten()), strict=True))
-        for i in level.caps:
-            counts[i] = got.get(table.labels[i], 0)
+    labels = table.stored(level.labels(table))
+    got: Counter[str] = Counter()  # the capped labels' mentions in the sentences they got
+    rows, rows_file = None, None
+    if spill is None:
+        rows = store.subset_rows(cfg.source, labels, capped)
+        n_rows = rows.num_rows
+        got.update(_span_labels(rows.to_batches()) if capped else {})
+    else:
+        rows_file = spill / f"{name}.parquet"
+        with store.subset_reader(cfg.source, labels, capped) as reader:
+            batches = _counting(reader, got) if capped else reader
+            n_rows = write_parquet_batches(reader.schema, batches, rows_file, SUBSET_FEATURES)
+    for i in level.caps:
+        counts[i] = got.get(table.labels[i], 0)
     return SubsetResult(
         name=name,
         level=level.level,
         strategy=cfg.strategy,
         selection=level.selection,
-        sentences=rows.num_rows,
+        sentences=n_rows,
         mentions=int(counts.sum()),
         labels=level.n_labels(),
         familiarity=fam(counts),
         rows=rows,
+        rows_file=rows_file,
         label_counts={table.labels[i]: int(counts[i]) for i in np.flatnonzero(counts)},
     )
+
+
+def _span_labels(batches: Iterable[pa.RecordBatch]) -> Counter[str]:
+    """How many spans of each label the batches' rows hold."""
+    got: Counter[str] = Counter()
+    for batch in batches:
+        spans = pc.struct_field(pc.list_flatten(batch.column("spans")), "label")
+        counts = pc.value_counts(spans).flatten()
+        got.update(dict(zip(*(c.to_pylist() for c in counts), strict=True)))
+    return got
+
+
+def _counting(batches: Iterable[pa.RecordBatch], got: Counter[str]) -> Iterator[pa.RecordBatch]:
+    """The batches as they are, their spans' labels counted into `got` on the way."""
+    for batch in batches:
+        got.update(_span_labels([batch]))
+        yield batch
 
 
 def _build_group(
@@ -320,6 +358,7 @@ def _build_group(
     group: dict[str, tuple[str, ...]],
     m: np.ndarray,
     stage: Callable[[str], None],
+    spill: Path | None = None,
 ) -> BuildResult:
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group."""
     sims_zd = np.ascontiguousarray(m.T)
@@ -352,7 +391,7 @@ def _build_group(
     for level in levels:
         name = f"{cfg.source}{suffix}-{level.level}-shift"
         stage(f"materialising {name}")
-        subsets.append(_subset(store, cfg, table, level, name, fam))
+        subsets.append(_subset(store, cfg, table, level, name, fam, spill))
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
     return BuildResult(
         config=cfg,

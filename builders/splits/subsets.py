@@ -34,6 +34,7 @@ from builders.hub.folder import (
     SUBSET_FEATURES,
     atomic_dirs,
     dataset_sizes,
+    link_or_copy,
     link_tree,
     read_json,
     write_json,
@@ -129,8 +130,10 @@ def write_results(
             names = (repo_name(folder, org), load_path(folder, org))
             log = (changelogs or {}).get(folder.name)
             _finish(tmp, folder, res.config.strategy, log, names)
-    for folder, _, sub in jobs:
+    for folder, res, sub in jobs:
         sub.path = str(folder)
+        if sub.rows is None:
+            sub.rows_file = folder / res.config.strategy / PARQUET_NAME.format(split="train")
     return folders
 
 
@@ -166,10 +169,13 @@ def _finish(
 def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict[str, Any]) -> str:
     """One strategy config but its build.json: rows, every label's score and the histogram;
     the rows' sizes go in `record`. Returns the rows' sha256."""
-    assert sub.rows is not None, "a subset to write carries its rows"
     where.mkdir()
     parquet = where / PARQUET_NAME.format(split="train")
-    write_parquet(sub.rows, parquet, SUBSET_FEATURES)
+    if sub.rows_file is not None:  # written while the build ran
+        link_or_copy(str(sub.rows_file), str(parquet))
+    else:
+        assert sub.rows is not None, "a subset to write carries its rows"
+        write_parquet(sub.rows, parquet, SUBSET_FEATURES)
     sizes = dataset_sizes({"train": [parquet]}, SUBSET_FEATURES)  # the card's dataset_info
     record.update(num_bytes=sizes["train"], download_size=sizes["download_size"])
     level = next(lv for lv in res.levels if lv.level == sub.level)

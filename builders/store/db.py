@@ -182,6 +182,25 @@ ORDER BY {s_order}, s.split, s.idx
 """
 
 
+def _subset_query(labels: list[str], caps: Mapping[str, int] | None) -> tuple[str, pa.Table]:
+    """`Store.subset_rows`' SQL, and its `_selected` table (label, cap: NULL = whole)."""
+    whole = sorted(set(labels))
+    kept = set(whole)
+    capped = {lab: int(n) for lab, n in sorted((caps or {}).items()) if lab not in kept}
+    selected = pa.table(
+        {
+            "label": pa.array([*whole, *capped], pa.string()),
+            "cap": pa.array([None] * len(whole) + list(capped.values()), pa.int64()),
+        }
+    )
+    sql = _SUBSET_SQL.format(
+        order=_SPLIT_ORDER_SQL.format(col="split"),
+        s_order=_SPLIT_ORDER_SQL.format(col="s.split"),
+        empty_spans="""[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]""",
+    )
+    return sql, selected
+
+
 def _vector_rows(model: str, labels: pa.Array, vectors: np.ndarray) -> pa.Table:
     """(model, label, vector) rows for the embeddings table."""
     n, dim = vectors.shape
@@ -729,22 +748,28 @@ class Store(OverlapQueries):
         Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives,
         negative_spans [{start, end, label}] (`end` exclusive).
         """
-        whole = sorted(set(labels))
-        kept = set(whole)
-        capped = {lab: int(n) for lab, n in sorted((caps or {}).items()) if lab not in kept}
-        selected = pa.table(
-            {
-                "label": pa.array([*whole, *capped], pa.string()),
-                "cap": pa.array([None] * len(whole) + list(capped.values()), pa.int64()),
-            }
-        )
-        sql = _SUBSET_SQL.format(
-            order=_SPLIT_ORDER_SQL.format(col="split"),
-            s_order=_SPLIT_ORDER_SQL.format(col="s.split"),
-            empty_spans="""[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]""",
-        )
+        sql, selected = _subset_query(labels, caps)
         with self._registered("_selected", selected):
             return self.con.sql(sql, params=[source]).to_arrow_table()
+
+    @contextmanager
+    def subset_reader(
+        self,
+        source: str,
+        labels: list[str],
+        caps: Mapping[str, int] | None = None,
+        batch_rows: int = 100_000,
+    ) -> Iterator[pa.RecordBatchReader]:
+        """`subset_rows` as a reader of record batches (up to `batch_rows` rows each, in the
+        same order): a subset of a large corpus is written out without holding it in memory.
+        Read it whole inside the block."""
+        sql, selected = _subset_query(labels, caps)
+        with self._registered("_selected", selected):
+            reader = self.con.sql(sql, params=[source]).to_arrow_reader(batch_rows)
+            try:
+                yield reader
+            finally:  # the connection takes no other work while a result is open
+                reader.close()
 
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:
         """(split, idx, distinct labels) of every sentence with a mention, in corpus order."""

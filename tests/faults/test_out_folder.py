@@ -256,9 +256,10 @@ def test_a_failing_disk_while_writing_is_one_line_and_keeps_the_old_folders(
     out = tmp_path / "out"
     assert CliRunner().invoke(cli, build_args(store_copy, out)).exit_code == 0
     before = tree(out)
-    import builders.splits.subsets as subsets
+    import builders.splits.pipeline as pipeline
 
-    monkeypatch.setattr(subsets, "write_parquet", _fail_with(code, str(out / "x.parquet")))
+    # a build writes each level's rows as they come, then links them into the new folders
+    monkeypatch.setattr(pipeline, "write_parquet_batches", _fail_with(code, str(out / "x.parquet")))
     res = CliRunner().invoke(cli, build_args(store_copy, out, "--seed", "7"))
     assert res.exit_code == 1
     lines = res.output.strip().splitlines()
@@ -270,9 +271,9 @@ def test_a_failing_disk_while_writing_is_one_line_and_keeps_the_old_folders(
 def test_an_unexpected_os_error_is_a_traceback_not_a_disguised_message(
     store_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import builders.splits.subsets as subsets
+    import builders.splits.pipeline as pipeline
 
-    monkeypatch.setattr(subsets, "write_parquet", _fail_with(errno.EBADF, "x"))
+    monkeypatch.setattr(pipeline, "write_parquet_batches", _fail_with(errno.EBADF, "x"))
     res = CliRunner().invoke(cli, build_args(store_copy, tmp_path / "out"))
     assert res.exit_code == 1 and isinstance(res.exception, OSError)
 

@@ -215,3 +215,24 @@ def test_the_cards_load_line_works_as_printed(
     exec(block[1], scope)  # the card's own lines
     assert scope["ds"].num_rows == res.subsets[0].sentences
     assert "builders export-gliner runs/out/pilener-sample-low-shift --config" in card
+
+
+def test_rows_written_as_they_come_equal_the_rows_held_in_memory(familiarity_build) -> None:
+    """A build with `out` streams each level's rows to its parquet file (a large corpus's
+    levels are never held in memory); without `out` they are kept as a table. Same rows, the
+    same counts, the capped labels' included."""
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM)
+    with Store(familiarity_build["db"]) as store:
+        (held,) = build(store, cfg)
+    written = familiarity_build["result"]
+    assert any(lv.caps for lv in held.levels)  # some label is kept in part
+    for mem, disk in zip(held.subsets, written.subsets, strict=True):
+        assert mem.rows is not None and mem.rows_file is None
+        assert disk.rows is None and disk.rows_file is not None
+        table = pq.read_table(disk.rows_file)
+        assert table.equals(mem.rows.cast(table.schema))
+        assert (mem.sentences, mem.mentions, mem.label_counts) == (
+            disk.sentences,
+            disk.mentions,
+            disk.label_counts,
+        )
