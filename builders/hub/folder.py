@@ -74,14 +74,16 @@ def write_parquet_batches(
     schema: pa.Schema, batches: Iterable[pa.RecordBatch], path: Path, features: datasets.Features
 ) -> int:
     """Write record batches (of `schema`) as `write_parquet` writes their table: row groups of
-    `ROW_GROUP` rows, each cast to `features` as it goes (no copy of the whole table in
-    memory; the bytes do not depend on how the rows were batched). Returns the rows written."""
+    `ROW_GROUP` rows, each made one chunk and cast to `features` as it goes (no copy of the
+    whole table in memory). The bytes depend on the rows alone, not on how they were batched
+    (the writer's dictionary fallback is checked per chunk). Returns the rows written."""
     target = features.arrow_schema
     options = {"compression": "zstd", "write_statistics": True, "use_dictionary": True}
     rows = 0
     with pq.ParquetWriter(path, target, **options) as writer:
         for group in _row_groups(schema, batches, ROW_GROUP):
-            writer.write_table(group.select(list(target.names)).cast(target), ROW_GROUP)
+            group = group.select(list(target.names)).combine_chunks().cast(target)
+            writer.write_table(group, ROW_GROUP)
             rows += group.num_rows
     return rows
 

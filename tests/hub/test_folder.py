@@ -121,3 +121,35 @@ def test_dataset_sizes_are_load_datasets_own_figures(tmp_path: Path) -> None:
         s: d.info.splits[s].num_bytes for s, d in loaded.items()
     }
     assert ours["download_size"] == sum(p.stat().st_size for p in files)
+
+
+def test_parquet_bytes_do_not_depend_on_how_the_rows_were_batched(tmp_path: Path) -> None:
+    """A vocabulary large enough for the writer to fall back from dictionary encoding in the
+    middle of a row group: the bytes are the same whatever batches the rows came in (a build
+    streams them from DuckDB; `write_parquet` writes a table)."""
+    import random
+
+    import pyarrow as pa
+
+    from builders.hub.folder import SUBSET_FEATURES, write_parquet, write_parquet_batches
+
+    rnd = random.Random(0)
+    n = 130_000
+    schema = SUBSET_FEATURES.arrow_schema
+    table = pa.table(
+        {
+            "id": [str(i) for i in range(n)],
+            "tokens": [
+                [f"w{rnd.randrange(400_000)}" for _ in range(rnd.randint(1, 12))] for _ in range(n)
+            ],
+            "spans": pa.array([[]] * n, schema.field("spans").type),
+            "negatives": pa.array([[]] * n, schema.field("negatives").type),
+            "negative_spans": pa.array([[]] * n, schema.field("negative_spans").type),
+        }
+    )
+    write_parquet(table, tmp_path / "whole.parquet", SUBSET_FEATURES)
+    for rows in (7_777, 100_000):
+        path = tmp_path / f"{rows}.parquet"
+        batches = table.to_batches(max_chunksize=rows)
+        assert write_parquet_batches(table.schema, batches, path, SUBSET_FEATURES) == n
+        assert path.read_bytes() == (tmp_path / "whole.parquet").read_bytes(), rows

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from helpers import LABELS_A, ROOT, bio_corpus, json_result
 
 from builders.cli.main import build_splits
+from builders.hub.folder import SUBSET_FEATURES, write_parquet
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -217,7 +218,9 @@ def test_the_cards_load_line_works_as_printed(
     assert "builders export-gliner runs/out/pilener-sample-low-shift --config" in card
 
 
-def test_rows_written_as_they_come_equal_the_rows_held_in_memory(familiarity_build) -> None:
+def test_rows_written_as_they_come_equal_the_rows_held_in_memory(
+    familiarity_build, tmp_path: Path
+) -> None:
     """A build with `out` streams each level's rows to its parquet file (a large corpus's
     levels are never held in memory); without `out` they are kept as a table. Same rows, the
     same counts, the capped labels' included."""
@@ -231,6 +234,8 @@ def test_rows_written_as_they_come_equal_the_rows_held_in_memory(familiarity_bui
         assert disk.rows is None and disk.rows_file is not None
         table = pq.read_table(disk.rows_file)
         assert table.equals(mem.rows.cast(table.schema))
+        write_parquet(mem.rows, tmp_path / "held.parquet", SUBSET_FEATURES)
+        assert (tmp_path / "held.parquet").read_bytes() == disk.rows_file.read_bytes()
         assert (mem.sentences, mem.mentions, mem.label_counts) == (
             disk.sentences,
             disk.mentions,
