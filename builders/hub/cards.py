@@ -274,6 +274,7 @@ def render_card(
     source_origin: str | None,
     changelog: Sequence[Mapping[str, Any]] | None = None,
     load_from: str | None = None,
+    year: int | None = None,
 ) -> str:
     """The README.md of a subset repo folder (pure).
 
@@ -301,7 +302,7 @@ def render_card(
         .get_template("subset.md.j2")
         .render(
             yaml_header=Markup(subset_yaml(builds, license, source_origin)),
-            **_naming_vars(name, first, load_from),
+            **_naming_vars(name, first, load_from, year),
             **_source_vars(first, license, source_origin, cites),
             configs=views,
             versions=sorted({v["version"] for v in views}),
@@ -327,7 +328,9 @@ def _attribution(
     return license, source_origin, ["familiarity", *cites]
 
 
-def _naming_vars(name: str, first: Mapping[str, Any], load_from: str | None) -> dict[str, Any]:
+def _naming_vars(
+    name: str, first: Mapping[str, Any], load_from: str | None, year: int | None = None
+) -> dict[str, Any]:
     """Template variables naming the dataset: title, load path, level and BibTeX entry."""
     level = first["subset"]["level"]
     return {
@@ -337,7 +340,7 @@ def _naming_vars(name: str, first: Mapping[str, Any], load_from: str | None) -> 
         "title": name.rsplit("/", 1)[-1],
         "level": level,
         "level_text": LEVEL_TEXT.get(level, level),
-        "dataset_bibtex": dataset_bibtex(name, first),
+        "dataset_bibtex": dataset_bibtex(name, first, year),
     }
 
 
@@ -410,10 +413,11 @@ def _source_text(source: str, src: Mapping[str, Any]) -> str:
     return text + f" from {names}."
 
 
-def dataset_bibtex(name: str, build: Mapping[str, Any]) -> str:
+def dataset_bibtex(name: str, build: Mapping[str, Any], year: int | None = None) -> str:
     """A BibTeX entry for this dataset: its repo id (or folder name), the publishing
-    organisation as author and the Hub URL when the repo id is known, and the toolkit
-    version. (No year: a card is a pure function of its builds, which record no date.)"""
+    organisation as author and the Hub URL when the repo id is known, the year it is
+    published in (`publish` passes it: a build records no date, and a card is a pure
+    function of its inputs) and the toolkit version."""
     import re
 
     key = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit("/", 1)[-1]).strip("_").lower()
@@ -425,6 +429,7 @@ def dataset_bibtex(name: str, build: Mapping[str, Any]) -> str:
         f"  title        = {{{{{name}}}: a {build['subset']['level']} label-shift subset of "
         f"{build['config']['source']}}},",
         *([f"  author       = {{{{{org}}}}},"] if org else []),
+        *([f"  year         = {{{year}}},"] if year is not None else []),
         *([f"  url          = {{{url}}},", f"  howpublished = {{\\url{{{url}}}}},"] if url else []),
         f"  note         = {{Built with labelshift-builders {version}}}",
         "}",

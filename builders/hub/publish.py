@@ -121,8 +121,9 @@ class PublishResult:
         return asdict(self)
 
 
-def plan_publish(folder: str | Path, org: str) -> PublishPlan:
-    """What pushing `folder` to `org` would upload, its card rendered for `org/folder`.
+def plan_publish(folder: str | Path, org: str, year: int | None = None) -> PublishPlan:
+    """What pushing `folder` to `org` would upload, its card rendered for `org/folder` (its
+    citation entry dated `year`, default this year in UTC).
 
     Refuses folders that are not repo folders written by build-splits or fewnerd-splits.
     Hidden files and folders (temporary folders of an interrupted write, caches) are left out.
@@ -150,17 +151,26 @@ def plan_publish(folder: str | Path, org: str) -> PublishPlan:
             f"{folder}: {len(files)} files; huggingface_hub would push more than {MAX_FILES} "
             "in several commits, and a repo is pushed in one"
         )
-    card = folder_card(folder, repo_id)
+    card = folder_card(folder, repo_id, year=year or publication_year())
     return PublishPlan(folder.resolve(), repo_id, tuple(files), card)
 
 
+def publication_year() -> int:
+    """This year, in UTC: the year a pushed card's citation entry gives."""
+    return _dt.datetime.now(_dt.UTC).year
+
+
 def plan_publishes(
-    folders: Sequence[str | Path], org: str, *, note: Callable[[str], None] | None = None
+    folders: Sequence[str | Path],
+    org: str,
+    *,
+    note: Callable[[str], None] | None = None,
+    year: int | None = None,
 ) -> list[PublishPlan]:
     """`plan_publish` of each folder, once their levels are checked to come from one build
     (`hub.manifest.check_levels`; `note` gets the line about folders it cannot check)."""
     check_levels([Path(f) for f in folders], note=note)
-    return [plan_publish(f, org) for f in folders]
+    return [plan_publish(f, org, year) for f in folders]
 
 
 def resolve_token(token: str | None = None) -> str:

@@ -62,9 +62,12 @@ def load_path(folder: Path, org: str | None) -> str:
     return folder.as_posix() if not folder.is_absolute() else folder.name
 
 
-def folder_card(folder: Path, name: str, load_from: str | None = None) -> str:
+def folder_card(
+    folder: Path, name: str, load_from: str | None = None, year: int | None = None
+) -> str:
     """The card of a subset or Few-NERD repo folder, for the repo (or folder) `name`, whose
-    `load_dataset` line names `load_from` (default: `name`).
+    `load_dataset` line names `load_from` (default: `name`); `year`: the year it is published
+    in, for a subset's citation entry.
 
     Raises:
         BuildersError: when the folder holds neither a config's build.json nor summary.json.
@@ -88,6 +91,7 @@ def folder_card(folder: Path, name: str, load_from: str | None = None) -> str:
         source_origin=spec.origin if spec else None,
         changelog=read_json(folder / CHANGELOG),
         load_from=load_from,
+        year=year,
     )
 
 

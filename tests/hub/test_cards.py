@@ -464,6 +464,12 @@ def test_a_folders_card_renders_again_from_its_files(built: Path, fewnerd_folder
         hub_only = ("howpublished", "author       = {{testorg}}", "url          = {https://hug")
         assert "".join(ln for ln in lines if not any(h in ln for h in hub_only)) == local
         assert f'load_dataset("testorg/{folder.name}"' in for_org
+        dated = folder_card(folder, f"testorg/{folder.name}", year=2031)
+        if "@misc{" in text and "summary.json" not in {p.name for p in folder.iterdir()}:
+            entry = dated[dated.index("```bibtex") : dated.index("}\n", dated.index("@misc{"))]
+            assert "  year         = {2031}," in entry  # the year publish passes
+            assert "author       = {{testorg}}" in entry and "url          = {https://" in entry
+        assert dated.replace("  year         = {2031},\n", "") == for_org
 
 
 @pytest.mark.parametrize("module", [cards, card_common, cards_fewnerd, changelog])

@@ -17,7 +17,13 @@ from hubserver import HubServer
 from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub.outdir import MANIFEST
-from builders.hub.publish import PublishError, plan_publish, publish, retry_delay
+from builders.hub.publish import (
+    PublishError,
+    plan_publish,
+    publication_year,
+    publish,
+    retry_delay,
+)
 from builders.hub.readme import folder_card
 
 
@@ -58,7 +64,9 @@ def test_push_one_commit_with_every_file_and_a_tag(
     # The card is rendered again for the repo it goes to, in the same commit; the folder's
     # own card (for the folder name) is left as it is.
     card = repo.files.pop("README.md").decode()
-    assert card == folder_card(published, "org/pilener-low-shift")
+    year = publication_year()
+    assert card == folder_card(published, "org/pilener-low-shift", year=year)
+    assert f"  year         = {{{year}}}," in card  # the pushed card's citation is dated
     assert 'load_dataset("org/pilener-low-shift", split="train")' in card
     assert "builders export-gliner org/pilener-low-shift --config entropy" in card
     assert local.pop("README.md").decode() == folder_card(published, "pilener-low-shift")
