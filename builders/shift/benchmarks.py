@@ -290,8 +290,12 @@ def _stored(
     rows = store.raw_labels(source, split)
     # Only Few-NERD's reader records coarse types: its fine types get Few-NERD's verbalisation.
     fewnerd = any(coarse is not None for _, _, coarse in rows)
-    raws = [label if fewnerd else raw for raw, label, _ in rows]
-    labels = _labels(raws, mapping, keep_misc, fewnerd=fewnerd)
+    if fewnerd:
+        labels = _labels([label for _, label, _ in rows], mapping, keep_misc, fewnerd=True)
+    else:  # as ingested (the packaged tables, and the ingest's --label-map), unless `mapping`
+        # names the raw tag
+        mapped = (mapping.get(normalise_label(raw), label) for raw, label, _ in rows)
+        labels = tuple(z for z in dict.fromkeys(mapped) if keep_misc or z != MISC_LABEL)
     kind = "fewnerd" if fewnerd else "store"
     return EvalSet(entry, labels, kind, f"{source}:{split}", (source, split))
 

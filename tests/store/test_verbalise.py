@@ -252,3 +252,18 @@ def test_gliner_benchmark_json_reads_as_its_labels_file(db: Path, shared: Path) 
                 ingest(store, "gliner", folder / f"{split}.json", name=name)
                 labels = {lab for lab, _, _ in store.label_counts(name)}
                 assert labels == {normalise_label(t) for t in listed}, name
+
+
+def test_a_stored_benchmark_keeps_the_labels_its_ingest_gave(db: Path, data_dir: Path) -> None:
+    """A benchmark ingested with --label-map is evaluated with the labels that map gave; a
+    command's own map still names a raw tag first."""
+    from builders.shift.benchmarks import resolve
+
+    with Store(db) as store:
+        ingest(store, "columns", data_dir / CONLL, name="c", options=FOUR,
+               label_map={"PER": "human"})  # fmt: skip
+        (plain,) = resolve("c:dev", store=store)
+        (mapped,) = resolve("c:dev", store=store, mapping={"per": "someone"})
+    assert "human" in plain.labels and "person" not in plain.labels
+    assert {"location", "organization"} <= set(plain.labels)
+    assert "someone" in mapped.labels and "human" not in mapped.labels
