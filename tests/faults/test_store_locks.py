@@ -127,6 +127,7 @@ def embedding(db: Path, tmp_path: Path, command: str) -> Iterator[subprocess.Pop
                 proc.wait()
 
 
+@pytest.mark.slow  # a real model exported or loaded in a new process
 @pytest.mark.parametrize("command", ["familiarity", "build-splits"])
 def test_other_commands_read_beside_a_long_run(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str

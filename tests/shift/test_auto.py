@@ -48,6 +48,7 @@ def _notes(record: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message) for w in record if issubclass(w.category, BuildersNote)]
 
 
+@pytest.mark.slow  # a real model exported or loaded in a new process
 def test_auto_picks_openvino_once_and_matches_torch_within_1e_6(unpinned: Path) -> None:
     _need_openvino()
     with warnings.catch_warnings(record=True) as record:
@@ -116,6 +117,7 @@ def test_pins_precisions_and_devices(unpinned: Path, monkeypatch: pytest.MonkeyP
     assert Embedder("minilm", backend="torch").backend == "torch"  # asked for: never auto
 
 
+@pytest.mark.slow  # a real model exported or loaded in a new process
 def test_build_json_and_card_name_the_runtime_that_ran(unpinned: Path, tmp_path: Path) -> None:
     _need_openvino()
     out = tmp_path / "out"

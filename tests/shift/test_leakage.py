@@ -185,6 +185,7 @@ def test_familiar_labels_compared_in_chunks_give_the_same_scan(
     assert chunked.report() == whole.report()
 
 
+@pytest.mark.slow  # a real model exported or loaded in a new process
 def test_the_scan_embeds_with_the_backend_it_is_given(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -154,6 +154,7 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
 
 
 # ------------------------------------------------------------------ exported backends
+@pytest.mark.slow  # a real model exported or loaded in a new process
 @pytest.mark.parametrize(("backend", "precision"), [("onnx", "fp32"), ("openvino", "fp32")])
 def test_exported_backend_matches_torch(
     backend: str,
@@ -221,6 +222,7 @@ def test_openvino_bf16_is_refused_where_the_cpu_would_run_f32(
         Embedder("minilm", backend="openvino", precision="bf16").encode(LABELS)
 
 
+@pytest.mark.slow  # a real model exported or loaded in a new process
 def test_a_failed_export_check_keeps_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torch_minilm: Embedder
 ) -> None:

@@ -259,6 +259,7 @@ _FAMILIARITY = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a real model exported or loaded in a new process
 def test_a_second_familiarity_of_in_a_new_process_embeds_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "LABELSHIFT_EMBEDDINGS": str(tmp_path / "emb")}
     runs = [
