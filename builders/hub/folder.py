@@ -134,7 +134,8 @@ def _arrow_bytes(path: Path, schema: pa.Schema) -> int:
     groups read side by side (each one's figure stands alone)."""
     fragment = pa_ds.ParquetFileFormat().make_fragment(str(path), pa_fs.LocalFileSystem())
     groups = fragment.split_by_row_group()
-    workers = min(len(groups), os.cpu_count() or 1, 4)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = min(len(groups), cpus or 1, 4)
     if workers <= 1:
         return sum(_group_bytes(g, schema) for g in groups)
     with ThreadPoolExecutor(max_workers=workers) as pool:

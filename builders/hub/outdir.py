@@ -16,8 +16,8 @@ killed run left (METHOD.md section 4):
 - the manifest (`.labelshift-manifest.json`: each folder's configs, their build and their
   files' sha256) gets the entries a journal carries, once its folders are in place
   (`hub.manifest` checks levels against it on read);
-- temporary folders and files of dead runs (`.labelshift-tmp.*`, `labelshift-sizes-*` in
-  the system's temp folder) are removed.
+- temporary folders and files of dead runs (`.labelshift-tmp.*`: staged folders, a build's
+  streamed rows, the manifest being written) are removed.
 """
 
 from __future__ import annotations

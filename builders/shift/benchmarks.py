@@ -292,10 +292,10 @@ def _stored(
     fewnerd = any(coarse is not None for _, _, coarse in rows)
     if fewnerd:
         labels = _labels([label for _, label, _ in rows], mapping, keep_misc, fewnerd=True)
-    else:  # as ingested (the packaged tables, and the ingest's --label-map), unless `mapping`
-        # names the raw tag
-        mapped = (mapping.get(normalise_label(raw), label) for raw, label, _ in rows)
-        labels = tuple(z for z in dict.fromkeys(mapped) if keep_misc or z != MISC_LABEL)
+    else:  # the packaged tables, after the command's map and the ingest's (its --label-map)
+        ingested = store.stored_splits(source)[split].options.get("label_map") or {}
+        both = {**{normalise_label(k): v for k, v in ingested.items()}, **mapping}
+        labels = _labels([raw for raw, _, _ in rows], both, keep_misc)
     kind = "fewnerd" if fewnerd else "store"
     return EvalSet(entry, labels, kind, f"{source}:{split}", (source, split))
 

@@ -6,9 +6,10 @@
 
 A scan (`Store.overlap_tables`) reads the whole training corpus; its result depends only on
 the corpus's stored splits, the benchmarks' evaluation splits, the n-gram length and whether
-texts are kept. Its key (`scan_key`) is the sha256 of those: the splits' fingerprints (input
-bytes, reader version, options and label map: `builders.store.writer`), the scan's version
-and this package's version. A second build or `builders leakage` over an unchanged corpus
+texts are kept. Its key (`scan_key`) is the sha256 of those: each split's fingerprint (input
+bytes, reader version, options and label map: `builders.store.writer`), when it was ingested
+(`--replace` reads the same input anew) and its counts, the scan's version, this package's and
+DuckDB's (whose `lower`, `nfc_normalize` and `hash` make the keys). A second build or `builders leakage` over an unchanged corpus
 reads the tables back instead of scanning (seconds instead of minutes at NuNER scale).
 
 It lives in `$LABELSHIFT_SCANS`, else `<cache root>/scans` (`models.cache_root`). An entry is
@@ -56,12 +57,13 @@ _TMP = ".tmp-"
 
 
 def scan_key(description: Mapping[str, Any]) -> str:
-    """The key of a scan described by `description` (JSON-able; see `Store._scan_description`)."""
+    """The key of a scan described by `description` (JSON-able; see `Store.scan_inputs`)."""
+    import duckdb
+
     from builders import __version__
 
-    text = json.dumps(
-        {"scan": SCAN_VERSION, "builders": __version__, **description}, sort_keys=True
-    )
+    versions = {"scan": SCAN_VERSION, "builders": __version__, "duckdb": duckdb.__version__}
+    text = json.dumps({**versions, **description}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -78,7 +80,7 @@ class ScanCache:
         from builders.shift.models import cache_root
 
         where = os.environ.get(SCANS_ENV, "").strip()
-        if where.lower() == "off":
+        if where.lower() in {"off", "0", "none", "false"}:
             return None
         bound = os.environ.get(MAX_ENV, "").strip()
         max_bytes = parse_size(bound, MAX_ENV) if bound else DEFAULT_MAX
@@ -91,6 +93,8 @@ class ScanCache:
             return None
         try:
             tables = {p: pq.read_table(folder / f"{p}.parquet") for p in _PARTS}
+        except FileNotFoundError:  # evicted or cleared by another run meanwhile
+            return None
         except (OSError, pa.ArrowException) as exc:
             warnings.warn(
                 f"removed an unreadable leakage-scan cache entry {folder}: {exc}",
@@ -119,7 +123,7 @@ class ScanCache:
                 if not (self.root / key / _KEY_FILE).is_file():
                     raise
             self._evict(keep=self.root / key)
-        except OSError as exc:
+        except (OSError, pa.ArrowException) as exc:
             warnings.warn(
                 f"could not write the leakage-scan cache in {self.root}: {exc}; the scan's "
                 "results stand, the next scan will not reuse them",

@@ -765,7 +765,11 @@ class Store(OverlapQueries):
         Read it whole inside the block."""
         sql, selected = _subset_query(labels, caps)
         with self._registered("_selected", selected):
-            reader = self.con.sql(sql, params=[source]).to_arrow_reader(batch_rows)
+            rel = self.con.sql(sql, params=[source])
+            # DuckDB 2 names it to_arrow_reader (its fetch_arrow_reader is deprecated); 1.x has
+            # only fetch_arrow_reader
+            to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
+            reader = to_reader(batch_rows)
             try:
                 yield reader
             finally:  # the connection takes no other work while a result is open

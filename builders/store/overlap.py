@@ -95,26 +95,29 @@ class OverlapQueries:
     """Mixed into `Store`: the leakage scan and the decontaminated view."""
 
     con: duckdb.DuckDBPyConnection
-    #: True inside `without_sentences`: the tables are views no stored fingerprint describes.
-    _shadowing: bool = False
+    #: How many `without_sentences` blocks are open: their views no stored fingerprint describes.
+    _shadowing: int = 0
 
     def scan_inputs(self, source: str, benchmarks: pa.Table) -> dict[str, Any] | None:
-        """What `overlap_tables(source, benchmarks, ...)` reads, by the stored fingerprints of
-        the corpus's splits and of the benchmarks' splits (the scan cache's key,
-        `builders.shift.scan_cache`); None inside `without_sentences`."""
+        """What `overlap_tables(source, benchmarks, ...)` reads: for the corpus's splits and
+        the benchmarks' splits, their stored fingerprints (the input), when they were ingested
+        (`--replace` reads the same input again, with what the reader makes of it now) and
+        their counts (the scan cache's key, `builders.shift.scan_cache`); None inside
+        `without_sentences`."""
         if self._shadowing:
             return None
-        prints = {(src, split): fp for src, split, fp in self.fingerprints()}
+        rows = self.con.execute(
+            "SELECT source, split, fingerprint, CAST(ingested_at AS VARCHAR), n_sentences, "
+            "n_mentions FROM sources ORDER BY source, split"
+        ).fetchall()
+        prints = {(r[0], r[1]): list(r[2:]) for r in rows}
         columns = (benchmarks.column(c).to_pylist() for c in ("benchmark", "source", "split"))
-        rows = zip(*columns, strict=True)
+        asked = sorted(zip(*columns, strict=True))
         return {
             "source": source,
             "splits": {sp: fp for (src, sp), fp in sorted(prints.items()) if src == source},
-            "benchmarks": [[b, src, sp, prints.get((src, sp))] for b, src, sp in sorted(rows)],
+            "benchmarks": [[b, src, sp, prints.get((src, sp))] for b, src, sp in asked],
         }
-
-    def fingerprints(self, source: str | None = None) -> list[tuple[str, str, str]]:
-        raise NotImplementedError  # `Store.fingerprints`
 
     def source_names(self) -> list[str]:
         """Every stored source, sorted."""
@@ -313,10 +316,12 @@ class OverlapQueries:
                 + LABEL_COUNTS.format(mentions="temp.main.mentions")
             )
             (dropped,) = self.con.execute("SELECT count(*) FROM temp.main._dropped").fetchall()[0]
-            self._shadowing = True
-            yield int(dropped)
+            self._shadowing += 1
+            try:
+                yield int(dropped)
+            finally:
+                self._shadowing -= 1
         finally:
-            self._shadowing = False
             for view in ("label_counts", *_SHADOWED):
                 self.con.execute(f"DROP VIEW IF EXISTS temp.main.{view}")
             self.con.execute("DROP TABLE IF EXISTS temp.main._dropped")
