@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,8 +37,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.processes import pid_alive
-from builders.shift.vector_cache import CacheWarning, parse_size
+from builders.shift.vector_cache import CacheWarning, abandoned, cache_place
 from builders.store.overlap import OverlapTables
 
 #: The cache's folder, or `off` to use none.
@@ -49,8 +47,6 @@ MAX_ENV = "LABELSHIFT_SCANS_MAX"
 DEFAULT_MAX = 2 << 30
 #: Bump when the scan's tables change for the same inputs.
 SCAN_VERSION = 1
-#: A temporary entry whose writer is gone, or older than this many seconds, is removed.
-STALE_TMP_S = 3600.0
 _PARTS = ("sentences", "pairs", "mentions", "surface_labels")
 _KEY_FILE = "key.json"
 _TMP = ".tmp-"
@@ -77,14 +73,8 @@ class ScanCache:
     @classmethod
     def default(cls) -> ScanCache | None:
         """The cache `$LABELSHIFT_SCANS` names (None for `off`), else `<cache root>/scans`."""
-        from builders.shift.models import cache_root
-
-        where = os.environ.get(SCANS_ENV, "").strip()
-        if where.lower() in {"off", "0", "none", "false"}:
-            return None
-        bound = os.environ.get(MAX_ENV, "").strip()
-        max_bytes = parse_size(bound, MAX_ENV) if bound else DEFAULT_MAX
-        return cls(Path(where).expanduser() if where else cache_root() / "scans", max_bytes)
+        place = cache_place(SCANS_ENV, MAX_ENV, DEFAULT_MAX, "scans")
+        return cls(*place) if place else None
 
     def get(self, key: str) -> OverlapTables | None:
         """The tables stored under `key`, or None (an unreadable entry is removed, warned)."""
@@ -166,19 +156,9 @@ class ScanCache:
         except OSError:
             return []
         for path in paths:
-            if path.name.startswith(_TMP):
-                _remove_if_stale(path)
+            if path.name.startswith(_TMP) and abandoned(path, _TMP):
+                shutil.rmtree(path, ignore_errors=True)
         return [p for p in paths if not p.name.startswith(".") and (p / _KEY_FILE).is_file()]
-
-
-def _remove_if_stale(path: Path) -> None:
-    """Remove a temporary entry whose writer process is gone, or that is older than an hour."""
-    try:
-        pid = int(path.name[len(_TMP) :].split("-")[0])
-        if not pid_alive(pid) or time.time() - path.stat().st_mtime > STALE_TMP_S:
-            shutil.rmtree(path, ignore_errors=True)
-    except (ValueError, OSError):
-        pass
 
 
 def _tree_size(folder: Path) -> int:

@@ -95,14 +95,8 @@ class VectorCache:
     @classmethod
     def default(cls) -> VectorCache | None:
         """The user's cache, from the environment; None when it is switched off."""
-        from builders.shift.models import cache_root
-
-        where = os.environ.get(EMBEDDINGS_ENV, "").strip()
-        if where.lower() in {"off", "0", "none", "false"}:
-            return None
-        root = Path(where).expanduser() if where else cache_root() / "embeddings"
-        size = os.environ.get(MAX_ENV, "").strip()
-        return cls(root, parse_size(size) if size else DEFAULT_MAX)
+        place = cache_place(EMBEDDINGS_ENV, MAX_ENV, DEFAULT_MAX, "embeddings")
+        return cls(*place) if place else None
 
     def folder(self, key: str) -> Path:
         return self.root / hashlib.sha256(key.encode()).hexdigest()[:24]
@@ -328,15 +322,34 @@ def _write_key(folder: Path, key: str) -> None:
     os.replace(tmp, path)
 
 
+def cache_place(env: str, max_env: str, default_max: int, name: str) -> tuple[Path, int] | None:
+    """A per-user cache's folder and size bound: `$env` (`off`, `0`, `none` or `false`: no
+    cache, None), else `<cache root>/name` (`models.cache_root`); `$max_env`, else
+    `default_max`."""
+    from builders.shift.models import cache_root
+
+    where = os.environ.get(env, "").strip()
+    if where.lower() in {"off", "0", "none", "false"}:
+        return None
+    root = Path(where).expanduser() if where else cache_root() / name
+    size = os.environ.get(max_env, "").strip()
+    return root, parse_size(size, max_env) if size else default_max
+
+
+def abandoned(path: Path, prefix: str) -> bool:
+    """Whether a temporary entry named `<prefix><pid>-...` is left by a process that is gone,
+    or is older than `STALE_TMP_S`."""
+    try:
+        pid = int(path.name[len(prefix) :].split("-")[0])
+        return not pid_alive(pid) or time.time() - path.stat().st_mtime > STALE_TMP_S
+    except (ValueError, OSError):
+        return False
+
+
 def _remove_if_stale(path: Path) -> None:
     """Remove a temporary shard whose writer process is gone, or that is older than an hour."""
-    try:
-        pid = int(path.name[len(_TMP) :].split("-")[0])
-        alive = pid_alive(pid)
-        if not alive or time.time() - path.stat().st_mtime > STALE_TMP_S:
-            path.unlink(missing_ok=True)
-    except (ValueError, OSError):
-        pass
+    if abandoned(path, _TMP):
+        path.unlink(missing_ok=True)
 
 
 def _unreadable(shard: Path, exc: Exception) -> None:
