@@ -10,7 +10,8 @@ then): per folder and config, the build id, the build's levels and every file's 
 
 `check_levels` refuses, with one line naming the path and the fix, levels read while a swap
 journal is in their folder (a build was interrupted or is under way), a config file that is
-not the one its build wrote, and two levels of one build that carry different builds. Folders
+not the one its build wrote, and two levels of one source (one build wrote both, or their
+names differ only in the level) that carry different builds. Folders
 the manifest does not know (made by hand, downloaded, written by an older version) are read
 with a one-line note.
 """
@@ -19,14 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from builders.defaults import LEVELS
 from builders.errors import BuildersError, BuildersNote
 from builders.hub.folder import BUILD_JSON, configs_of, read_json
 from builders.hub.outdir import JOURNAL, MANIFEST, read_manifest
+
+#: A level folder's name as a build makes it (`splits.pipeline`): `{source}{suffix}-{level}-shift`.
+_LEVEL_NAME = re.compile(rf"(.+)-(?:{'|'.join(LEVELS)})-shift")
 
 
 def file_sha256(path: Path) -> str:
@@ -147,13 +153,24 @@ def _check_files(where: Path, entry: dict[str, Any], manifest: Path) -> None:
             )
 
 
+def _family(name: str) -> str | None:
+    """The folder name a level's name shares with its other levels (`pilener-low-shift` ->
+    `pilener`), or None for a name not made by a build (`{source}{suffix}-{level}-shift`)."""
+    found = _LEVEL_NAME.fullmatch(name)
+    return found.group(1) if found else None
+
+
 def _check_one_build(config: str, levels: list[tuple[Path, str, dict[str, Any]]]) -> None:
-    """Two levels read together where one's build also wrote the other (by folder name) carry
-    one build id. Levels of unrelated builds (other sources, other benchmarks) may be read
-    together."""
+    """Two levels of one config read together carry one build id when one's build also wrote
+    the other, or when their names say they are levels of one source and benchmarks
+    (`pilener-low-shift`, `pilener-medium-shift`): levels built by separate runs (`--levels
+    low,high`, then `--levels medium`) are placed apart, so they may overlap or cross.
+    Levels of unrelated builds (other sources, other benchmarks) may be read together."""
     for i, (a, name_a, ea) in enumerate(levels):
         for b, name_b, eb in levels[i + 1 :]:
             siblings = name_b in ea.get("levels", ()) or name_a in eb.get("levels", ())
+            family = _family(name_a)
+            siblings = siblings or (family is not None and family == _family(name_b))
             if siblings and ea.get("build") != eb.get("build"):
                 raise BuildersError(
                     f"{a / config} is from build {ea.get('build')} but {b / config} is from "

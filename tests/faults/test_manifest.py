@@ -267,6 +267,40 @@ def test_levels_of_two_builds_read_together_are_refused_naming_both(
     assert code == 1 and "levels of two builds" in err_text
 
 
+def test_levels_built_by_separate_runs_are_refused_together(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--levels low,high`, then `--levels medium` into the same --out: neither build wrote
+    the other's level, but their names make them one source's levels: refused together, each
+    build's own levels still read."""
+    out = build(db, tmp_path / "out", "--levels", "low,high")
+    build(db, out, "--levels", "medium")
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["folders"]
+    assert manifest[NAMES[1]]["max"]["levels"] == [NAMES[1]]
+    assert manifest[NAMES[0]]["max"]["build"] != manifest[NAMES[1]]["max"]["build"]
+    check_levels([out / NAMES[0], out / NAMES[2]], "max")
+    check_levels([out / NAMES[1]], "max")
+    with pytest.raises(BuildersError, match="levels of two builds") as err:
+        check_levels(levels(out), "max")
+    assert str(out / NAMES[1] / "max") in str(err.value)
+    code, output = publish_dry_run(levels(out))
+    assert code == 1 and "levels of two builds" in output, output
+    code, err_text = verify(levels(out), capsys)
+    assert code == 1 and "levels of two builds" in err_text
+
+
+def test_levels_of_other_sources_are_read_together(base: Path, tmp_path: Path) -> None:
+    """Two sources' levels (built apart) are not one source's levels: read together."""
+    out = copy_out(base, tmp_path / "out")
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    other = "other-sample-medium-shift"
+    shutil.copytree(out / NAMES[1], out / other)
+    entry = dict(manifest["folders"][NAMES[1]]["max"], build="0" * 16, levels=[other])
+    manifest["folders"][other] = {"max": entry}
+    (out / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    check_levels([out / NAMES[0], out / other], "max")
+
+
 # ------------------------------------------------------------------ no manifest
 def test_a_folder_without_manifest_is_read_with_a_note(base: Path, tmp_path: Path) -> None:
     out = copy_out(base, tmp_path / "out")
