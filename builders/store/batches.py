@@ -9,6 +9,7 @@ row-by-row INSERTs).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
@@ -24,6 +25,19 @@ from builders.sources.base import Example, ReadReport, Unit
 BATCH = 50_000
 #: How many raw -> label pairs a note names before it says how many more there are.
 SHOWN = 8
+#: Report counts of distinct labels: each is the whole split's (an append recounts it over
+#: the stored labels and the new ones, `Validator.seed`), never a sum over its reads.
+WHOLE_SPLIT = ("labels_mapped", "labels_verbalised")
+#: The notes `Validator.account` writes about the whole split's labels (replaced on append).
+_WHOLE_SPLIT_NOTE = re.compile(
+    r"[\d,]+ (labels? verbalised by the (label map|packaged table)|tags? not in the "
+    r"packaged table, kept as written)"
+)
+
+
+def whole_split_note(text: str) -> bool:
+    """A note about the whole split's labels, which an append's account replaces."""
+    return _WHOLE_SPLIT_NOTE.match(text) is not None
 
 
 class Validator:
@@ -34,7 +48,8 @@ class Validator:
         self.spec, self.buf = spec, buf
         self.mapping = dict(mapping or {})
         self.labels: dict[str, tuple[str, str | None]] = {}
-        self.first: dict[str, tuple[Unit, int, int | None]] = {}  # where each raw label is first
+        #: where each raw label is first: its input (or the stored inputs), line, record
+        self.first: dict[str, tuple[Unit | str, int | None, int | None]] = {}
         self.counts: Counter[str] = Counter()
         self.per_input: Counter[Unit] = Counter()
 
@@ -50,6 +65,23 @@ class Validator:
             self.labels[raw] = mapped
             self.first[raw] = (unit, ex.line, ex.record)
         return mapped
+
+    def seed(self, con: duckdb.DuckDBPyConnection, where: str) -> None:
+        """Know the raw labels the split already holds (an append): `account` and `settle` then
+        judge the whole split, as one read of all its inputs would. `where`: the stored
+        inputs, named in an error about one of those labels."""
+        rows = con.execute(
+            " UNION ".join(
+                f"SELECT DISTINCT raw_label FROM {t} WHERE source = ? AND split = ?"
+                for t in ("mentions", "negatives", "negative_spans")
+            )
+            + " ORDER BY 1",
+            [self.buf.source, self.buf.split] * 3,
+        ).fetchall()
+        for (raw,) in rows:
+            if raw not in self.labels:
+                self.labels[raw] = self.spec.map_label(raw, self.mapping)
+                self.first[raw] = (where, None, None)
 
     def account(self, report: ReadReport, con: duckdb.DuckDBPyConnection) -> None:
         """Settle the table's natural-language keys by the split's evidence (`settle`), then

@@ -31,7 +31,7 @@ from builders.errors import BuildersError, SourceFormatError
 from builders.names import check_name
 from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
-from builders.store.batches import Buffers, Validator
+from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
 
 
@@ -340,6 +340,8 @@ def _read_split(
     units = [i.unit for i in job.inputs]
     stream = ((u, ex) for u in units for ex in read(u, report, **plan.options))
     check = Validator(spec, Buffers(source, job.split), plan.label_map)
+    if job.old:
+        check.seed(store.con, _stored_names(job.old))
     check.run(stream, store.con, job.old.sentences if job.old else 0, progress)
     check.account(report, store.con)
     for unit in units:
@@ -390,10 +392,12 @@ def _stored_counts(old: StoredSplit) -> list[int]:
 def _merged_report(old: dict[str, Any] | None, new: ReadReport) -> dict[str, Any]:
     counts = dict(new.counts)
     notes = list(new.notes)
-    if old:
+    if old:  # the whole split's label counts and notes are the new read's (`seed`)
         for key, n in old.get("counts", {}).items():
-            counts[key] = counts.get(key, 0) + n
-        notes = old.get("notes", []) + [n for n in notes if n not in old.get("notes", [])]
+            if key not in WHOLE_SPLIT:
+                counts[key] = counts.get(key, 0) + n
+        kept = [n for n in old.get("notes", []) if not whole_split_note(n)]
+        notes = kept + [n for n in notes if n not in kept]
     return {"counts": dict(sorted(counts.items())), "notes": notes}
 
 

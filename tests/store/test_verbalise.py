@@ -97,6 +97,52 @@ def test_tags_among_natural_language_labels(db: Path, tmp_path: Path) -> None:
     assert res.splits[0].report["counts"]["labels_verbalised"] == 3
 
 
+def _read(store: Store, name: str, parts: list[Path], append: bool, **kw: object) -> dict:
+    """`parts` read in one ingest, or the first then each other with --append: the split's
+    stored labels, label counts and report."""
+    if append:
+        for i, part in enumerate(parts):
+            ingest(store, "gliner", part, name=name, split="train", append=i > 0, **kw)
+    else:
+        ingest(store, "gliner", parts, name=name, split="train", **kw)
+    report = store.stored_splits(name)["train"].report
+    notes = [n for n in report["notes"] if "verbalised by" in n or "not in the packaged" in n]
+    return {
+        "raw": raw_labels(store, name),
+        "counts": sorted(store.label_counts(name)),
+        "report": {k: v for k, v in report["counts"].items() if k.startswith("labels_")},
+        "notes": notes,
+    }
+
+
+@pytest.mark.parametrize(
+    "types",
+    [
+        [("PER", "LOC"), ("PER", "ORG")],  # PER read twice: counted once
+        [("organisation", "person"), ("PER", "org")],  # the second read's tags settle the first's
+        [("misc", "person"), ("misc",)],
+    ],
+    ids=["overlap", "settled-by-append", "nothing-new"],
+)
+def test_an_append_verbalises_and_counts_like_one_read(
+    db: Path, tmp_path: Path, types: list[tuple[str, ...]]
+) -> None:
+    """An appended split's labels and their counts are the whole split's, as if its inputs
+    were read in one ingest: a label in both reads counts once, and the tags of a later read
+    settle an earlier read's natural-language key (relabelled in the store)."""
+    parts = []
+    for i, group in enumerate(types):
+        (tmp_path / str(i)).mkdir()
+        parts.append(_gliner(tmp_path / str(i), *group))
+    mapping = {"label_map": {"LOC": "place"}}
+    with Store(db) as store:
+        once = _read(store, "once", parts, append=False, **mapping)
+        appended = _read(store, "appended", parts, append=True, **mapping)
+    assert appended == once
+    n = len({t for group in types for t in group} - {"person"})
+    assert sum(once["report"].values()) == n
+
+
 def test_an_ambiguous_label_is_refused_and_a_label_map_decides(
     db: Path, data_dir: Path, tmp_path: Path
 ) -> None:
