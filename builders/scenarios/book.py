@@ -39,7 +39,10 @@ FEWNERD_KEYS = {
     "backend": DEFAULT_BACKEND,
     "precision": DEFAULT_PRECISION,
 }
-COMMON_KEYS = {"name", "kind", "source", "path", "store_as", "options", "description", "publish"}
+COMMON_KEYS = {
+    "name", "kind", "source", "path", "store_as", "options", "ingest_label_map", "description",
+    "publish",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Scenario:
     path: str | None = None
     store_as: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: The ingest's `--label-map` (a path): raw tags of the source -> labels.
+    ingest_label_map: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     publish: bool = True
@@ -133,11 +138,7 @@ def parse_scenarios(
                 params["label_map"] = str(base / os.path.expanduser(str(params["label_map"])))
             if params["medium_band"] is not None:
                 params["medium_band"] = list(params["medium_band"])
-        p = raw.get("path")
-        if p is not None:
-            p = os.path.expanduser(os.path.expandvars(str(p)))
-            if "$" not in p and not Path(p).is_absolute():
-                p = str(base / p)
+        p = _relative_path(raw.get("path"), base)
         scenarios.append(
             Scenario(
                 name=name,
@@ -146,6 +147,7 @@ def parse_scenarios(
                 path=p,
                 store_as=raw.get("store_as"),
                 options=dict(raw.get("options", {})),
+                ingest_label_map=_relative_path(raw.get("ingest_label_map"), base),
                 params=params,
                 description=raw.get("description", ""),
                 publish=bool(raw.get("publish", True)),
@@ -168,3 +170,17 @@ def _relative(entry: str, base: Path) -> str:
         return entry
     path = base / os.path.expanduser(rest[len("file:") :])
     return f"{name}{sep}file:{path}"
+
+
+def _relative_path(value: Any, base: Path) -> str | None:
+    """A scenario's file path: `~` and $VARS expanded, relative to the scenarios file. Left as
+    written: an absolute path, one still holding an unset $VAR, and a Hub dataset id
+    (`org/name`) that names no file or folder beside the scenarios file."""
+    from builders.sources import is_hub_id
+
+    if value is None:
+        return None
+    p = os.path.expanduser(os.path.expandvars(str(value)))
+    if "$" in p or Path(p).is_absolute() or (is_hub_id(p) and not (base / p).exists()):
+        return p
+    return str(base / p)

@@ -25,11 +25,11 @@ from builders import __version__
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError
 from builders.hub.outdir import OutLock
-from builders.labels import union_labels
+from builders.labels import label_map, union_labels
 from builders.scenarios.book import Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
-from builders.shift.benchmarks import EvalSet, ingest_local, resolve
+from builders.shift.benchmarks import EvalSet, ingest_local, read_label_map, resolve
 from builders.store import Store
 
 # ---------------------------------------------------------------------------- keys
@@ -224,6 +224,24 @@ class _Unavailable(BuildersError):
     pass
 
 
+def _check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None) -> None:
+    """A source used from the store (its input is not at hand) was read with the scenario's
+    `ingest_label_map`; else its labels are not the ones the scenario asks for.
+
+    Raises:
+        BuildersError: a split read with another map (or none), naming the fix.
+    """
+    want = dict(sorted(label_map(mapping or {}).items()))
+    for split, stored in sorted(store.stored_splits(sc.stored).items()):
+        if (stored.options or {}).get("label_map", {}) != want:
+            raise BuildersError(
+                f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
+                f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
+                "input is not at hand to read again: give its files with `path = ...`, or "
+                f"ingest it again (`builders ingest {sc.source} --label-map ...`)"
+            )
+
+
 def _one(
     store: Store,
     sc: Scenario,
@@ -245,10 +263,14 @@ def _one(
             raise
         rep.reason = str(exc)
         return rep
+    mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
     if where is not None or not store.has_source(sc.stored):
-        res = ingest(store, sc.source, where, name=sc.stored, options=dict(sc.options))
+        res = ingest(
+            store, sc.source, where, name=sc.stored, options=dict(sc.options), label_map=mapping
+        )
         rep.ingest = res.status
     else:
+        _check_stored_map(store, sc, mapping)
         rep.ingest = "stored"
     key, parts = scenario_key(store, sc)
     rep.key = key

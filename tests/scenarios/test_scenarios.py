@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from builders.errors import BuildersError
 from builders.scenarios.book import load_scenarios, parse_scenarios
 from builders.scenarios.regenerate import regenerate
 from builders.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SCENARIOS = """
 [defaults]
@@ -279,3 +282,66 @@ def test_scenario_key_follows_the_benchmark_sentences(tmp_path: Path) -> None:
     off = dataclasses.replace(sc, params={**sc.params, "leakage": False})
     with Store(tmp_path / "s.duckdb") as store:
         assert "benchmark_fingerprints" not in scenario_key(store, off)[1]
+
+
+def test_paths_and_hub_ids_in_a_scenario(tmp_path: Path) -> None:
+    """`path` and `ingest_label_map` are relative to the scenarios file; a Hub dataset id is
+    kept as written unless a folder of that name is beside the file."""
+    doc = {
+        "scenario": [
+            {"name": "a", "source": "columns", "path": "a.txt", "ingest_label_map": "m.toml"},
+            {"name": "b", "source": "hf", "path": "org/dataset"},
+            {"name": "c", "source": "hf", "path": "local/folder"},
+        ],
+    }
+    (tmp_path / "local" / "folder").mkdir(parents=True)
+    a, b, c = parse_scenarios(doc, tmp_path).scenarios
+    assert (a.path, a.ingest_label_map) == (str(tmp_path / "a.txt"), str(tmp_path / "m.toml"))
+    assert b.path == "org/dataset" and b.ingest_label_map is None
+    assert c.path == str(tmp_path / "local" / "folder")
+
+
+def test_a_scenario_reads_its_source_with_its_ingest_label_map(tmp_path: Path) -> None:
+    """`ingest_label_map` is the ingest's --label-map: the stored labels follow it, and a
+    changed map rebuilds the scenario; a source used from the store must have been read with
+    the same map."""
+
+    def raw_labels(store: Store, source: str) -> dict[str, str]:
+        return {raw: label for raw, label, _ in store.raw_labels(source, "train")}
+
+    bio_corpus(tmp_path / "a.txt", LABELS_A, 60)
+    mapping = tmp_path / "map.toml"
+    mapping.write_text('[verbalise]\nsong = "track"\n', encoding="utf-8")
+    text = SCENARIOS.split("[[scenario]]")[:2]
+    text[1] = text[1].replace('path = "a.txt"', 'path = "a.txt"\ningest_label_map = "map.toml"')
+    (tmp_path / "scenarios.toml").write_text("[[scenario]]".join(text), encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    with Store(tmp_path / "s.duckdb") as store:
+        [first] = regenerate(store, book.scenarios, book.out)
+        assert first.status == "built" and raw_labels(store, "corpus-a")["song"] == "track"
+        mapping.write_text('[verbalise]\nsong = "tune"\n', encoding="utf-8")
+        [second] = regenerate(store, book.scenarios, book.out)
+        assert (second.status, second.reason) == ("rebuilt", "source changed (train)")
+        assert raw_labels(store, "corpus-a")["song"] == "tune"
+        low = json.loads((book.out / "corpus-a-low-shift" / "entropy" / "build.json").read_text())
+        stored = dataclasses.replace(book.scenarios[0], path=None)  # its input not at hand
+        assert regenerate(store, [stored], book.out)[0].status == "reused"
+        other = dataclasses.replace(stored, ingest_label_map=None)
+        with pytest.raises(BuildersError, match="read with another label map") as err:
+            regenerate(store, [other], book.out)
+    assert "corpus-a/train" in str(err.value) and "path = ..." in str(err.value)
+    assert low["provenance"]["source"]["splits"]["train"]["reader_options"]["label_map"] == {
+        "song": "tune"
+    }
+
+
+def test_the_repo_scenarios_file_names_every_key() -> None:
+    """The scenarios file's header lists every key a scenario may give."""
+    from builders.scenarios.book import COMMON_KEYS, FEWNERD_KEYS, SPLIT_KEYS
+
+    head = "".join(
+        line[1:] for line in (ROOT / "scenarios.toml").read_text("utf-8").splitlines()
+        if line.startswith("#")
+    )  # fmt: skip
+    named = set(re.findall(r"\b[a-z_]+\b", head))
+    assert set(SPLIT_KEYS) | set(FEWNERD_KEYS) | COMMON_KEYS <= named
