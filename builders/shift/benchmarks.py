@@ -199,7 +199,7 @@ def _resolve_entry(
         ]
     if entry in packaged:
         return [_packaged(entry, mapping, keep_misc, protocol)]
-    stored = store is not None and (store.has_source(base) or ingest_local(store, base))
+    stored = store is not None and (store.has_source(base) or bool(ingest_local(store, base)))
     path = Path(entry)
     is_file = path.suffix.lower() in LABEL_FILE_SUFFIXES and path.is_file()
     if stored and is_file:
@@ -215,18 +215,18 @@ def _resolve_entry(
     raise BuildersError(_unknown(entry, base, store))
 
 
-def ingest_local(store: Store, source: str) -> bool:
+def ingest_local(store: Store, source: str) -> str | None:
     """Ingest a registered benchmark source (`crossner-ai`, `fewnerd`, ...) from its local copy
-    (`$LABELSHIFT_DATA`), as commands ingest their training source; False if it has none."""
+    (`$LABELSHIFT_DATA`), as commands ingest their training source. Returns the ingest's
+    status (`unchanged`: another run stored it meanwhile), or None if it has no local copy."""
     from builders.sources import SOURCES
     from builders.store.ingest import ingest
 
     spec = SOURCES.get(source)
     local = spec.default_path() if spec is not None and spec.kind == "benchmark" else None
     if local is None:
-        return False
-    ingest(store, source, local)
-    return True
+        return None
+    return ingest(store, source, local).status
 
 
 def _unknown(entry: str, base: str, store: Store | None) -> str:

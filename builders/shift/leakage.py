@@ -252,13 +252,15 @@ def _benchmark_sources(
             continue
         src, split = s.sentences
         if not store.has_source(src):
-            if not ingest_local(store, src):
+            status = ingest_local(store, src)
+            if status is None:
                 skipped[s.name] = (
                     f"{src} is not in the store and has no local copy: set LABELSHIFT_DATA "
                     f"or run `builders ingest {src} --path ...`"
                 )
                 continue
-            note(f"{src}: ingested from its local copy ({store.count_sentences(src):,} sentences)")
+            how = "from its local copy" if status != "unchanged" else "by another run meanwhile"
+            note(f"{src}: ingested {how} ({store.count_sentences(src):,} sentences)")
         if split not in store.splits_of(src):
             skipped[s.name] = f"{src} has no {split} split"
             continue

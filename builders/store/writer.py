@@ -14,11 +14,16 @@ Per split, by what the store already holds there:
 - a different input: the ingest stops, naming what is stored and the two choices, `replace`
   (the new input replaces the split) and `append` (the new inputs are added after the stored
   ones; inputs already stored unchanged are skipped, a changed one is refused).
+
+What to do is decided again under the write lock before anything is written: on a shared
+store (`Store(shared=True)`, read-only between writes) another process may have written the
+source since the first look (two builds ingesting one missing benchmark, two appends).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -182,26 +187,18 @@ def write_source(
     if replace and append:
         raise BuildersError("--replace and --append exclude each other: choose one")
     source = check_name(name or spec.name, "source name", "pass --name NAME")
-    stored = store.stored_splits(source)
-    jobs: list[_Job] = []
-    unchanged: list[str] = []
-    refusals: list[str] = []
-    for split in sorted(plan.units, key=split_rank):
-        inputs = [
-            _Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]
-        ]
-        verdict = _decide(source, split, stored.get(split), inputs, plan, replace, append, spec)
-        if isinstance(verdict, str):
-            refusals.append(verdict)
-        elif verdict is None:
-            unchanged.append(split)
-        else:
-            jobs.append(verdict)
-    if refusals:
-        raise BuildersError("\n".join(refusals))
+    inputs = {
+        split: [_Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]]
+        for split in sorted(plan.units, key=split_rank)
+    }
+    decide = functools.partial(_decide_all, source, inputs, plan, replace, append, spec)
+    stored, jobs, unchanged = decide(store.stored_splits(source))
     results: dict[str, SplitResult] = {}
     if jobs:
         with store.transaction():
+            # decided again under the write lock: another run may have written the source
+            # since (the same benchmark ingested by two builds, two appends at once)
+            stored, jobs, unchanged = decide(store.stored_splits(source))
             for job in jobs:
                 results[job.split] = _write_split(store, spec, plan, source, job, progress)
     for split in unchanged:
@@ -215,6 +212,38 @@ def write_source(
         types=store.count_types(source),
         notes=list(plan.notes),
     )
+
+
+def _decide_all(
+    source: str,
+    inputs: dict[str, list[_Input]],
+    plan: ReadPlan,
+    replace: bool,
+    append: bool,
+    spec: SourceSpec,
+    stored: dict[str, StoredSplit],
+) -> tuple[dict[str, StoredSplit], list[_Job], list[str]]:
+    """`stored` (the source's splits as they are now), the jobs and the unchanged splits.
+
+    Raises:
+        BuildersError: every split's reason to refuse, one a line.
+    """
+    jobs: list[_Job] = []
+    unchanged: list[str] = []
+    refusals: list[str] = []
+    for split, split_inputs in inputs.items():
+        verdict = _decide(
+            source, split, stored.get(split), split_inputs, plan, replace, append, spec
+        )
+        if isinstance(verdict, str):
+            refusals.append(verdict)
+        elif verdict is None:
+            unchanged.append(split)
+        else:
+            jobs.append(verdict)
+    if refusals:
+        raise BuildersError("\n".join(refusals))
+    return stored, jobs, unchanged
 
 
 def _decide(

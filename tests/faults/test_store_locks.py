@@ -8,6 +8,7 @@ under the complete result."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -203,3 +204,102 @@ def test_familiarity_keeps_its_result_when_the_store_stays_locked(
     assert code == 0 and "not cached" not in out, out
     with Store(tiny, read_only=True) as store:
         assert sum(store.stats()["embeddings"].values()) == 21
+
+
+#: `builders ARGS...` whose first call of `module:attr` (argv[4]) waits until every run (argv[2]
+#: of them, each touching `gate.<argv[3]>.ready`) has reached it: runs that all decided on the
+#: same store, then act at once.
+RACE = """
+import importlib, sys, time
+from pathlib import Path
+
+gate, runs, me, target = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+module, _, attr = target.partition(":")
+owner = importlib.import_module(module)
+*path, name = attr.split(".")
+for part in path:
+    owner = getattr(owner, part)
+original = getattr(owner, name)
+
+def together(*args, **kwargs):
+    if not gate.with_name(f"{gate.name}.{me}.ready").exists():
+        gate.with_name(f"{gate.name}.{me}.ready").touch()
+        deadline = time.monotonic() + 120
+        while len(list(gate.parent.glob(gate.name + ".*.ready"))) < runs:
+            assert time.monotonic() < deadline, "the other run never got there"
+            time.sleep(0.05)
+    return original(*args, **kwargs)
+
+setattr(owner, name, together)
+"""
+#: What a raced process runs after its gate: `builders ARGS...`.
+CLI = """
+from builders.cli.main import cli
+cli(sys.argv[5:], prog_name="builders")
+"""
+#: ... or an append through the API, on a shared store (read-only but for its writes, as
+#: `build-splits` and `familiarity` open theirs): `DB PATH`.
+APPEND = """
+from builders.store import Store
+from builders.store.ingest import ingest
+with Store(sys.argv[5], shared=True) as store:
+    ingest(store, "columns", sys.argv[6], name="tiny", split="train", append=True)
+"""
+
+
+def race(
+    tmp_path: Path, target: str, commands: list[list[str]], main: str = CLI, **env: str
+) -> list[str]:
+    """`commands` run at once in new processes (`main` with each's arguments), each held at
+    its first call of `target` until all are there; their outputs, once every one exited 0."""
+    gate = [sys.executable, "-c", RACE + main, str(tmp_path / "gate"), str(len(commands))]
+    out = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    full = {**os.environ, "LABELSHIFT_LOCK_WAIT": "120", **env}
+    procs = [
+        subprocess.Popen([*gate, str(i), target, *args], cwd=tmp_path, env=full, **out)
+        for i, args in enumerate(commands)
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), outputs
+    assert len(list(tmp_path.glob("gate.*.ready"))) == len(commands)  # all got there
+    return outputs
+
+
+def test_two_runs_ingest_a_missing_benchmark_at_once(tiny: Path, tmp_path: Path) -> None:
+    """Two commands that both find a benchmark missing ingest it from its local copy at the
+    same moment: one reads it, the other waits for the store and finds it stored. Both
+    finish, and the store holds it once."""
+    data = tmp_path / "data"
+    (data / "crossner" / "ai").mkdir(parents=True)
+    bench = ROOT / "tests" / "data" / "crossner" / "ai-test.txt"
+    (data / "crossner" / "ai" / "test.txt").write_bytes(bench.read_bytes())
+    args = ["leakage", "--source", "tiny", "--benchmarks", "crossner-ai", "--db", str(tiny)]
+    target = "builders.shift.benchmarks:ingest_local"
+    outputs = race(
+        tmp_path, target, [args, args], LABELSHIFT_DATA=str(data), LABELSHIFT_SCANS="off"
+    )
+    read = [o.count("crossner-ai: ingested from its local copy") for o in outputs]
+    found = [o.count("crossner-ai: ingested by another run meanwhile") for o in outputs]
+    assert sorted(read) == [0, 1] and sorted(found) == [0, 1] and read != found, outputs
+    with Store(tiny, read_only=True) as store:
+        [split] = store.stored_splits("crossner-ai").values()
+        rows = store.con.execute(
+            "SELECT count(*) FROM sentences WHERE source = 'crossner-ai'"
+        ).fetchone()
+    assert (split.sentences, split.mentions, rows) == (3, 8, (3,))
+
+
+def test_two_appends_at_once_keep_both(tiny: Path, tmp_path: Path) -> None:
+    """Two appends into one split of a shared store, both deciding on the store as it was:
+    the second decides again under the write lock, so it appends after the first (no
+    sentence numbered twice, every count kept)."""
+    files = [bio_corpus(tmp_path / f"more{i}.bio", LABELS_A[i::2], 10 + i) for i in range(2)]
+    target = "builders.store.db:Store.transaction"
+    race(tmp_path, target, [[str(tiny), str(f)] for f in files], main=APPEND)
+    with Store(tiny, read_only=True) as store:
+        split = store.stored_splits("tiny")["train"]
+        idx = store.con.execute(
+            "SELECT count(*), count(DISTINCT idx), max(idx) FROM sentences WHERE source = 'tiny'"
+        ).fetchone()
+    assert (split.sentences, split.mentions, len(split.inputs)) == (81, 81, 3)
+    assert idx == (81, 81, 80)
