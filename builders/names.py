@@ -44,6 +44,8 @@ def _fault(value: str) -> str | None:
         return "it holds `..`"
     if value.startswith("."):
         return "it starts with `.`"
+    if value != value.strip():
+        return "it starts or ends with a space"
     if len(value.encode("utf-8")) > MAX_NAME_BYTES:
         return f"it is longer than {MAX_NAME_BYTES} bytes"
     return None

@@ -133,6 +133,8 @@ _OS_FIXES = {
     "EACCES": "you may not write there: pass --out / --db a folder you can write to",
     "EPERM": "you may not write there: pass --out / --db a folder you can write to",
     "EIO": "the disk reported an error: check it, then run the command again",
+    "EFBIG": "a file grew past the largest this system lets it be (`ulimit -f`, or the file "
+    "system's own limit): raise the limit, or point --out / --db at another disk",
 }
 
 
@@ -283,16 +285,20 @@ def _flush_and_close(store: Store) -> None:
 def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) -> None:
     """Ingest the source when it is not in the store yet, or when --path is given (a no-op
     if that input is unchanged)."""
+    from builders.sources import SOURCES
     from builders.store.ingest import ingest
 
     if path is None and store.has_source(source):
         warn_older_reads(store, source)
         return
+    if path is None and source not in SOURCES:  # a stored name (mistyped, or another --db)
+        raise BuildersError(store.missing_source(source))
     with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
         res = ingest(store, source, path, progress=bar)
+    new = f"; {store.path} is a new store (none was there)" if store.created else ""
     note(
         f"{source}: {res.status} ({res.sentences:,} sentences, {res.mentions:,} mentions, "
-        f"{res.types:,} labels)",
+        f"{res.types:,} labels){new}",
         quiet,
     )
 

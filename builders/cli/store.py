@@ -163,6 +163,7 @@ def ingest_cmd(
 
     Example: builders ingest columns --path conll/train.txt --name mine --label-map tags.toml
     """
+    from builders.names import check_name
     from builders.shift.benchmarks import read_label_map
     from builders.store.ingest import plan_ingest
     from builders.store.writer import write_source
@@ -176,6 +177,7 @@ def ingest_cmd(
     spec, plan = plan_ingest(
         source, list(paths) or None, split=split, options=options, label_map=mapping
     )
+    check_name(name or spec.name, "source name", "pass --name NAME")  # before any bar
     with (
         open_store(db, create=True) as store,
         progress_bar(f"ingest {source}", quiet, unit=" sent") as bar,

@@ -28,10 +28,11 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError
+from builders.errors import BuildersError, BuildersNote, BuildersWarning
 
 LOCK = ".labelshift.lock"
 JOURNAL = ".labelshift-swap.json"
@@ -72,7 +73,8 @@ class OutLock:
             raise BuildersError(_busy_message(self.out))
         try:
             _write_owner(fd, self.command)
-            recover(self.out)
+            for line in recover(self.out):
+                warnings.warn(f"{self.out}: {line}", BuildersNote, stacklevel=2)
         except BaseException:
             _give_back(self.out / LOCK, fd)
             _remove_empty(made)
@@ -200,8 +202,8 @@ def recover(out: Path) -> list[str]:
     the lock). Returns what was done, one line each."""
     done = play_journal(out)
     for entry in sorted(out.glob(TMP_PREFIX + "*")):
-        _remove(entry)
-        done.append(f"removed {entry.name}")
+        if _remove(entry):
+            done.append(f"removed {entry.name}, left by a run that was stopped")
     return done
 
 
@@ -351,11 +353,26 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+def _remove(path: Path) -> bool:
+    """Remove a temporary entry or an old folder; what cannot be removed (a read-only folder
+    in it) is a warning naming it, and False."""
+    errors: list[OSError] = []
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, onerror=lambda _f, _p, info: errors.append(OSError(str(info[1]))))
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        errors.append(exc)
+    if not errors or not os.path.lexists(path):
+        return True
+    warnings.warn(
+        f"{path}: left behind, could not be removed ({errors[0]}): a leftover of a write "
+        "into this folder, not part of any level; remove it by hand",
+        BuildersWarning,
+        stacklevel=2,
+    )
+    return False
 
 
 def _fsync_dir(folder: Path) -> None:

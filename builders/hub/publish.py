@@ -43,6 +43,7 @@ from builders.errors import BuildersError
 from builders.hub.folder import link_or_copy
 from builders.hub.manifest import check_levels
 from builders.hub.readme import CARD, folder_card, repo_name
+from builders.names import printable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -131,7 +132,7 @@ def plan_publish(folder: str | Path, org: str, year: int | None = None) -> Publi
     folder = Path(folder)
     if not folder.is_dir():
         raise BuildersError(f"{folder}: no such folder (give a folder written by build-splits)")
-    repo_id = repo_name(folder, org)
+    repo_id = _hub_repo_id(folder, repo_name(folder, org))
     files = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
@@ -153,6 +154,24 @@ def plan_publish(folder: str | Path, org: str, year: int | None = None) -> Publi
         )
     card = folder_card(folder, repo_id, year=year or publication_year())
     return PublishPlan(folder.resolve(), repo_id, tuple(files), card)
+
+
+def _hub_repo_id(folder: Path, repo_id: str) -> str:
+    """`repo_id` if the Hub takes it (huggingface_hub's own check), else why not and the fix."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        why = str(exc).split(": ")[0]
+        raise BuildersError(
+            printable(
+                f"{folder}: the Hub takes no repo named {repo_id!r} ({why}): pass --org an "
+                "account name, and build the folder again under a name the Hub takes (ingest "
+                "--name, or NAME= for a benchmark)"
+            )
+        ) from None
+    return repo_id
 
 
 def publication_year() -> int:

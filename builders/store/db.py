@@ -378,15 +378,81 @@ def damaged(path: Path | str, exc: Exception, table: str | None = None) -> str:
     )
 
 
+#: What DuckDB says of a write the machine refused, and the fix.
+_WRITE_FIXES = {
+    "No space left on device": "free space there, or pass --db a store on another disk",
+    "Disk quota exceeded": "free space within your quota, or pass --db a store on another disk",
+    "File too large": "raise the file size limit (`ulimit -f`), or pass --db a store on "
+    "another disk",
+    "Read-only file system": "pass --db a store on a writable disk",
+    "Permission denied": "pass --db a store in a folder you can write to",
+    "Input/output error": "the disk reported an error: check it, then run the command again",
+}
+
+
 def write_failure(path: Path | str, exc: Exception) -> str:
     """One line for a write DuckDB could not make (the transaction was rolled back)."""
     first = str(exc).splitlines()[0]
     if "No space left on device" in first:
         return (
             f"{path}: no space left on the device while writing the store; nothing was "
-            "written: free space there, or pass --db a store on another disk"
+            f"written: {_WRITE_FIXES['No space left on device']}"
         )
-    return f"{path}: could not write the store ({first}); nothing was written"
+    fix = next((f for cause, f in _WRITE_FIXES.items() if cause in first), None)
+    return f"{path}: could not write the store ({first}); nothing was written" + (
+        f": {fix}" if fix else ""
+    )
+
+
+def _kept_in_wal(path: Path, exc: Exception) -> str:
+    wal = path.with_name(path.name + ".wal")
+    cause = " ".join(str(exc).split("Possible solutions")[0].split())
+    fix = (
+        f"set {MEMORY_ENV} higher"
+        if "memory" in cause or "pin block" in cause
+        else "free space or raise the file size limit"
+    )
+    return (
+        f"{path}: the write is kept in {wal.name} but could not be folded into the store file "
+        f"({cause}): keep {wal.name} beside the store (copy both or neither); {fix}, then "
+        f"`builders stats --db {path}` folds it in"
+    )
+
+
+@dataclass(frozen=True)
+class _FileState:
+    """A store file's size and header blocks (DuckDB's main header and its two database
+    headers, the first 12 KiB), taken when its .wal holds nothing.
+
+    Read through a descriptor the `Store` keeps open until DuckDB has let go of the file:
+    DuckDB's lock on the store is a POSIX record lock, which closing ANY descriptor of the
+    file in the process releases (a second process could then write the store beside it)."""
+
+    size: int
+    head: bytes
+
+    HEAD = 3 * 4096
+
+    @classmethod
+    def of(cls, fd: int) -> _FileState:
+        return cls(os.fstat(fd).st_size, os.pread(fd, cls.HEAD, 0))
+
+    def restore(self, path: Path, fd: int) -> bool:
+        """The store as it was, if its headers still are: the file cut back to its size and
+        the .wal removed (by path: no descriptor of the file is closed). False (nothing
+        touched) when a header changed."""
+        now = _FileState.of(fd)
+        if now.head != self.head or now.size < self.size:
+            return False
+        os.truncate(path, self.size)
+        path.with_name(path.name + ".wal").unlink(missing_ok=True)
+        return True
+
+
+def machine_refused(exc: Exception) -> bool:
+    """Whether a DuckDB error is the machine refusing a write (disk, quota, size limit,
+    permissions), not a fault of the store's own."""
+    return any(cause in str(exc) for cause in _WRITE_FIXES)
 
 
 def _command_of(pid: str) -> str | None:
@@ -445,6 +511,9 @@ class Store(OverlapQueries):
         self._pending: dict[str, list[tuple[pa.Array, np.ndarray]]] = {}
         self._writing = False
         self._closed = False
+        self._fd: int | None = None  # the store file, read by `_settled`
+        #: whether this open makes the store (none was at `path`)
+        self.created = not read_only and not self.path.exists()
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.shared and not self.path.exists():
@@ -471,6 +540,7 @@ class Store(OverlapQueries):
             return
         self._closed = True
         self.con.close()
+        self._let_go()
         wal = self.path.with_name(self.path.name + ".wal")
         with suppress(OSError):
             if wal.stat().st_size == 0:  # left by a commit the disk refused: holds nothing
@@ -501,8 +571,13 @@ class Store(OverlapQueries):
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """All of the block's writes, or (on any error, a full disk included) none. A shared
-        store holds the write lock for the block only (waiting for readers to finish)."""
+        store holds the write lock for the block only (waiting for readers to finish).
+
+        The write is folded from the .wal into the store file before the block ends
+        (`_checkpoint`): a disk that takes the .wal but not the file's growth (a full disk, a
+        file size limit) is refused like one that takes neither, the store as it was."""
         with self._writable():
+            before = self._settled()
             self.con.execute("BEGIN TRANSACTION")
             try:
                 yield self.con
@@ -515,6 +590,58 @@ class Store(OverlapQueries):
                 with suppress(duckdb.Error):
                     self.con.execute("ROLLBACK")
                 raise StoreError(write_failure(self.path, exc)) from exc
+            self._checkpoint(before)
+
+    def _settled(self) -> _FileState | None:
+        """The store file's state before a write, when its .wal holds nothing: what a write
+        the disk cannot fold in is undone to. None: a store in memory, or one whose .wal
+        still holds earlier writes (a store made by this open)."""
+        wal = self.path.with_name(self.path.name + ".wal")
+        with suppress(OSError):
+            if wal.stat().st_size > 0:
+                return None
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError:
+                return None  # `:memory:`
+        return _FileState.of(self._fd)
+
+    def _let_go(self) -> None:
+        """Close the store file's descriptor `_settled` opened, once DuckDB's connection is
+        closed (closing it before would release DuckDB's lock: see `_FileState`)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _checkpoint(self, before: _FileState | None) -> None:
+        """Fold the committed write into the store file now (DuckDB does it on close too, but
+        says nothing there when the disk refuses it, leaving the write in the .wal).
+
+        Raises:
+            StoreError: the disk refused it. DuckDB writes a checkpoint's blocks before the
+                header that points at them, so while the header is `before`'s, dropping the
+                .wal and the file's new end gives the store as it was: then "nothing was
+                written"; else the write stays in the .wal, and the error says to keep it.
+                Either is done before the stopped connection lets go of the file's lock.
+        """
+        try:
+            self.con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            refused = machine_refused(exc)
+            if not refused and not isinstance(exc, duckdb.FatalException):
+                return  # another transaction of this process is open: DuckDB folds it later
+            fd = self._fd
+            undone = refused and before is not None and fd is not None
+            if undone:  # the store file's headers untouched: cut back, .wal dropped
+                undone = before.restore(self.path, fd)  # type: ignore[union-attr,arg-type]
+            self.con.close()  # DuckDB stops a database whose checkpoint failed
+            self._let_go()
+            if not undone:
+                raise StoreError(_kept_in_wal(self.path, exc)) from exc
+            if not self.shared:  # a shared store's connection is opened again by _writable
+                self.con = self._open(False)
+            raise StoreError(write_failure(self.path, exc)) from exc
 
     @contextmanager
     def _writable(self, reopen: bool = True) -> Iterator[None]:
@@ -543,6 +670,7 @@ class Store(OverlapQueries):
             self._writing = False
             with suppress(duckdb.Error):
                 self.con.close()
+            self._let_go()
             if reopen:
                 self.con = self._open(True)
 
@@ -578,11 +706,20 @@ class Store(OverlapQueries):
 
     def require_source(self, source: str) -> None:
         if not self.has_source(source):
-            known = self.source_names()
-            raise StoreError(
-                f"source {source!r} is not in {self.path}; run `builders ingest {source}` first"
-                + (f" (the store holds: {', '.join(known)})" if known else "")
-            )
+            raise StoreError(self.missing_source(source))
+
+    def missing_source(self, source: str) -> str:
+        """Why `source` cannot be read from this store, and the ingest that adds it: its own
+        name where it names a reader, else a reader's with `--name`."""
+        from builders.sources import SOURCES
+
+        known = self.source_names()
+        holds = f"it holds: {', '.join(known)}" if known else "it holds no source"
+        if source in SOURCES:
+            how = f"`builders ingest {source} --db {self.path}`"
+        else:
+            how = f"`builders ingest columns --path FILE --name {source} --db {self.path}` (or another reader: `builders sources`)"
+        return f"source {source!r} is not in {self.path} ({holds}): ingest it first, {how}"
 
     # ------------------------------------------------------------------ DataFrames
     def frame(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:

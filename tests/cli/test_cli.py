@@ -182,10 +182,8 @@ def test_labels_on_missing_source(run, data_dir: Path) -> None:
     run("ingest", "mit-movie", "--path", str(data_dir / "mit-movie/engtest.bio"), "-q")
     res = run("labels", "pilener")
     assert res.exit_code == 1
-    assert (
-        "source 'pilener' is not in" in res.output
-        and "run `builders ingest pilener` first" in res.output
-    )
+    assert "source 'pilener' is not in" in res.output and "(it holds: mit-movie)" in res.output
+    assert "ingest it first, `builders ingest pilener --db " in res.output
 
 
 def test_stats_without_store(tmp_path: Path) -> None:

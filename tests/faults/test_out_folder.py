@@ -13,13 +13,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from builders.cli.main import cli
-from builders.errors import BuildersError
+from builders.errors import BuildersError, BuildersNote, BuildersWarning
 from builders.hub import outdir
 from builders.hub.folder import atomic_dirs
 from builders.hub.outdir import JOURNAL, LOCK, MANIFEST, TMP_PREFIX, OutLock
@@ -55,10 +56,10 @@ def build_args(db: Path, out: Path, *extra: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ names
-@pytest.mark.parametrize(
-    "name",
-    ["../evil", "/abs/x", "a/b", "a\\b", "..", ".hidden", "a\x1b[2Jb", "a\nb", "", "x" * 201],
-)
+HOSTILE = ["../evil", "/abs/x", "a/b", "a\\b", "..", ".hidden", "a\x1b[2Jb", "a\nb", "", "x" * 201]
+
+
+@pytest.mark.parametrize("name", [*HOSTILE, " ", " lead", "trail "])
 def test_a_name_that_would_leave_its_folder_is_refused(name: str) -> None:
     with pytest.raises(BuildersError, match="cannot name a folder") as err:
         check_name(name, "source name", "pass --name NAME")
@@ -115,6 +116,7 @@ def test_build_splits_refuses_a_hostile_benchmark_name_writing_nothing(
 # ------------------------------------------------------------------ one writer
 HOLD = """
 import sys, time
+from collections.abc import Callable
 from pathlib import Path
 from builders.hub.outdir import OutLock
 with OutLock(Path(sys.argv[1]), "builders build-splits --source other"):
@@ -157,6 +159,7 @@ def test_nested_holds_in_one_process_take_the_folder_once(tmp_path: Path) -> Non
 # ------------------------------------------------------------------ killed writers
 KILL_BETWEEN_SWAPS = """
 import os, signal, sys
+from collections.abc import Callable
 from pathlib import Path
 from builders.hub import folder
 out = Path(sys.argv[1])
@@ -195,8 +198,38 @@ def test_leftovers_of_dead_runs_are_removed(tmp_path: Path) -> None:
     (out / f"{TMP_PREFIX}x-shift.abc123").mkdir(parents=True)
     (out / f"{TMP_PREFIX}card.md.zz").write_text("half")
     (out / "kept-shift").mkdir()
-    with OutLock(out, "next run"):
+    with pytest.warns(BuildersNote) as notes, OutLock(out, "next run"):
         assert sorted(p.name for p in out.iterdir()) == [LOCK, "kept-shift"]  # fmt: skip
+    said = sorted(str(n.message) for n in notes)
+    assert said == [
+        f"{out}: removed {TMP_PREFIX}card.md.zz, left by a run that was stopped",
+        f"{out}: removed {TMP_PREFIX}x-shift.abc123, left by a run that was stopped",
+    ]
+
+
+def test_a_leftover_that_cannot_be_removed_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead run's folder holding a read-only folder (as root, a chmod does not stop the
+    removal: the failure is simulated) is named in a warning, every run, not passed over."""
+    from builders.hub import outdir
+
+    out = tmp_path / "out"
+    stuck = out / f"{TMP_PREFIX}x-shift.abc123"
+    (stuck / "cfg").mkdir(parents=True)
+
+    def refuse(path: str, onerror: Callable[..., None]) -> None:
+        err = PermissionError(errno.EACCES, "Permission denied", str(stuck / "cfg"))
+        onerror(os.rmdir, str(stuck / "cfg"), (PermissionError, err, None))
+
+    monkeypatch.setattr(outdir.shutil, "rmtree", refuse)
+    for _ in range(2):
+        with pytest.warns(BuildersWarning, match="left behind") as warned, OutLock(out, "run"):
+            pass
+        [line] = [str(w.message) for w in warned if w.category is BuildersWarning]
+        assert line.startswith(f"{stuck}: left behind, could not be removed (")
+        assert "Permission denied" in line and "remove it by hand" in line
+        assert stuck.is_dir()
 
 
 def test_sigterm_removes_the_temporary_folders(tmp_path: Path) -> None:
@@ -249,7 +282,7 @@ def test_a_read_only_out_is_found_before_any_work(
     assert len(res.output.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EACCES, errno.EROFS])
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EACCES, errno.EROFS, errno.EFBIG])
 def test_a_failing_disk_while_writing_is_one_line_and_keeps_the_old_folders(
     store_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:

@@ -12,12 +12,15 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner
+from helpers import LABELS_A, bio_corpus
 
 from builders.cli.main import cli
 from builders.errors import StoreError
 from builders.store import Store
+from builders.store.ingest import ingest
 
 MINILM = "all-MiniLM-L6-v2"
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +62,30 @@ def test_a_mistyped_db_creates_nothing(tmp_path: Path, args: list[str]) -> None:
     assert res.exit_code != 0
     assert "Traceback" not in res.output
     assert list(tmp_path.iterdir()) == []  # no store, no folder for it, no --out
+
+
+def test_a_source_neither_stored_nor_a_reader_names_the_store_and_the_ingest(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "typo" / "x.duckdb"
+    res = CliRunner().invoke(cli, ["familiarity", "--source", "mine", "--db", str(db)])
+    line = one_line_error(res.output)
+    assert f"source 'mine' is not in {db} (it holds no source)" in line
+    assert f"builders ingest columns --path FILE --name mine --db {db}" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_made_to_ingest_the_source_is_said_to_be_new(tmp_path: Path) -> None:
+    """A --db where no store is, with a source that reads without --path (the bundled
+    sample): the store is made and the source ingested, and the note says the store is new."""
+    db = tmp_path / "new" / "x.duckdb"
+    labels = tmp_path / "labels.txt"
+    labels.write_text("person\nrobot\n", encoding="utf-8")
+    args = ["familiarity", "--source", "pilener-sample", "--model", MINILM, "--no-leakage"]
+    res = CliRunner().invoke(cli, [*args, "--benchmarks", f"file:{labels}", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "pilener-sample: ingested (2,217 sentences" in res.output
+    assert f"{db} is a new store (none was there)" in res.output
 
 
 def test_a_missing_store_names_the_command_that_makes_one(tmp_path: Path) -> None:
@@ -173,3 +200,102 @@ def test_a_full_disk_during_ingest_leaves_the_store_byte_identical(
     assert sorted(p.name for p in small_disk.iterdir()) == ["s.duckdb"]  # no empty WAL
     with Store(db, read_only=True) as st:
         assert [s["source"] for s in st.stats()["sources"]] == ["crossner-ai"]
+
+
+# ------------------------------------------------------------------ a write the disk cannot fold in
+class _RefusedCheckpoint:
+    """A store connection whose CHECKPOINT (the one after a commit) fails as DuckDB's does
+    when the disk takes the .wal but not the store file's growth."""
+
+    def __init__(self, con: object) -> None:
+        self._con = con
+
+    def execute(self, sql: str, *args: object) -> object:
+        if sql == "CHECKPOINT":
+            raise duckdb.IOException('Could not write file "s.duckdb": File too large')
+        return self._con.execute(sql, *args)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._con, name)
+
+
+def _refused_ingest(db: Path, data_dir: Path) -> StoreError:
+    with Store(db) as store:
+        store.con.execute("PRAGMA disable_checkpoint_on_shutdown")  # as a stopped database
+        store.con = _RefusedCheckpoint(store.con)  # type: ignore[assignment]
+        with pytest.raises(StoreError) as err:
+            ingest(store, "crossner-ai", data_dir / "crossner" / "ai-test.txt")
+    return err.value
+
+
+def test_a_write_the_store_file_cannot_take_is_undone(tmp_path: Path, data_dir: Path) -> None:
+    """The .wal took the write but the store file could not (a full disk, a size limit): the
+    file is cut back and the .wal dropped, so the store is byte-identical and says so."""
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        ingest(store, "columns", bio_corpus(tmp_path / "a.bio", LABELS_A, 20), name="a")
+    before = sha(db)
+    err = _refused_ingest(db, data_dir)
+    assert "nothing was written" in str(err) and "raise the file size limit" in str(err)
+    assert sha(db) == before and sorted(p.name for p in tmp_path.glob("s.duckdb*")) == ["s.duckdb"]
+    with Store(db, read_only=True) as store:
+        assert store.source_names() == ["a"] and store.check()
+
+
+def test_a_write_that_may_be_folded_in_is_kept_in_the_wal(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the store file's headers changed (DuckDB got further than its blocks), nothing
+    is cut: the write stays in the .wal, and the error says to keep it and how to fold it in."""
+    from builders.store import db as store_db
+
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        ingest(store, "columns", bio_corpus(tmp_path / "a.bio", LABELS_A, 20), name="a")
+    monkeypatch.setattr(store_db._FileState, "restore", lambda self, path, fd: False)
+    err = str(_refused_ingest(db, data_dir))
+    assert "the write is kept in s.duckdb.wal" in err and f"builders stats --db {db}" in err
+    assert (tmp_path / "s.duckdb.wal").stat().st_size > 0
+    res = CliRunner().invoke(cli, ["stats", "--db", str(db)])
+    assert res.exit_code == 0 and "crossner-ai" in res.output and "integrity: ok" in res.output
+
+
+#: `builders ingest pilener-sample --db DB` under a file size limit of `LIMIT` bytes.
+LIMITED = """
+import resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from builders.cli.main import cli
+cli(["ingest", "pilener-sample", "--db", sys.argv[2], "-q"], prog_name="builders")
+"""
+
+
+@pytest.mark.slow  # ten ingests of the bundled sample in new processes
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as on Linux")
+def test_every_file_size_limit_ends_in_the_write_or_the_store_as_it_was(tmp_path: Path) -> None:
+    """A ladder of file size limits over an ingest into a store: below the .wal's size, the
+    commit fails; above it but below the store file's growth, the checkpoint fails (DuckDB
+    then stops the database); above both, it lands. Each ends in the ingest or in one line,
+    the store byte-identical and no .wal left."""
+    base = tmp_path / "base.duckdb"  # about 6 MiB, so that the file grows past the .wal
+    with Store(base) as store:
+        ingest(store, "columns", bio_corpus(tmp_path / "a.bio", LABELS_A, 200_000), name="a")
+    outcomes = []
+    for step in range(10):  # 5 to 9.5 MiB: the sample's .wal is about 5.4 MiB
+        db = tmp_path / f"s{step}.duckdb"
+        shutil.copy(base, db)
+        limit = (10 + step) * 512 * 1024
+        res = subprocess.run(
+            [sys.executable, "-c", LIMITED, str(limit), str(db)], capture_output=True, text=True
+        )
+        if res.returncode == 0:
+            with Store(db, read_only=True) as store:
+                assert store.source_names() == ["a", "pilener-sample"]
+            outcomes.append("ingested")
+            continue
+        line = one_line_error(res.stderr)
+        assert "nothing was written" in line and "ulimit -f" in line, line
+        assert sha(db) == sha(base) and not db.with_name(db.name + ".wal").exists()
+        outcomes.append("store file" if f'{db.name}"' in line else "wal")
+    assert outcomes[0] == "wal" and outcomes[-1] == "ingested", outcomes
+    assert "store file" in outcomes, outcomes  # the window this test is for

@@ -385,7 +385,7 @@ def test_eval_layout_refuses_a_folder_it_would_clobber(
     with Store(crossner_excerpt, read_only=True) as store:
         with pytest.raises(BuildersError, match=r"mine: exists and holds other files \(notes"):
             export_gliner_benchmark(store, "crossner-ai", tmp_path / "mine")
-        with pytest.raises(BuildersError, match="run `builders ingest nope` first"):
+        with pytest.raises(BuildersError, match="builders ingest columns --path FILE --name nope"):
             export_gliner_benchmark(store, "nope", tmp_path / "x")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 

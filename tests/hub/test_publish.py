@@ -209,6 +209,23 @@ def test_dry_run_pushes_nothing_and_needs_no_login(published: Path, hub: HubServ
     assert hub.calls == []
 
 
+@pytest.mark.parametrize("name", ["my corpus-low-shift", "a--b-low-shift", "x" * 90 + "-low-shift"])
+def test_a_repo_name_the_hub_refuses_is_refused_before_any_push(
+    published: Path, hub: HubServer, tmp_path: Path, name: str
+) -> None:
+    """A folder name the Hub takes no repo by (a space, `--`, over 96 characters) is refused
+    by the dry run too, before anything is pushed, naming the folder and the fix."""
+    folder = tmp_path / name
+    shutil.copytree(published, folder)
+    for extra in (["--dry-run"], []):
+        result = CliRunner().invoke(cli, ["publish", str(folder), "--org", "org", *extra])
+        assert result.exit_code == 1
+        line = result.output.strip().splitlines()[-1]  # after the note on the copied folder
+        assert line.startswith(f"Error: {folder}: the Hub takes no repo named 'org/{name}'")
+        assert "--org an account name" in line and "ingest --name" in line
+    assert hub.calls == []
+
+
 def test_dry_run_text_is_on_stdout_only(published: Path, hub: HubServer) -> None:
     result = CliRunner().invoke(
         cli, ["publish", str(published), "--org", "org", "--private", "--dry-run"]
