@@ -100,12 +100,9 @@ def handle_errors(f: Callable) -> Callable:
                 if "No space left on device" in str(exc):
                     raise click.ClickException(write_failure(path, exc)) from exc
             if duckdb is not None and isinstance(exc, duckdb.OutOfMemoryException):
-                from builders.store.db import MEMORY_ENV, memory_limit
+                from builders.store.db import memory_failure
 
-                raise click.ClickException(
-                    f"DuckDB ran out of its memory limit ({memory_limit() or 'its default'}): "
-                    f"set {MEMORY_ENV} higher, e.g. {MEMORY_ENV}=16GB. {exc}"
-                ) from exc
+                raise click.ClickException(memory_failure(exc)) from exc
             raise _bug(exc) from exc
 
     return wrapper

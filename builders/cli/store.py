@@ -269,7 +269,8 @@ def _verbalised(label: str, raws: list[str]) -> str:
 @handle_errors
 def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, quiet: bool) -> None:
     """Show what the store holds: sources, splits, counts and cached embeddings, after reading
-    every row so that DuckDB verifies the store's checksums (`--no-check` skips it).
+    every row so that DuckDB verifies the store's checksums (`--no-check` skips it). Writes a
+    .wal beside the store still holds (the disk refused to fold them in) are folded in first.
 
     A cache key this version no longer writes (model|backend|precision|weights, before the
     device and batch rows joined the key) is marked stale: its vectors are never read again,
@@ -278,8 +279,14 @@ def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, qu
     Example: builders stats --db labelshift.duckdb
     """
     from builders.shift.embedder import is_stale_key
+    from builders.store.db import wal_path
 
-    with open_store(db, read_only=not drop) as store:
+    wal = wal_path(db) if db.is_file() else None
+    pending = wal is not None and wal.is_file() and wal.stat().st_size > 0
+    with open_store(db, read_only=not (drop or pending)) as store:
+        if wal is not None and pending:  # a write whose checkpoint the disk refused
+            store.checkpoint()
+            note(f"{db}: folded the writes {wal.name} held into the store", quiet)
         for key in drop:
             dropped = store.drop_vectors(key)
             if not dropped:

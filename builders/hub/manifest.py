@@ -162,10 +162,11 @@ def _family(name: str) -> str | None:
 
 def _check_one_build(config: str, levels: list[tuple[Path, str, dict[str, Any]]]) -> None:
     """Two levels of one config read together carry one build id when one's build also wrote
-    the other, or when their names say they are levels of one source and benchmarks
-    (`pilener-low-shift`, `pilener-medium-shift`): levels built by separate runs (`--levels
-    low,high`, then `--levels medium`) are placed apart, so they may overlap or cross.
-    Levels of unrelated builds (other sources, other benchmarks) may be read together."""
+    the other, or when their names differ only in the level (`pilener-low-shift`,
+    `pilener-medium-shift`, wherever they are): levels built by separate runs (`--levels
+    low,high`, then `--levels medium`, or two --out folders) are placed apart, so they may
+    overlap or cross. Levels of other sources (or `--per-benchmark` benchmarks, whose names
+    hold them) may be read together."""
     for i, (a, name_a, ea) in enumerate(levels):
         for b, name_b, eb in levels[i + 1 :]:
             siblings = name_b in ea.get("levels", ()) or name_a in eb.get("levels", ())

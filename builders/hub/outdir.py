@@ -26,6 +26,7 @@ import errno
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -353,13 +354,27 @@ def _inode(path: Path) -> int | None:
         return None
 
 
+def _rmtree(path: Path, errors: list[OSError]) -> None:
+    """shutil.rmtree, each failure kept in `errors` (`onexc` from Python 3.12, `onerror`
+    before)."""
+
+    def keep(_f: object, _p: object, exc: object) -> None:
+        err = exc[1] if isinstance(exc, tuple) else exc
+        errors.append(err if isinstance(err, OSError) else OSError(str(err)))
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=keep)
+    else:
+        shutil.rmtree(path, onerror=keep)
+
+
 def _remove(path: Path) -> bool:
     """Remove a temporary entry or an old folder; what cannot be removed (a read-only folder
     in it) is a warning naming it, and False."""
     errors: list[OSError] = []
     try:
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, onerror=lambda _f, _p, info: errors.append(OSError(str(info[1]))))
+            _rmtree(path, errors)
         else:
             path.unlink(missing_ok=True)
     except OSError as exc:

@@ -167,7 +167,7 @@ def _hub_repo_id(folder: Path, repo_id: str) -> str:
         raise BuildersError(
             printable(
                 f"{folder}: the Hub takes no repo named {repo_id!r} ({why}): pass --org an "
-                "account name, and build the folder again under a name the Hub takes (ingest "
+                "account name, or build the folder again under a name the Hub takes (ingest "
                 "--name, or NAME= for a benchmark)"
             )
         ) from None

@@ -138,7 +138,7 @@ def parse_scenarios(
                 params["label_map"] = str(base / os.path.expanduser(str(params["label_map"])))
             if params["medium_band"] is not None:
                 params["medium_band"] = list(params["medium_band"])
-        p = _relative_path(raw.get("path"), base)
+        p = _relative_path(raw.get("path"), base, hub=True)
         scenarios.append(
             Scenario(
                 name=name,
@@ -172,15 +172,17 @@ def _relative(entry: str, base: Path) -> str:
     return f"{name}{sep}file:{path}"
 
 
-def _relative_path(value: Any, base: Path) -> str | None:
+def _relative_path(value: Any, base: Path, *, hub: bool = False) -> str | None:
     """A scenario's file path: `~` and $VARS expanded, relative to the scenarios file. Left as
-    written: an absolute path, one still holding an unset $VAR, and a Hub dataset id
-    (`org/name`) that names no file or folder beside the scenarios file."""
+    written: an absolute path, one still holding an unset $VAR, and with `hub` (an input) a
+    Hub dataset id: `org/name`, no file suffix, nothing of that name beside the file."""
     from builders.sources import is_hub_id
 
     if value is None:
         return None
     p = os.path.expanduser(os.path.expandvars(str(value)))
-    if "$" in p or Path(p).is_absolute() or (is_hub_id(p) and not (base / p).exists()):
+    if "$" in p or Path(p).is_absolute():
+        return p
+    if hub and is_hub_id(p) and not Path(p).suffix and not (base / p).exists():
         return p
     return str(base / p)

@@ -238,7 +238,8 @@ def _check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None
                 f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
                 f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
                 "input is not at hand to read again: give its files with `path = ...`, or "
-                f"ingest it again (`builders ingest {sc.source} --label-map ...`)"
+                f"ingest it again (`builders ingest {sc.source} --path ... --name {sc.stored} "
+                f"--label-map {sc.ingest_label_map or 'FILE'} --replace`)"
             )
 
 

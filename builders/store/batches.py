@@ -70,17 +70,17 @@ class Validator:
         """Know the raw labels the split already holds (an append): `account` and `settle` then
         judge the whole split, as one read of all its inputs would. `where`: the stored
         inputs, named in an error about one of those labels."""
+        union = " UNION ALL ".join(
+            f"SELECT raw_label, label FROM {t} WHERE source = ? AND split = ?"
+            for t in ("mentions", "negatives", "negative_spans")
+        )
         rows = con.execute(
-            " UNION ".join(
-                f"SELECT DISTINCT raw_label FROM {t} WHERE source = ? AND split = ?"
-                for t in ("mentions", "negatives", "negative_spans")
-            )
-            + " ORDER BY 1",
+            f"SELECT raw_label, any_value(label) FROM ({union}) GROUP BY 1 ORDER BY 1",
             [self.buf.source, self.buf.split] * 3,
         ).fetchall()
-        for (raw,) in rows:
+        for raw, stored in rows:  # as stored (settled), so that settle changes only what moves
             if raw not in self.labels:
-                self.labels[raw] = self.spec.map_label(raw, self.mapping)
+                self.labels[raw] = (stored, self.spec.map_label(raw, self.mapping)[1])
                 self.first[raw] = (where, None, None)
 
     def account(self, report: ReadReport, con: duckdb.DuckDBPyConnection) -> None:

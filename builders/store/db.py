@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import duckdb
 import numpy as np
@@ -404,9 +404,19 @@ def write_failure(path: Path | str, exc: Exception) -> str:
     )
 
 
+def wal_path(path: Path) -> Path:
+    """The write-ahead log DuckDB keeps beside a store."""
+    return path.with_name(path.name + ".wal")
+
+
+def _cause(exc: Exception) -> str:
+    """DuckDB's error on one line, without its list of tuning advice."""
+    return " ".join(str(exc).split("Possible solutions")[0].split())
+
+
 def _kept_in_wal(path: Path, exc: Exception) -> str:
-    wal = path.with_name(path.name + ".wal")
-    cause = " ".join(str(exc).split("Possible solutions")[0].split())
+    wal = wal_path(path)
+    cause = _cause(exc)
     fix = (
         f"set {MEMORY_ENV} higher"
         if "memory" in cause or "pin block" in cause
@@ -419,10 +429,19 @@ def _kept_in_wal(path: Path, exc: Exception) -> str:
     )
 
 
+def memory_failure(exc: Exception) -> str:
+    """One line for DuckDB running out of its memory limit, naming the variable."""
+    return (
+        f"DuckDB ran out of its memory limit ({memory_limit() or 'its default'}): set "
+        f"{MEMORY_ENV} higher, e.g. {MEMORY_ENV}=16GB. {exc}"
+    )
+
+
 @dataclass(frozen=True)
 class _FileState:
     """A store file's size and header blocks (DuckDB's main header and its two database
-    headers, the first 12 KiB), taken when its .wal holds nothing.
+    headers, the first 12 KiB: DuckDB writes a checkpoint's blocks, then the header that
+    points at them), taken when its .wal holds nothing.
 
     Read through a descriptor the `Store` keeps open until DuckDB has let go of the file:
     DuckDB's lock on the store is a POSIX record lock, which closing ANY descriptor of the
@@ -435,17 +454,22 @@ class _FileState:
 
     @classmethod
     def of(cls, fd: int) -> _FileState:
-        return cls(os.fstat(fd).st_size, os.pread(fd, cls.HEAD, 0))
+        os.lseek(fd, 0, os.SEEK_SET)
+        return cls(os.fstat(fd).st_size, os.read(fd, cls.HEAD))
 
     def restore(self, path: Path, fd: int) -> bool:
-        """The store as it was, if its headers still are: the file cut back to its size and
-        the .wal removed (by path: no descriptor of the file is closed). False (nothing
-        touched) when a header changed."""
-        now = _FileState.of(fd)
-        if now.head != self.head or now.size < self.size:
+        """The store as it was, if its headers still are: the .wal removed (what decides),
+        then the file cut back to its size, both by path (no descriptor of the file is
+        closed). False, nothing touched, when a header changed or the .wal stays."""
+        try:
+            now = _FileState.of(fd)
+            if now.head != self.head or now.size < self.size:
+                return False
+            wal_path(path).unlink(missing_ok=True)
+        except OSError:
             return False
-        os.truncate(path, self.size)
-        path.with_name(path.name + ".wal").unlink(missing_ok=True)
+        with suppress(OSError):  # left longer, the end is unused blocks: the store is as it was
+            os.truncate(path, self.size)
         return True
 
 
@@ -513,7 +537,7 @@ class Store(OverlapQueries):
         self._closed = False
         self._fd: int | None = None  # the store file, read by `_settled`
         #: whether this open makes the store (none was at `path`)
-        self.created = not read_only and not self.path.exists()
+        self.created = not read_only and str(path) != ":memory:" and not self.path.exists()
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.shared and not self.path.exists():
@@ -523,8 +547,14 @@ class Store(OverlapQueries):
             if stored_version(self.con, self.path) is None and not read_only:
                 with self._writable():
                     create_schema(self.con)
+                    self.con.execute("CHECKPOINT")  # an empty .wal: the first write undoable
         except duckdb.Error as exc:
-            self.con.close()
+            with suppress(duckdb.Error):
+                self.con.close()
+            if "memory" in _cause(exc) or "pin block" in _cause(exc):
+                raise StoreError(memory_failure(exc)) from exc
+            if machine_refused(exc):
+                raise StoreError(write_failure(self.path, exc)) from exc
             raise StoreError(open_failure(self.path, exc)) from exc
         except BaseException:
             self.con.close()
@@ -539,9 +569,11 @@ class Store(OverlapQueries):
         if self._closed:
             return
         self._closed = True
-        self.con.close()
-        self._let_go()
-        wal = self.path.with_name(self.path.name + ".wal")
+        try:
+            self.con.close()
+        finally:
+            self._let_go()
+        wal = wal_path(self.path)
         with suppress(OSError):
             if wal.stat().st_size == 0:  # left by a commit the disk refused: holds nothing
                 wal.unlink()
@@ -573,9 +605,9 @@ class Store(OverlapQueries):
         """All of the block's writes, or (on any error, a full disk included) none. A shared
         store holds the write lock for the block only (waiting for readers to finish).
 
-        The write is folded from the .wal into the store file before the block ends
-        (`_checkpoint`): a disk that takes the .wal but not the file's growth (a full disk, a
-        file size limit) is refused like one that takes neither, the store as it was."""
+        The write is folded from the .wal into the store file before the block ends: a disk
+        that takes the .wal but not the file's growth (a full disk, a file size limit), at the
+        commit or at its checkpoint, is refused like one that takes neither (`_refused`)."""
         with self._writable():
             before = self._settled()
             self.con.execute("BEGIN TRANSACTION")
@@ -589,22 +621,43 @@ class Store(OverlapQueries):
             except duckdb.Error as exc:
                 with suppress(duckdb.Error):
                     self.con.execute("ROLLBACK")
+                if machine_refused(exc):  # a large write is checkpointed by the commit itself
+                    self._refused(exc, before, committed="durable" in str(exc))
                 raise StoreError(write_failure(self.path, exc)) from exc
-            self._checkpoint(before)
+            try:
+                self.con.execute("CHECKPOINT")  # DuckDB's on close says nothing of a failure
+            except duckdb.Error as exc:
+                if isinstance(exc, duckdb.FatalException):  # DuckDB stopped the database
+                    self._refused(exc, before, committed=True)
+                # else another transaction of this process is open: DuckDB folds it later
+
+    def checkpoint(self) -> None:
+        """Fold what the store's .wal holds into the store file.
+
+        Raises:
+            StoreError: the disk refused it (the writes stay in the .wal).
+        """
+        try:
+            self.con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            if machine_refused(exc) or isinstance(exc, duckdb.FatalException):
+                raise StoreError(_kept_in_wal(self.path, exc)) from exc
+            raise
 
     def _settled(self) -> _FileState | None:
         """The store file's state before a write, when its .wal holds nothing: what a write
-        the disk cannot fold in is undone to. None: a store in memory, or one whose .wal
-        still holds earlier writes (a store made by this open)."""
-        wal = self.path.with_name(self.path.name + ".wal")
+        the disk cannot fold in is undone to. None: a store in memory, on Windows (no POSIX
+        locks, no truncating an open file), or whose .wal holds earlier writes."""
+        if os.name == "nt" or self.path.name == ":memory:":
+            return None
         with suppress(OSError):
-            if wal.stat().st_size > 0:
+            if wal_path(self.path).stat().st_size > 0:
                 return None
         if self._fd is None:
             try:
                 self._fd = os.open(self.path, os.O_RDONLY)
             except OSError:
-                return None  # `:memory:`
+                return None
         return _FileState.of(self._fd)
 
     def _let_go(self) -> None:
@@ -614,34 +667,35 @@ class Store(OverlapQueries):
             os.close(self._fd)
             self._fd = None
 
-    def _checkpoint(self, before: _FileState | None) -> None:
-        """Fold the committed write into the store file now (DuckDB does it on close too, but
-        says nothing there when the disk refuses it, leaving the write in the .wal).
+    def _refused(self, exc: duckdb.Error, before: _FileState | None, committed: bool) -> NoReturn:
+        """The machine refused the write at its commit or its checkpoint, or DuckDB stopped
+        the database at its checkpoint (`committed`: the .wal holds it).
+
+        While the store file's headers are `before`'s, the .wal is dropped and the file cut
+        back, before the connection lets go of the file's lock: the store as it was, and
+        "nothing was written". Else a committed write stays in the .wal, and the error says
+        to keep it. A refused write of a database DuckDB did not stop is not undone under
+        it (its close would fold the .wal in): its rollback already left the data as it was.
 
         Raises:
-            StoreError: the disk refused it. DuckDB writes a checkpoint's blocks before the
-                header that points at them, so while the header is `before`'s, dropping the
-                .wal and the file's new end gives the store as it was: then "nothing was
-                written"; else the write stays in the .wal, and the error says to keep it.
-                Either is done before the stopped connection lets go of the file's lock.
+            StoreError: always.
         """
-        try:
-            self.con.execute("CHECKPOINT")
-        except duckdb.Error as exc:
-            refused = machine_refused(exc)
-            if not refused and not isinstance(exc, duckdb.FatalException):
-                return  # another transaction of this process is open: DuckDB folds it later
-            fd = self._fd
-            undone = refused and before is not None and fd is not None
-            if undone:  # the store file's headers untouched: cut back, .wal dropped
-                undone = before.restore(self.path, fd)  # type: ignore[union-attr,arg-type]
-            self.con.close()  # DuckDB stops a database whose checkpoint failed
-            self._let_go()
-            if not undone:
-                raise StoreError(_kept_in_wal(self.path, exc)) from exc
-            if not self.shared:  # a shared store's connection is opened again by _writable
+        stopped = isinstance(exc, duckdb.FatalException)
+        fd = self._fd
+        undone = before is not None and fd is not None and (stopped or not committed)
+        if undone:
+            undone = before.restore(self.path, fd)  # type: ignore[union-attr,arg-type]
+        with suppress(duckdb.Error):
+            self.con.close()
+        self._let_go()
+        if undone and not self.shared:  # a shared store's is opened again by _writable
+            with suppress(StoreError, duckdb.Error):  # held meanwhile: the error stays this one
                 self.con = self._open(False)
-            raise StoreError(write_failure(self.path, exc)) from exc
+        if committed and not undone:
+            raise StoreError(_kept_in_wal(self.path, exc)) from exc
+        if "memory" in _cause(exc) or "pin block" in _cause(exc):
+            raise StoreError(memory_failure(exc)) from exc
+        raise StoreError(write_failure(self.path, exc)) from exc
 
     @contextmanager
     def _writable(self, reopen: bool = True) -> Iterator[None]:

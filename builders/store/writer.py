@@ -291,7 +291,8 @@ def _decide(
     return (
         f"{source}/{split} already holds {old.sentences:,} sentences and {old.mentions:,} "
         f"mentions from {_stored_names(old)}; this ingest reads {_names(inputs)}. "
-        "Pass --replace to replace what is stored, or --append to add to it"
+        "Pass --replace to replace what is stored, --append to add to it"
+        + (", or --name NAME to store it apart" if source == spec.name else "")
     )
 
 

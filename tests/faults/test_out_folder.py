@@ -218,9 +218,12 @@ def test_a_leftover_that_cannot_be_removed_is_named(
     stuck = out / f"{TMP_PREFIX}x-shift.abc123"
     (stuck / "cfg").mkdir(parents=True)
 
-    def refuse(path: str, onerror: Callable[..., None]) -> None:
+    def refuse(path: str, **handler: Callable[..., None]) -> None:
         err = PermissionError(errno.EACCES, "Permission denied", str(stuck / "cfg"))
-        onerror(os.rmdir, str(stuck / "cfg"), (PermissionError, err, None))
+        if "onexc" in handler:  # Python 3.12 on
+            handler["onexc"](os.rmdir, str(stuck / "cfg"), err)
+        else:
+            handler["onerror"](os.rmdir, str(stuck / "cfg"), (PermissionError, err, None))
 
     monkeypatch.setattr(outdir.shutil, "rmtree", refuse)
     for _ in range(2):

@@ -20,6 +20,7 @@ from helpers import LABELS_A, bio_corpus
 from builders.cli.main import cli
 from builders.errors import StoreError
 from builders.store import Store
+from builders.store.db import wal_path
 from builders.store.ingest import ingest
 
 MINILM = "all-MiniLM-L6-v2"
@@ -212,7 +213,10 @@ class _RefusedCheckpoint:
 
     def execute(self, sql: str, *args: object) -> object:
         if sql == "CHECKPOINT":
-            raise duckdb.IOException('Could not write file "s.duckdb": File too large')
+            raise duckdb.FatalException(  # as DuckDB words it, stopping the database
+                "FATAL Error: Failed to create checkpoint because of error: Could not write "
+                'file "s.duckdb": File too large'
+            )
         return self._con.execute(sql, *args)  # type: ignore[attr-defined]
 
     def __getattr__(self, name: str) -> object:
@@ -258,44 +262,65 @@ def test_a_write_that_may_be_folded_in_is_kept_in_the_wal(
     assert (tmp_path / "s.duckdb.wal").stat().st_size > 0
     res = CliRunner().invoke(cli, ["stats", "--db", str(db)])
     assert res.exit_code == 0 and "crossner-ai" in res.output and "integrity: ok" in res.output
+    assert f"{db}: folded the writes s.duckdb.wal held into the store" in res.output
+    assert not wal_path(db).exists()
 
 
-#: `builders ingest pilener-sample --db DB` under a file size limit of `LIMIT` bytes.
+#: `builders ARGS...` under a file size limit of argv[1] bytes.
 LIMITED = """
 import resource, sys
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 from builders.cli.main import cli
-cli(["ingest", "pilener-sample", "--db", sys.argv[2], "-q"], prog_name="builders")
+cli(sys.argv[2:], prog_name="builders")
 """
 
 
-@pytest.mark.slow  # ten ingests of the bundled sample in new processes
+def _limited(limit: int | None, args: list[str]) -> subprocess.CompletedProcess[str]:
+    import resource  # not on Windows
+
+    limit = limit if limit is not None else resource.RLIM_INFINITY
+    return subprocess.run(
+        [sys.executable, "-c", LIMITED, str(limit), *args], capture_output=True, text=True
+    )
+
+
+@pytest.mark.slow  # twenty ingests in new processes
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as on Linux")
-def test_every_file_size_limit_ends_in_the_write_or_the_store_as_it_was(tmp_path: Path) -> None:
-    """A ladder of file size limits over an ingest into a store: below the .wal's size, the
+@pytest.mark.parametrize("size", ["sample", "large"])
+def test_every_file_size_limit_ends_in_the_write_or_the_store_as_it_was(
+    tmp_path: Path, size: str
+) -> None:
+    """A ladder of file size limits over an ingest into a store: below the .wal's size the
     commit fails; above it but below the store file's growth, the checkpoint fails (DuckDB
-    then stops the database); above both, it lands. Each ends in the ingest or in one line,
-    the store byte-identical and no .wal left."""
+    then stops the database), and a large write (`large`: over DuckDB's 16 MiB, checkpointed
+    by its commit) fails in the commit's own checkpoint; above both, it lands. Each ends in
+    the ingest or in one line, the store byte-identical and no .wal left."""
     base = tmp_path / "base.duckdb"  # about 6 MiB, so that the file grows past the .wal
     with Store(base) as store:
         ingest(store, "columns", bio_corpus(tmp_path / "a.bio", LABELS_A, 200_000), name="a")
+    if size == "sample":
+        args, name = ["ingest", "pilener-sample", "-q"], "pilener-sample"
+    else:
+        big = bio_corpus(tmp_path / "big.bio", LABELS_A[::-1], 120_000)
+        args, name = ["ingest", "columns", "--path", str(big), "--name", "big", "-q"], "big"
+    whole = tmp_path / "whole.duckdb"
+    shutil.copy(base, whole)
+    assert _limited(None, [*args, "--db", str(whole)]).returncode == 0
+    low, high = base.stat().st_size, 2 * whole.stat().st_size  # the .wal may be the larger
     outcomes = []
-    for step in range(10):  # 5 to 9.5 MiB: the sample's .wal is about 5.4 MiB
+    for step in range(10):
         db = tmp_path / f"s{step}.duckdb"
         shutil.copy(base, db)
-        limit = (10 + step) * 512 * 1024
-        res = subprocess.run(
-            [sys.executable, "-c", LIMITED, str(limit), str(db)], capture_output=True, text=True
-        )
+        res = _limited(low + (high - low) * step // 9, [*args, "--db", str(db)])
         if res.returncode == 0:
             with Store(db, read_only=True) as store:
-                assert store.source_names() == ["a", "pilener-sample"]
+                assert store.source_names() == sorted(["a", name])
             outcomes.append("ingested")
             continue
         line = one_line_error(res.stderr)
         assert "nothing was written" in line and "ulimit -f" in line, line
-        assert sha(db) == sha(base) and not db.with_name(db.name + ".wal").exists()
+        assert sha(db) == sha(base) and not wal_path(db).exists(), line
         outcomes.append("store file" if f'{db.name}"' in line else "wal")
-    assert outcomes[0] == "wal" and outcomes[-1] == "ingested", outcomes
+    assert outcomes[0] != "ingested" and outcomes[-1] == "ingested", outcomes
     assert "store file" in outcomes, outcomes  # the window this test is for

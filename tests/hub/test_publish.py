@@ -222,7 +222,7 @@ def test_a_repo_name_the_hub_refuses_is_refused_before_any_push(
         assert result.exit_code == 1
         line = result.output.strip().splitlines()[-1]  # after the note on the copied folder
         assert line.startswith(f"Error: {folder}: the Hub takes no repo named 'org/{name}'")
-        assert "--org an account name" in line and "ingest --name" in line
+        assert "--org an account name, or build" in line and "ingest --name" in line
     assert hub.calls == []
 
 

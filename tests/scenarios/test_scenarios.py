@@ -292,13 +292,16 @@ def test_paths_and_hub_ids_in_a_scenario(tmp_path: Path) -> None:
             {"name": "a", "source": "columns", "path": "a.txt", "ingest_label_map": "m.toml"},
             {"name": "b", "source": "hf", "path": "org/dataset"},
             {"name": "c", "source": "hf", "path": "local/folder"},
+            {"name": "d", "source": "columns", "path": "data/a.bio", "ingest_label_map": "m/x"},
         ],
     }
     (tmp_path / "local" / "folder").mkdir(parents=True)
-    a, b, c = parse_scenarios(doc, tmp_path).scenarios
+    a, b, c, d = parse_scenarios(doc, tmp_path).scenarios
     assert (a.path, a.ingest_label_map) == (str(tmp_path / "a.txt"), str(tmp_path / "m.toml"))
     assert b.path == "org/dataset" and b.ingest_label_map is None
     assert c.path == str(tmp_path / "local" / "folder")
+    # a file (suffix) or a label map is never a Hub id, even when absent
+    assert (d.path, d.ingest_label_map) == (str(tmp_path / "data/a.bio"), str(tmp_path / "m/x"))
 
 
 def test_a_scenario_reads_its_source_with_its_ingest_label_map(tmp_path: Path) -> None:
@@ -336,12 +339,20 @@ def test_a_scenario_reads_its_source_with_its_ingest_label_map(tmp_path: Path) -
 
 
 def test_the_repo_scenarios_file_names_every_key() -> None:
-    """The scenarios file's header lists every key a scenario may give."""
+    """The scenarios file's header lists the keys of each kind of scenario, no more, no less."""
     from builders.scenarios.book import COMMON_KEYS, FEWNERD_KEYS, SPLIT_KEYS
 
-    head = "".join(
-        line[1:] for line in (ROOT / "scenarios.toml").read_text("utf-8").splitlines()
+    head = " ".join(
+        line[1:].strip() for line in (ROOT / "scenarios.toml").read_text("utf-8").splitlines()
         if line.startswith("#")
     )  # fmt: skip
-    named = set(re.findall(r"\b[a-z_]+\b", head))
-    assert set(SPLIT_KEYS) | set(FEWNERD_KEYS) | COMMON_KEYS <= named
+    plain = re.sub(r"\([^()]*\)", "", head)  # asides in brackets are not keys
+    listed = {
+        intro: {k.strip() for k in re.search(rf"{re.escape(intro)}([^.]*)\.", plain)[1].split(",")}
+        for intro in ("Keys of every scenario:", "build-splits' options:", "`fewnerd` scenario:")
+    }
+    assert listed == {
+        "Keys of every scenario:": COMMON_KEYS,
+        "build-splits' options:": set(SPLIT_KEYS),
+        "`fewnerd` scenario:": set(FEWNERD_KEYS),
+    }

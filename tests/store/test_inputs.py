@@ -75,7 +75,7 @@ def test_a_different_input_is_refused_then_appended(db: Path, shards: Path) -> N
         assert str(err.value) == (
             "gliner/train already holds 4 sentences and 11 mentions from "
             f"{one.resolve()} (4); this ingest reads {two.resolve()}. Pass --replace to "
-            "replace what is stored, or --append to add to it"
+            "replace what is stored, --append to add to it, or --name NAME to store it apart"
         )
         assert store.checksums() == before
         added = ingest(store, "gliner", [two, ten], append=True)
@@ -236,7 +236,7 @@ def test_cli_repeated_path_append_and_refusal(tmp_path: Path, shards: Path) -> N
         ["ingest", "gliner", "--path", str(shards / "processed_output2.json"), "--db", db, "-q"],
     )
     assert refused.exit_code == 1
-    assert "Pass --replace to replace what is stored, or --append to add to it" in refused.output
+    assert "Pass --replace to replace what is stored, --append to add to it" in refused.output
     args = ["--path", str(shards / "processed_output2.json"), "--path", str(shards / "*10.json")]
     added = run(cli, ["ingest", "gliner", *args, "--append", "--db", db, "--json", "-q"])
     summary = json_result(added.output)

@@ -143,6 +143,31 @@ def test_an_append_verbalises_and_counts_like_one_read(
     assert sum(once["report"].values()) == n
 
 
+def test_a_later_append_leaves_settled_labels_alone(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored labels are read as stored: an append that changes no label's reading rewrites
+    no stored row (a settled `organisation` is not relabelled again and again)."""
+    from builders.store.batches import Buffers
+
+    parts = []
+    for i, group in enumerate([("organisation", "person"), ("PER", "org"), ("organisation",)]):
+        (tmp_path / str(i)).mkdir()
+        parts.append(_gliner(tmp_path / str(i), *group))
+    relabelled: list[tuple[str, str]] = []
+    relabel = Buffers.relabel
+    monkeypatch.setattr(
+        Buffers, "relabel", lambda self, con, raw, label: (
+            relabelled.append((raw, label)), relabel(self, con, raw, label)
+        )[-1],
+    )  # fmt: skip
+    with Store(db) as store:
+        for i, part in enumerate(parts):
+            ingest(store, "gliner", part, name="s", split="train", append=i > 0)
+            assert relabelled == ([] if i == 0 else [("organisation", "organization")])
+        assert raw_labels(store, "s")["organisation"] == "organization"
+
+
 def test_an_ambiguous_label_is_refused_and_a_label_map_decides(
     db: Path, data_dir: Path, tmp_path: Path
 ) -> None:
