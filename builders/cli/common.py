@@ -239,17 +239,24 @@ def open_store(
     existed = db.exists()
     from builders.store import Store
 
-    store = Store(db, read_only=read_only, create=create, shared=shared, on_wait=_waiting)
-    try:
-        yield store
-    except BaseException:
-        store.close()
+    def forget() -> None:  # what this call made
         if not existed:
             for leftover in (db, db.with_name(db.name + ".wal")):
                 leftover.unlink(missing_ok=True)
             for folder in made:  # innermost first; only if still empty
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+    try:
+        store = Store(db, read_only=read_only, create=create, shared=shared, on_wait=_waiting)
+    except BaseException:
+        forget()  # a store whose making failed (its first checkpoint, out of memory)
+        raise
+    try:
+        yield store
+    except BaseException:
+        store.close()
+        forget()
         raise
     _flush_and_close(store)
 

@@ -419,13 +419,22 @@ def _kept_in_wal(path: Path, exc: Exception) -> str:
     cause = _cause(exc)
     fix = (
         f"set {MEMORY_ENV} higher"
-        if "memory" in cause or "pin block" in cause
+        if _out_of_memory(exc)
         else "free space or raise the file size limit"
     )
     return (
         f"{path}: the write is kept in {wal.name} but could not be folded into the store file "
         f"({cause}): keep {wal.name} beside the store (copy both or neither); {fix}, then "
         f"`builders stats --db {path}` folds it in"
+    )
+
+
+def _out_of_memory(exc: Exception) -> bool:
+    """Whether DuckDB ran out of its memory limit (a checkpoint's words for it are DuckDB's
+    version's: "failed to pin block", "could not allocate block")."""
+    cause = _cause(exc)
+    return isinstance(exc, duckdb.OutOfMemoryException) or any(
+        words in cause for words in ("Out of Memory", "pin block", "allocate block")
     )
 
 
@@ -551,7 +560,7 @@ class Store(OverlapQueries):
         except duckdb.Error as exc:
             with suppress(duckdb.Error):
                 self.con.close()
-            if "memory" in _cause(exc) or "pin block" in _cause(exc):
+            if _out_of_memory(exc):
                 raise StoreError(memory_failure(exc)) from exc
             if machine_refused(exc):
                 raise StoreError(write_failure(self.path, exc)) from exc
@@ -693,7 +702,7 @@ class Store(OverlapQueries):
                 self.con = self._open(False)
         if committed and not undone:
             raise StoreError(_kept_in_wal(self.path, exc)) from exc
-        if "memory" in _cause(exc) or "pin block" in _cause(exc):
+        if _out_of_memory(exc):
             raise StoreError(memory_failure(exc)) from exc
         raise StoreError(write_failure(self.path, exc)) from exc
 
