@@ -91,13 +91,13 @@ def handle_errors(f: Callable) -> Callable:
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")
             if duckdb is not None and isinstance(exc, duckdb.Error):
-                from builders.store.db import damaged, is_damage, write_failure
+                from builders.store.db import damaged, is_damage, machine_refused, write_failure
 
                 ctx = click.get_current_context(silent=True)
                 path = (ctx.params.get("db") if ctx is not None else None) or "the store"
                 if is_damage(exc):
                     raise click.ClickException(damaged(path, exc)) from exc
-                if "No space left on device" in str(exc):
+                if machine_refused(exc):  # a full disk, a size limit, permissions
                     raise click.ClickException(write_failure(path, exc)) from exc
             if duckdb is not None and isinstance(exc, duckdb.OutOfMemoryException):
                 from builders.store.db import memory_failure
@@ -238,10 +238,11 @@ def open_store(
     made = missing_folders(db.parent)
     existed = db.exists()
     from builders.store import Store
+    from builders.store.db import wal_path
 
     def forget() -> None:  # what this call made
         if not existed:
-            for leftover in (db, db.with_name(db.name + ".wal")):
+            for leftover in (db, wal_path(db)):
                 leftover.unlink(missing_ok=True)
             for folder in made:  # innermost first; only if still empty
                 with contextlib.suppress(OSError):

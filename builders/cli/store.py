@@ -279,14 +279,13 @@ def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, qu
     Example: builders stats --db labelshift.duckdb
     """
     from builders.shift.embedder import is_stale_key
-    from builders.store.db import wal_path
+    from builders.store.db import wal_holds_writes, wal_path
 
-    wal = wal_path(db) if db.is_file() else None
-    pending = wal is not None and wal.is_file() and wal.stat().st_size > 0
+    pending = db.is_file() and wal_holds_writes(db)  # a write the disk refused to fold in
     with open_store(db, read_only=not (drop or pending)) as store:
-        if wal is not None and pending:  # a write whose checkpoint the disk refused
+        if pending:
             store.checkpoint()
-            note(f"{db}: folded the writes {wal.name} held into the store", quiet)
+            note(f"{db}: folded the writes {wal_path(db).name} held into the store", quiet)
         for key in drop:
             dropped = store.drop_vectors(key)
             if not dropped:

@@ -409,6 +409,14 @@ def wal_path(path: Path) -> Path:
     return path.with_name(path.name + ".wal")
 
 
+def wal_holds_writes(path: Path) -> bool:
+    """Whether the store's .wal holds writes not yet folded into the store file."""
+    try:
+        return wal_path(path).stat().st_size > 0
+    except OSError:
+        return False
+
+
 def _cause(exc: Exception) -> str:
     """DuckDB's error on one line, without its list of tuning advice."""
     return " ".join(str(exc).split("Possible solutions")[0].split())
@@ -659,9 +667,8 @@ class Store(OverlapQueries):
         locks, no truncating an open file), or whose .wal holds earlier writes."""
         if os.name == "nt" or self.path.name == ":memory:":
             return None
-        with suppress(OSError):
-            if wal_path(self.path).stat().st_size > 0:
-                return None
+        if wal_holds_writes(self.path):
+            return None
         if self._fd is None:
             try:
                 self._fd = os.open(self.path, os.O_RDONLY)
@@ -690,10 +697,12 @@ class Store(OverlapQueries):
             StoreError: always.
         """
         stopped = isinstance(exc, duckdb.FatalException)
-        fd = self._fd
-        undone = before is not None and fd is not None and (stopped or not committed)
-        if undone:
-            undone = before.restore(self.path, fd)  # type: ignore[union-attr,arg-type]
+        undone = (
+            (stopped or not committed)
+            and before is not None
+            and self._fd is not None
+            and before.restore(self.path, self._fd)
+        )
         with suppress(duckdb.Error):
             self.con.close()
         self._let_go()
@@ -781,7 +790,10 @@ class Store(OverlapQueries):
         if source in SOURCES:
             how = f"`builders ingest {source} --db {self.path}`"
         else:
-            how = f"`builders ingest columns --path FILE --name {source} --db {self.path}` (or another reader: `builders sources`)"
+            how = (
+                f"`builders ingest columns --path FILE --name {source} --db {self.path}` "
+                "(or another reader: `builders sources`)"
+            )
         return f"source {source!r} is not in {self.path} ({holds}): ingest it first, {how}"
 
     # ------------------------------------------------------------------ DataFrames

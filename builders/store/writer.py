@@ -192,13 +192,15 @@ def write_source(
         for split in sorted(plan.units, key=split_rank)
     }
     decide = functools.partial(_decide_all, source, inputs, plan, replace, append, spec)
-    stored, jobs, unchanged = decide(store.stored_splits(source))
+    stored = store.stored_splits(source)
+    jobs, unchanged = decide(stored)
     results: dict[str, SplitResult] = {}
     if jobs:
         with store.transaction():
             # decided again under the write lock: another run may have written the source
             # since (the same benchmark ingested by two builds, two appends at once)
-            stored, jobs, unchanged = decide(store.stored_splits(source))
+            stored = store.stored_splits(source)
+            jobs, unchanged = decide(stored)
             for job in jobs:
                 results[job.split] = _write_split(store, spec, plan, source, job, progress)
     for split in unchanged:
@@ -222,8 +224,8 @@ def _decide_all(
     append: bool,
     spec: SourceSpec,
     stored: dict[str, StoredSplit],
-) -> tuple[dict[str, StoredSplit], list[_Job], list[str]]:
-    """`stored` (the source's splits as they are now), the jobs and the unchanged splits.
+) -> tuple[list[_Job], list[str]]:
+    """The jobs and the unchanged splits, by `stored` (the source's splits as they are now).
 
     Raises:
         BuildersError: every split's reason to refuse, one a line.
@@ -243,7 +245,7 @@ def _decide_all(
             jobs.append(verdict)
     if refusals:
         raise BuildersError("\n".join(refusals))
-    return stored, jobs, unchanged
+    return jobs, unchanged
 
 
 def _decide(
