@@ -34,14 +34,51 @@ LOW_BELOW_FULL = (
 @dataclass
 class Level:
     """The labels one level keeps: whole labels (`mask`), and labels of which it keeps only
-    the first sentences (in corpus order) up to a number of mentions (`caps`: label index ->
-    mentions): a size-matched level's last label, or every label a `familiarity` level takes
-    fewer mentions of than the corpus has."""
+    part of the mentions (`caps`: label index -> mentions): a size-matched level's last label,
+    or every label a `familiarity` level takes fewer mentions of than the corpus has. A capped
+    label is cut by keeping fewer of its sentences (a seeded random draw), never fewer of its
+    mentions in the sentences kept (`builders.store.subsets`).
+
+    `order` and `take` (set for levels cut to a size: familiarity windows, `--match
+    mentions`) are the labels in the order the level takes them and the mentions it takes of
+    each (a familiarity level's order goes on past its window with labels of no level, to
+    fill its `size` where its window's labels cannot): the plan, which `realised` fits to the
+    level's size counted on what it writes."""
 
     level: str
     mask: np.ndarray
     selection: dict[str, Any]
     caps: dict[int, int] = field(default_factory=dict)
+    order: np.ndarray | None = field(default=None, repr=False)
+    take: np.ndarray | None = field(default=None, repr=False)
+    size: int | None = None  # the mentions it is cut to (None: `take` summed)
+
+    @classmethod
+    def taking(
+        cls,
+        level: str,
+        order: np.ndarray,
+        take: np.ndarray,
+        table: LabelTable,
+        selection: dict[str, Any],
+    ) -> Level:
+        """A level taking `take[i]` mentions of label `order[i]`: whole where that is all the
+        corpus has, capped otherwise (labels taking nothing are left out)."""
+        mask = np.zeros(len(table.labels), dtype=bool)
+        caps = {}
+        for i, n in zip(order.tolist(), take.tolist(), strict=True):
+            if n >= table.mentions[i]:
+                mask[i] = True
+            elif n > 0:
+                caps[int(i)] = int(n)
+        return cls(level, mask, selection, caps, np.asarray(order), np.asarray(take))
+
+    def realised(self, whole: list[int], caps: dict[int, int]) -> Level:
+        """The level with these labels whole and these capped (a level fitted to its size on
+        what it writes), its order, plan and `selection` as they are."""
+        mask = np.zeros_like(self.mask)
+        mask[whole] = True
+        return Level(self.level, mask, self.selection, dict(caps), self.order, self.take, self.size)
 
     def labels(self, table: LabelTable) -> list[str]:
         """The labels kept whole."""
@@ -94,8 +131,9 @@ def match_levels(
     """Cut every level to the smallest level's size (`labels` or `mentions`), each drawing its
     labels in score order from its own end of the ranking, inside its own cut.
 
-    With `mentions`, the last label drawn may be partial: its first sentences in corpus
-    order, up to the mentions still missing (so the levels agree within one sentence).
+    With `mentions`, the last label drawn may be partial: a seeded draw of its sentences up
+    to the mentions still missing (so the levels agree within one sentence), every mention of
+    the level's labels kept in the sentences kept.
     """
     if mode == "none":
         return levels
@@ -103,20 +141,19 @@ def match_levels(
     target = min(sizes)
     out = []
     for lv in levels:
-        order = [i for i in _ranking(lv.level, scores, strategy) if lv.mask[i]]
-        mask = np.zeros_like(lv.mask)
-        caps = {}
-        if mode == "labels":
-            mask[order[:target]] = True
-        else:
-            cum = np.cumsum(table.mentions[order])
-            whole = int(np.searchsorted(cum, target, side="right"))
-            mask[order[:whole]] = True
-            got = int(cum[whole - 1]) if whole else 0
-            if got < target:
-                caps[int(order[whole])] = target - got
+        order = np.array([i for i in _ranking(lv.level, scores, strategy) if lv.mask[i]], int)
         selection = {**lv.selection, "matched": mode, "matched_to": int(target)}
-        out.append(Level(lv.level, mask, selection, caps))
+        if mode == "labels":
+            mask = np.zeros_like(lv.mask)
+            mask[order[:target]] = True
+            out.append(Level(lv.level, mask, selection))
+            continue
+        counts = table.mentions[order]
+        cum = np.cumsum(counts)
+        stop = int(np.searchsorted(cum, target, side="left")) + 1
+        take = counts[:stop].copy()
+        take[-1] -= int(cum[stop - 1]) - target
+        out.append(Level.taking(lv.level, order[:stop], take, table, selection))
     return out
 
 

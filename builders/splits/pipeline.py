@@ -14,15 +14,12 @@ to its labels, which is what its Familiarity is computed from.
 from __future__ import annotations
 
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from builders.defaults import LEVELS, TARGET_TOLERANCE
 from builders.errors import BuildersError
@@ -31,7 +28,7 @@ from builders.hub.outdir import TMP_PREFIX, OutLock
 from builders.labels import union_labels
 from builders.names import check_name
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
-from builders.shift.coverage import familiarity_ranking
+from builders.shift.coverage import Ranking, familiarity_ranking
 from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
@@ -64,6 +61,7 @@ from builders.splits.levels import (
 )
 from builders.splits.provenance import provenance
 from builders.store import Store
+from builders.store.subsets import Selection
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
 SOURCE_PROFILES = {"pilener": "pilener", "pilener-sample": "pilener", "nuner": "nuner"}
@@ -297,28 +295,24 @@ def _subset(
     cfg: SplitConfig,
     table: LabelTable,
     level: Level,
+    chosen: Selection,
     name: str,
     fam: Callable[[np.ndarray], FamiliarityReport],
     spill: Path | None,
 ) -> SubsetResult:
-    """One level: its rows (store SQL; written to `spill/NAME.parquet` as they come when a
-    folder is given, else kept in memory) and the Familiarity of the mentions it keeps."""
-    counts = np.where(level.mask, table.mentions, 0)
-    capped = level.capped(table)
-    labels = table.stored(level.labels(table))
-    got: Counter[str] = Counter()  # the capped labels' mentions in the sentences they got
+    """One level's rows (store SQL; written to `spill/NAME.parquet` as they come when a
+    folder is given, else kept in memory) and the Familiarity of the mentions it keeps (each
+    of its labels' mentions in the sentences it keeps: every one, none stripped)."""
+    labels = table.stored(level.kept(table))
     rows, rows_file = None, None
     if spill is None:
-        rows = store.subset_rows(cfg.source, labels, capped)
+        rows = store.subset_rows(cfg.source, labels, chosen=chosen)
         n_rows = rows.num_rows
-        got.update(_span_labels(rows.to_batches()) if capped else {})
     else:
         rows_file = spill / f"{name}.parquet"
-        with store.subset_reader(cfg.source, labels, capped) as reader:
-            batches = _counting(reader, got) if capped else reader
-            n_rows = write_parquet_batches(reader.schema, batches, rows_file, SUBSET_FEATURES)
-    for i in level.caps:
-        counts[i] = got.get(table.labels[i], 0)
+        with store.subset_reader(cfg.source, labels, chosen=chosen) as reader:
+            n_rows = write_parquet_batches(reader.schema, reader, rows_file, SUBSET_FEATURES)
+    counts = _table_counts(table, chosen)
     return SubsetResult(
         name=name,
         level=level.level,
@@ -334,21 +328,74 @@ def _subset(
     )
 
 
-def _span_labels(batches: Iterable[pa.RecordBatch]) -> Counter[str]:
-    """How many spans of each label the batches' rows hold."""
-    got: Counter[str] = Counter()
-    for batch in batches:
-        spans = pc.struct_field(pc.list_flatten(batch.column("spans")), "label")
-        counts = pc.value_counts(spans).flatten()
-        got.update(dict(zip(*(c.to_pylist() for c in counts), strict=True)))
-    return got
+def _choose(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> Selection:
+    """The sentences the level keeps (a seeded draw for its capped labels)."""
+    whole = table.stored(level.labels(table))
+    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.seed)
 
 
-def _counting(batches: Iterable[pa.RecordBatch], got: Counter[str]) -> Iterator[pa.RecordBatch]:
-    """The batches as they are, their spans' labels counted into `got` on the way."""
-    for batch in batches:
-        got.update(_span_labels([batch]))
-        yield batch
+#: Levels cut to one size whose written sizes differ by more than this share of the smallest
+#: are all fitted again to the smallest (a level's own labels may not fill the size: the
+#: sentences of its whole labels can hold more of a capped label than its cap).
+EQUAL_WITHIN = 0.004
+
+
+def _equal_sizes(
+    store: Store, cfg: SplitConfig, table: LabelTable, fitted: list[tuple[Level, Selection]]
+) -> list[tuple[Level, Selection]]:
+    """The fitted levels, each fitted again to the smallest one's written size when they
+    differ by more than `EQUAL_WITHIN` (levels not cut to a size are left as they are)."""
+    sized = [chosen.mentions for lv, chosen in fitted if lv.take is not None]
+    if len(sized) < 2 or max(sized) <= min(sized) * (1 + EQUAL_WITHIN):
+        return fitted
+    smallest = min(sized)
+    out = []
+    for lv, chosen in fitted:
+        if lv.take is not None and chosen.mentions > smallest * (1 + EQUAL_WITHIN):
+            planned = Level(lv.level, lv.mask, lv.selection, lv.caps, lv.order, lv.take, smallest)
+            lv, chosen = _fitted(store, cfg, table, planned)
+        out.append((lv, chosen))
+    return out
+
+
+def _fitted(
+    store: Store, cfg: SplitConfig, table: LabelTable, level: Level
+) -> tuple[Level, Selection]:
+    """The level and its sentences. A level cut to a size (familiarity windows, `--match
+    mentions`) holds that size counted on what it writes: the sentences of its whole labels
+    may hold more of a capped label than its cap, and those mentions are kept, so its labels
+    are taken along its order while they fit (`Store.fit_level`)."""
+    if level.take is None or level.order is None:
+        return level, _choose(store, cfg, table, level)
+    size = level.size if level.size is not None else int(level.take.sum())
+    order = [table.labels[i] for i in level.order.tolist()]
+    whole, caps = store.fit_level(cfg.source, order, level.take, size)
+    index = {lab: i for i, lab in enumerate(table.labels)}
+    fit = level.realised([index[lab] for lab in whole], {index[k]: v for k, v in caps.items()})
+    chosen = _choose(store, cfg, table, fit)
+    fit.selection = {
+        **level.selection,
+        "written": {
+            "mentions": chosen.mentions,
+            "planned": size,
+            "labels_planned": level.n_labels(),  # the window's (or cut's) labels
+            "labels": fit.n_labels(),
+            "over_cap": chosen.over(fit.capped(table)),
+            "sentences_drawn": chosen.drawn,
+        },
+    }
+    return fit, chosen
+
+
+def _table_counts(table: LabelTable, chosen: Selection) -> np.ndarray:
+    """The selection's mentions per label of the table (stored labels summed into the label
+    the protocol spells them as)."""
+    spelled = {m: lab for lab, ms in table.members.items() for m in ms}
+    index = {lab: i for i, lab in enumerate(table.labels)}
+    counts = np.zeros(len(table.labels), dtype=np.int64)
+    for lab, n in chosen.counts.items():
+        counts[index[spelled.get(lab, lab)]] += n
+    return counts
 
 
 def _build_group(
@@ -388,10 +435,13 @@ def _build_group(
     full = _full(store, cfg, table, fam(table.mentions))
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets = []
-    for level in levels:
+    stage("choosing each level's sentences")
+    fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
+    levels = [lv for lv, _ in fitted]
+    for level, chosen in fitted:
         name = f"{cfg.source}{suffix}-{level.level}-shift"
         stage(f"materialising {name}")
-        subsets.append(_subset(store, cfg, table, level, name, fam, spill))
+        subsets.append(_subset(store, cfg, table, level, chosen, name, fam, spill))
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
     return BuildResult(
         config=cfg,
@@ -476,7 +526,10 @@ def _by_familiarity(
         f"levels of {dial.size:,} mentions each"
         + (" (--level-mentions)" if cfg.level_mentions else " (the largest that gives them)")
     )
-    levels = [_level(p, table, dial, cfg) for p in placed]
+    after = [p.start for p in placed[1:]] + [len(ranking.order)]
+    levels = [
+        _level(p, table, dial, cfg, ranking, until) for p, until in zip(placed, after, strict=True)
+    ]
     columns = {"rank": ranking.position, "gain": ranking.gain, "max": ranking.best}
     curve = [(int(dial.cum[s]), f) for s, f in sorted(dial.evaluated().items())]
     return ranking.gain, {p.level: p for p in placed}, levels, {"ranking": columns, "curve": curve}
@@ -510,22 +563,38 @@ def _asked(cfg: SplitConfig) -> str:
     return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.targets)
 
 
-def _level(placed: Placement, table: LabelTable, dial: Dial, cfg: SplitConfig) -> Level:
-    """A window as a level: labels taken whole, and the others capped at what it takes."""
-    mask = np.zeros(len(table.labels), dtype=bool)
-    caps = {}
-    for i, n in zip(placed.labels.tolist(), placed.take.tolist(), strict=True):
-        if n >= table.mentions[i]:
-            mask[i] = True
-        else:
-            caps[i] = n
+#: How far past its window a level may reach for labels to fill its size on what it writes
+#: (its window's last labels may hold more mentions than the room they were planned for), as
+#: a share of its size; never into another level's window.
+SPARE = 0.5
+
+
+def _level(
+    placed: Placement,
+    table: LabelTable,
+    dial: Dial,
+    cfg: SplitConfig,
+    ranking: Ranking,
+    until: int,
+) -> Level:
+    """A window as a level: labels taken whole, and the others capped at what it takes; its
+    order goes on past the window (up to `until`, the next window's start, and `SPARE` of its
+    size) with labels not in any window, which `_fitted` takes only where the window's own
+    labels leave room."""
     selection = {
         **placed.to_dict(),
         "level_mentions": dial.size,
         "size": "given" if cfg.level_mentions else "largest",
         "label_cap": cfg.k,
-        "capped_labels": len(caps),
+        "capped_labels": int((placed.take < table.mentions[placed.labels]).sum()),
         "min_gap": cfg.min_gap,
         "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,
     }
-    return Level(placed.level, mask, selection, caps)
+    spare = ranking.order[placed.stop : until]
+    usable = ranking.usable[spare]
+    spare = spare[: int(np.searchsorted(np.cumsum(usable), SPARE * dial.size)) + 1]
+    level = Level.taking(placed.level, placed.labels, placed.take, table, selection)
+    level.order = np.concatenate([placed.labels, spare])
+    level.take = np.concatenate([placed.take, ranking.usable[spare]])
+    level.size = dial.size
+    return level

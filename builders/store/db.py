@@ -25,7 +25,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +37,22 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.defaults import DB_ENV, DEFAULT_DB, SPLITS, split_rank
+from builders.defaults import DB_ENV, DEFAULT_DB, split_rank
 from builders.errors import StoreError
-from builders.store.schema import SCHEMA_VERSION, TABLES, one, stored_version
+from builders.store.schema import SCHEMA_VERSION, SPLIT_ORDER_SQL, TABLES, one, stored_version
 from builders.store.schema import create as create_schema
 
-__all__ = ["DB_ENV", "DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoredSplit", "one"]
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_DB",
+    "SCHEMA_VERSION",
+    "Selection",
+    "Store",
+    "StoredSplit",
+    "one",
+]
 from builders.store.overlap import OverlapQueries
+from builders.store.subsets import Selection, SubsetQueries
 
 #: The most memory DuckDB may use (its `memory_limit`, e.g. `8GB`); `duckdb`: DuckDB's own
 #: default (80% of the RAM).
@@ -115,90 +124,6 @@ class StoredSplit:
     origin: str
     spec: str | None = None  # the registered source that read it
     loader_version: str | None = None  # the version of its reader that read it
-
-
-#: SQL that orders a split column train, dev, test, then other names.
-_SPLIT_ORDER_SQL = (
-    "CASE {col} " + " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(SPLITS)) + " ELSE 9 END"
-)
-
-
-#: `Store.subset_rows`: the mentions of whole labels and of capped labels in their first
-#: sentences, grouped per sentence, with the selected labels' negatives: label-level ones
-#: (distinct labels) and span-level ones (distinct spans, none equal to a stored mention).
-_SUBSET_SQL = """
-WITH per AS (
-    SELECT m.label, m.split, m.idx, count(*) AS n
-    FROM mentions m JOIN _selected c ON m.label = c.label
-    WHERE m.source = $1 AND c.cap IS NOT NULL
-    GROUP BY m.label, m.split, m.idx
-), capped AS (
-    SELECT label, split, idx FROM (
-        SELECT label, split, idx,
-               sum(n) OVER (PARTITION BY label ORDER BY {order}, split, idx) - n AS before
-        FROM per
-    ) JOIN _selected USING (label)
-    WHERE before < cap
-), kept AS (
-    SELECT m.split, m.idx, m.start, m.stop, m.label
-    FROM mentions m JOIN _selected c ON m.label = c.label
-    WHERE m.source = $1 AND c.cap IS NULL
-    UNION ALL
-    SELECT m.split, m.idx, m.start, m.stop, m.label
-    FROM mentions m JOIN capped c ON m.label = c.label AND m.split = c.split AND m.idx = c.idx
-    WHERE m.source = $1
-), m AS (
-    SELECT split, idx,
-           list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
-               AS spans
-    FROM kept GROUP BY split, idx
-), n AS (
-    SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
-    FROM negatives
-    WHERE source = $1 AND label IN (SELECT label FROM _selected)
-    GROUP BY split, idx
-), ns AS (
-    SELECT split, idx,
-           list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
-               AS negative_spans
-    FROM (
-        SELECT DISTINCT split, idx, start, stop, label FROM negative_spans
-        WHERE source = $1 AND label IN (SELECT label FROM _selected)
-        EXCEPT
-        SELECT split, idx, start, stop, label FROM mentions
-        WHERE source = $1 AND label IN (SELECT label FROM _selected)
-    )
-    GROUP BY split, idx
-)
-SELECT s.sentence_id AS id, s.tokens, m.spans,
-       coalesce(n.negatives, []::VARCHAR[]) AS negatives,
-       coalesce(ns.negative_spans, {empty_spans}) AS negative_spans
-FROM sentences s
-JOIN m ON s.split = m.split AND s.idx = m.idx
-LEFT JOIN n ON s.split = n.split AND s.idx = n.idx
-LEFT JOIN ns ON s.split = ns.split AND s.idx = ns.idx
-WHERE s.source = $1
-ORDER BY {s_order}, s.split, s.idx
-"""
-
-
-def _subset_query(labels: list[str], caps: Mapping[str, int] | None) -> tuple[str, pa.Table]:
-    """`Store.subset_rows`' SQL, and its `_selected` table (label, cap: NULL = whole)."""
-    whole = sorted(set(labels))
-    kept = set(whole)
-    capped = {lab: int(n) for lab, n in sorted((caps or {}).items()) if lab not in kept}
-    selected = pa.table(
-        {
-            "label": pa.array([*whole, *capped], pa.string()),
-            "cap": pa.array([None] * len(whole) + list(capped.values()), pa.int64()),
-        }
-    )
-    sql = _SUBSET_SQL.format(
-        order=_SPLIT_ORDER_SQL.format(col="split"),
-        s_order=_SPLIT_ORDER_SQL.format(col="s.split"),
-        empty_spans="""[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]""",
-    )
-    return sql, selected
 
 
 def _vector_rows(model: str, labels: pa.Array, vectors: np.ndarray) -> pa.Table:
@@ -507,7 +432,7 @@ def _command_of(pid: str) -> str | None:
     return " ".join(shown.split())[:400] or None  # one line, however the command was typed
 
 
-class Store(OverlapQueries):
+class Store(OverlapQueries, SubsetQueries):
     """A connection to the span store. Use as a context manager or call `close()`.
 
     DuckDB lets one process write a store, or any number of processes read it. A `shared`
@@ -516,7 +441,8 @@ class Store(OverlapQueries):
     runs, and label vectors (`add_vectors`) are held in memory until `flush_vectors()` writes
     them in one short transaction.
 
-    The leakage queries and the decontaminated view come from `OverlapQueries`."""
+    The leakage queries and the decontaminated view come from `OverlapQueries`, a level's
+    sentences and rows from `SubsetQueries`."""
 
     def __init__(
         self,
@@ -945,54 +871,12 @@ class Store(OverlapQueries):
         ]
 
     # ------------------------------------------------------------------ rows
-    def subset_rows(
-        self, source: str, labels: list[str], caps: Mapping[str, int] | None = None
-    ) -> pa.Table:
-        """The rows of a label subset, in corpus order (METHOD.md section 4).
-
-        A sentence is kept if it has a mention of one of `labels`; only those mentions are
-        kept, and only the negatives among the labels kept (whole or capped): label-level ones
-        (types asked about with no answer) and span-level ones (spans that are NOT of their
-        label; one equal to a stored mention is left out).
-        `caps` (label -> mentions) adds labels kept in part: each only in its first sentences
-        (in corpus order) until that many of its mentions are in (the last one may pass it).
-        A label both in `labels` and in `caps` is kept whole; each label counts once.
-        Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives,
-        negative_spans [{start, end, label}] (`end` exclusive).
-        """
-        sql, selected = _subset_query(labels, caps)
-        with self._registered("_selected", selected):
-            return self.con.sql(sql, params=[source]).to_arrow_table()
-
-    @contextmanager
-    def subset_reader(
-        self,
-        source: str,
-        labels: list[str],
-        caps: Mapping[str, int] | None = None,
-        batch_rows: int = 100_000,
-    ) -> Iterator[pa.RecordBatchReader]:
-        """`subset_rows` as a reader of record batches (up to `batch_rows` rows each, in the
-        same order): a subset of a large corpus is written out without holding it in memory.
-        Read it whole inside the block."""
-        sql, selected = _subset_query(labels, caps)
-        with self._registered("_selected", selected):
-            rel = self.con.sql(sql, params=[source])
-            # DuckDB 2 names it to_arrow_reader (its fetch_arrow_reader is deprecated); 1.x has
-            # only fetch_arrow_reader
-            to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
-            reader = to_reader(batch_rows)
-            try:
-                yield reader
-            finally:  # the connection takes no other work while a result is open
-                reader.close()
-
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:
         """(split, idx, distinct labels) of every sentence with a mention, in corpus order."""
         rows = self.con.execute(
             "SELECT split, idx, list(DISTINCT label ORDER BY label) FROM mentions "
             f"WHERE source = ? GROUP BY split, idx "
-            f"ORDER BY {_SPLIT_ORDER_SQL.format(col='split')}, split, idx",
+            f"ORDER BY {SPLIT_ORDER_SQL.format(col='split')}, split, idx",
             [source],
         ).fetchall()
         return [(r[0], int(r[1]), list(r[2])) for r in rows]
@@ -1013,7 +897,7 @@ class Store(OverlapQueries):
             f"FROM sentences s {join} mentions m "
             "ON m.source = s.source AND m.split = s.split AND m.idx = s.idx "
             f"WHERE {where} GROUP BY s.split, s.idx, s.tokens "
-            f"ORDER BY {_SPLIT_ORDER_SQL.format(col='s.split')}, s.split, s.idx",
+            f"ORDER BY {SPLIT_ORDER_SQL.format(col='s.split')}, s.split, s.idx",
             params,
         ).fetchall()
         return [
@@ -1133,18 +1017,10 @@ class Store(OverlapQueries):
             con.execute("DELETE FROM embeddings WHERE model = ?", [model])
         return int(n)
 
-    @contextmanager
-    def _registered(self, name: str, table: pa.Table) -> Iterator[None]:
-        self.con.register(name, table)
-        try:
-            yield
-        finally:
-            self.con.unregister(name)
-
     def stats(self) -> dict[str, Any]:
         rows = self.con.execute(
             "SELECT source, any_value(kind), sum(n_sentences), sum(n_mentions), sum(n_negatives), "
-            f"list(split ORDER BY {_SPLIT_ORDER_SQL.format(col='split')}, split), "
+            f"list(split ORDER BY {SPLIT_ORDER_SQL.format(col='split')}, split), "
             "sum(n_negative_spans) FROM sources GROUP BY source ORDER BY source"
         ).fetchall()
         types = dict(

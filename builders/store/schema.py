@@ -11,11 +11,17 @@ from typing import Any
 
 import duckdb
 
+from builders.defaults import SPLITS
 from builders.errors import StoreError
 
 #: 2: span-level negatives (`negative_spans`), each split's inputs (`sources.inputs`) and the
 #: registered source that read it (`sources.spec`)
 SCHEMA_VERSION = 2
+
+#: SQL that orders a split column train, dev, test, then other names.
+SPLIT_ORDER_SQL = (
+    "CASE {col} " + " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(SPLITS)) + " ELSE 9 END"
+)
 
 #: The `label_counts` view over a `mentions` table (the stored one, or a decontaminated view).
 LABEL_COUNTS = (

@@ -195,8 +195,8 @@ def test_size_matched_levels_by_mentions(sample_db: Path) -> None:
         per_sentence = pc.list_value_length(sub.rows.column("spans"))
         mentions = int(pc.sum(per_sentence).as_py())
         assert mentions == sub.mentions  # Familiarity counts what the rows hold
-        # equal within one sentence's worth of mentions
-        assert target <= mentions < target + int(pc.max(per_sentence).as_py())
+        # the size counted on what is written: never over it, and the levels within 1%
+        assert target * 0.99 <= mentions <= target
     # each level drew from its own end of the ranking: low keeps the highest scores it had
     low = res.levels[0]
     scores = res.scores[low.selected_mask()]
