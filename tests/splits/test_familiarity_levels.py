@@ -187,7 +187,9 @@ def test_a_quantile_build_whose_order_fails_points_to_the_familiarity_strategy(
     for strategy in ("entropy", "max"):
         v = sample_results[strategy].verdicts
         order_failed = not all(f["falls"] for f in v.falls.values())
-        assert (ORDER_REMEDY in v.failed) == order_failed
+        # a pointer is a note; the failed check it follows is the limitation
+        assert (ORDER_REMEDY in v.notes) == order_failed
+        assert ORDER_REMEDY not in v.failed
 
 
 def test_levels_named_in_any_order_are_placed_easy_to_hard(familiarity_build) -> None:
@@ -241,3 +243,24 @@ def test_rows_written_as_they_come_equal_the_rows_held_in_memory(
             disk.mentions,
             disk.label_counts,
         )
+
+
+def test_a_pointer_to_the_familiarity_strategy_is_a_note(
+    sample_results: dict, tmp_path: Path
+) -> None:
+    """An entropy build whose order fails: the failed check is a `limitation:`, the pointer
+    to `--strategy familiarity` a `note:`."""
+    from builders.splits.levels import ORDER_REMEDY
+
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_results["db"], db)
+    res = CliRunner().invoke(
+        build_splits,
+        ["--source", "pilener-sample", "--model", MINILM, "--db", str(db), "--out",
+         str(tmp_path / "out"), "--strategy", "entropy", "--medium-band", "0.45", "0.55"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert any(x.startswith("limitation: Familiarity does not fall") for x in lines)
+    assert f"note: {ORDER_REMEDY}" in lines
+    assert not [x for x in lines if x.startswith("limitation:") and "--strategy familiarity" in x]
