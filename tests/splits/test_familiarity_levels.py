@@ -13,7 +13,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from helpers import LABELS_A, ROOT, bio_corpus, json_result
+from helpers import (
+    LABELS_A,
+    ROOT,
+    assert_composition_reported,
+    bio_corpus,
+    json_result,
+)
 
 from builders.cli.main import build_splits
 from builders.hub.folder import SUBSET_FEATURES, write_parquet
@@ -89,7 +95,17 @@ def _verify(build: dict, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> None:
-    assert _verify(familiarity_build, capsys).count(MINILM) == 3  # every level
+    out = _verify(familiarity_build, capsys)
+    assert out.count(MINILM) == 3  # every level
+    # and what makes the levels comparable, recomputed from the parquet rows
+    assert out.count("sentences also in another level") == 3
+
+
+def test_what_makes_levels_comparable_is_what_the_parquet_holds(familiarity_build) -> None:
+    """sentences_shared, effective_labels and the largest label's share, as the result, every
+    build.json and every card report them, are what the written rows give."""
+    want = assert_composition_reported(familiarity_build["result"].subsets, "familiarity")
+    assert all(w["sentences_shared"] > 0 for w in want.values())  # Pile-NER passages are long
 
 
 @pytest.mark.slow
