@@ -93,6 +93,17 @@ def _composition_cells(comp: dict[str, Any] | None) -> list[str]:
     return [f"{comp['sentences_shared']:,}", f"{comp['effective_labels']:.1f}", top]
 
 
+def _size_text(res: BuildResult) -> str:
+    """The levels' size as the rows hold it: a `familiarity` build plans one size, and the
+    last sentence of a label kept in part may pass it by a few mentions."""
+    planned = res.subsets[0].selection["level_mentions"]
+    sizes = [s.mentions for s in res.subsets]
+    if min(sizes) == max(sizes) == planned:
+        return f"levels of {planned:,} mentions"
+    written = f"{min(sizes):,}" if min(sizes) == max(sizes) else f"{min(sizes):,}-{max(sizes):,}"
+    return f"levels of {written} mentions, {planned:,} planned"
+
+
 _QUANTILE = click.FloatRange(0, 1)
 
 
@@ -268,11 +279,7 @@ def _print_results(
         return
     for res in results:
         cols, rows = _summary_rows(res)
-        how = (
-            f"{res.subsets[0].selection['level_mentions']:,} mentions a level"
-            if cfg.strategy == "familiarity"
-            else f"{res.profile} profile"
-        )
+        how = _size_text(res) if cfg.strategy == "familiarity" else f"{res.profile} profile"
         title = f"{cfg.source}: label-shift subsets ({cfg.strategy}, {how}, {cfg.model}, K={cfg.k})"
         print_table(title, cols, rows)
         for sub in res.subsets:

@@ -19,6 +19,7 @@ from helpers import (
     assert_composition_reported,
     bio_corpus,
     json_result,
+    written_composition,
 )
 
 from builders.cli.main import build_splits
@@ -259,6 +260,41 @@ def test_rows_written_as_they_come_equal_the_rows_held_in_memory(
             disk.mentions,
             disk.label_counts,
         )
+
+
+def _table_row(output: str, first: str) -> list[str]:
+    """The cells of the printed table's row whose first cell is `first`."""
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if cells and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in:\n{output}")
+
+
+def test_what_the_build_prints_agrees_with_what_it_wrote(familiarity_build, tmp_path: Path) -> None:
+    """The table's title states the levels' sizes as written (never a planned size the rows
+    pass), its rows the written figures, and the leakage lines name every benchmark."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    res = _cli(db, tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    folders = {lv: tmp_path / "out" / f for lv, f in zip(LEVELS, FOLDERS, strict=True)}
+    want = written_composition(folders, "familiarity")
+    title = next(line for line in res.stdout.splitlines() if "label-shift subsets" in line)
+    sizes = [int(_table_row(res.stdout, lv)[2].replace(",", "")) for lv in LEVELS]
+    planned = familiarity_build["result"].subsets[0].selection["level_mentions"]
+    assert min(sizes) > planned  # the last sentence of a capped label passes the plan
+    assert f"levels of {min(sizes):,}-{max(sizes):,} mentions, {planned:,} planned," in title
+    for lv in LEVELS:
+        w, cells = want[lv], _table_row(res.stdout, lv)
+        largest = f"{w['largest_label']['label']} {w['largest_label']['share']:.1%}"
+        assert cells[4:7] == [f"{w['sentences_shared']:,}", f"{w['effective_labels']:.1f}", largest]
+    assert "<name>" not in res.output
+    not_scanned = ["crossner-literature", "crossner-music", "crossner-politics", "crossner-science"]
+    line = next(
+        x for x in res.output.splitlines() if x.startswith("leakage:") and "not scanned" in x
+    )
+    assert all(name in line for name in not_scanned), line
 
 
 def test_a_pointer_to_the_familiarity_strategy_is_a_note(
