@@ -18,7 +18,11 @@ its build.json (for the model, K, weighting and the benchmarks' label lists), an
   weighted) and its union macro and per-benchmark means;
 - compares them with build.json's figures (and its check model's, when the build named one);
 - checks the levels share no label, hold the same mentions (within 1%) and fall in order
-  (by the build's --min-gap for the familiarity strategy).
+  (by the build's --min-gap for the familiarity strategy);
+- recomputes what makes the levels comparable (METHOD.md section 4) from the rows: each
+  level's sentences also in another of the folders given (by `id`), its effective labels
+  (exp of the entropy of its labels' mention shares) and its largest label's share, and
+  compares them with build.json's.
 
 Prints one line per level and model, then `verdict: OK` or the failures; exits 1 on failure.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections import Counter
@@ -42,14 +47,17 @@ sys.path.insert(0, str(ROOT))
 LEVELS = ("low", "medium", "high")
 
 
-def read_level(folder: Path, config: str) -> tuple[dict, Counter]:
-    """build.json and each label's mentions in the parquet rows."""
+def read_level(folder: Path, config: str) -> tuple[dict, Counter, set[str]]:
+    """build.json, each label's mentions in the parquet rows and the rows' sentence ids."""
     build = json.loads((folder / config / "build.json").read_text(encoding="utf-8"))
     counts: Counter = Counter()
+    ids: set[str] = set()
     for path in sorted((folder / config).glob("train-*.parquet")):
-        for spans in pq.read_table(path, columns=["spans"]).column("spans").to_pylist():
+        table = pq.read_table(path, columns=["id", "spans"])
+        ids.update(table.column("id").to_pylist())
+        for spans in table.column("spans").to_pylist():
             counts.update(s["label"] for s in spans)
-    return build, counts
+    return build, counts, ids
 
 
 _MODELS: dict = {}
@@ -140,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     cache: dict = {}
     failures: list[str] = []
     levels: dict[str, tuple[dict, Counter, float]] = {}
+    ids: dict[str, set[str]] = {}
     for folder in args.folders:
-        build, counts = read_level(folder, args.config)
+        build, counts, level_ids = read_level(folder, args.config)
         level = build["subset"]["level"]
+        ids[level] = level_ids
         cfg = build["config"]
         checks = [(cfg["model"], build["subset"]["familiarity"])]
         if build["subset"].get("check_familiarity"):
@@ -160,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             if model == cfg["model"]:
                 levels[level] = (build, counts, mine["union"])
     failures += _promises(levels)
+    failures += _composition(levels, ids)
     print("verdict: OK" if not failures else "verdict: FAILED: " + "; ".join(failures))
     return 1 if failures else 0
 
@@ -183,6 +194,42 @@ def _promises(levels: dict[str, tuple[dict, Counter, float]]) -> list[str]:
         if not x - y >= max(gap, 1e-12):
             out.append(f"{a} ({x:.4f}) is not above {b} ({y:.4f}) by {gap:g}")
     print("levels: " + ", ".join(f"{lv} {v:.4f}" for lv, v in zip(order, values, strict=True)))
+    return out
+
+
+def _composition(
+    levels: dict[str, tuple[dict, Counter, float]], ids: dict[str, set[str]]
+) -> list[str]:
+    """Each level's sentences also in another level, effective labels and largest label's
+    share, recomputed from its rows, against its build.json."""
+    out = []
+    for level, (build, counts, _) in levels.items():
+        sub, total = build["subset"], sum(counts.values())
+        if not total:
+            out.append(f"{level}: no mentions")
+            continue
+        mine = ids[level]
+        others = set().union(*(v for k, v in ids.items() if k != level))
+        shared = len(mine & others)
+        effective = math.exp(-sum(n / total * math.log(n / total) for n in counts.values()))
+        top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if "sentences_shared" not in sub:
+            print(f"note: {level}: build.json records no sentences_shared (an older build)")
+            continue
+        largest = sub["largest_label"] or {}
+        print(
+            f"{level}: {shared:,} of {len(mine):,} sentences also in another level (reported "
+            f"{sub['sentences_shared']:,}), effective labels {effective:.4f} (reported "
+            f"{sub['effective_labels']:.4f}), largest label {top!r} {n / total:.4%} of the "
+            f"mentions (reported {largest.get('label')!r} {largest.get('share', 0.0):.4%})"
+        )
+        if not (
+            shared == sub["sentences_shared"]
+            and math.isclose(effective, sub["effective_labels"], rel_tol=1e-9)
+            and (top, n) == (largest.get("label"), largest.get("mentions"))
+            and math.isclose(n / total, largest.get("share", -1.0), rel_tol=1e-9)
+        ):
+            out.append(f"{level}: sentences shared, effective labels or largest label differ")
     return out
 
 

@@ -115,3 +115,70 @@ def hub_snapshot(hub: Path, repo_id: str, file: str = "config.json", text: str =
     snap.mkdir(parents=True)
     (snap / file).write_text(text)
     return snap
+
+
+def written_composition(folders: dict[str, Path], config: str) -> dict[str, dict[str, Any]]:
+    """Per level, what makes levels comparable, recomputed from the parquet each level's folder
+    holds (nothing of the build): its sentences also in another level (by `id`), exp of the
+    entropy of its labels' mention shares, and its largest label with that label's share."""
+    import math
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    ids: dict[str, set[str]] = {}
+    counts: dict[str, Counter] = {}
+    for level, folder in folders.items():
+        (path,) = sorted((folder / config).glob("train-*.parquet"))
+        table = pq.read_table(path, columns=["id", "spans"])
+        ids[level] = set(table.column("id").to_pylist())
+        counts[level] = Counter(
+            s["label"] for row in table.column("spans").to_pylist() for s in row
+        )
+    out = {}
+    for level, c in counts.items():
+        others = set().union(*(v for lv, v in ids.items() if lv != level))
+        total = sum(c.values())
+        label, n = min(c.items(), key=lambda kv: (-kv[1], kv[0]))
+        out[level] = {
+            "sentences_shared": len(ids[level] & others),
+            "effective_labels": math.exp(-sum(x / total * math.log(x / total) for x in c.values())),
+            "largest_label": {"label": label, "mentions": n, "share": n / total},
+        }
+    return out
+
+
+def assert_composition_reported(subsets: list, config: str) -> dict[str, dict[str, Any]]:
+    """Each level's sentences_shared, effective_labels and largest_label, as its result (the
+    `--json` subsets), every level's build.json (its `subset` and its `levels`) and its card
+    report them, equal what its written parquet gives. Returns the recomputed figures."""
+    import json
+    import math
+
+    folders = {s.level: Path(s.path) for s in subsets}
+    want = written_composition(folders, config)
+    builds = {
+        lv: json.loads((f / config / "build.json").read_text(encoding="utf-8"))
+        for lv, f in folders.items()
+    }
+    for sub in subsets:
+        w = want[sub.level]
+        reported = [sub.to_dict(), *(b["levels"][sub.level] for b in builds.values())]
+        reported.append(builds[sub.level]["subset"])
+        for got in reported:
+            assert got["sentences_shared"] == w["sentences_shared"], (sub.level, got)
+            assert math.isclose(got["effective_labels"], w["effective_labels"], rel_tol=1e-9)
+            largest = got["largest_label"]
+            assert (largest["label"], largest["mentions"]) == (
+                w["largest_label"]["label"],
+                w["largest_label"]["mentions"],
+            )
+            assert math.isclose(largest["share"], w["largest_label"]["share"], rel_tol=1e-9)
+        row = (
+            f"| {sub.level} | {sub.sentences:,} | {w['sentences_shared']:,} | "
+            f"{w['effective_labels']:.1f} | {w['largest_label']['label']} | "
+            f"{100 * w['largest_label']['share']:.1f}% |"
+        )
+        card = (folders[sub.level] / "README.md").read_text(encoding="utf-8")
+        assert row in card, row
+    return want

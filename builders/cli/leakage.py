@@ -95,22 +95,21 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
         rows.append(_row("union", rep["union"]))
     if rows:
         print_table(title, COLUMNS, rows)
-    # one line per reason: seven benchmarks without a local copy are one note, not seven
+    # one line per reason: seven benchmarks without a local copy are one note, not seven;
+    # the first is said in full (a command to copy), the others named after it
     by_reason: dict[str, list[tuple[str, str]]] = {}
     for name, why in rep["not_scanned"].items():
         by_reason.setdefault(_template(why, name), []).append((name, why))
-    for template, entries in by_reason.items():
-        if len(entries) == 1:
-            note(f"leakage: {entries[0][0]} not scanned: {entries[0][1]}", quiet)
-        else:
-            names = ", ".join(name for name, _ in entries)
-            note(f"leakage: not scanned, each of {names}: {template}", quiet)
+    for entries in by_reason.values():
+        (first, why), rest = entries[0], [name for name, _ in entries[1:]]
+        same = f"; the same for {', '.join(rest)}" if rest else ""
+        note(f"leakage: {first} not scanned: {why}{same}", quiet)
 
 
 def _template(why: str, name: str) -> str:
-    """`why` with `name` as a whole word written `<name>` (a name inside a longer one is
-    kept): one reason for several benchmarks."""
-    return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "<name>", why)
+    """`why` with `name` as a whole word taken out (a name inside a longer one is kept): the
+    key that groups the benchmarks left out for one reason. Never printed."""
+    return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "\x00", why)
 
 
 def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> None:

@@ -51,7 +51,7 @@ def _short(benchmark: str) -> str:
 
 def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     names = list(res.benchmarks)
-    cols = ["set", "sentences", "mentions", "labels", *map(_short, names)]
+    cols = ["set", "sentences", "mentions", "labels", *_COMPOSITION, *map(_short, names)]
     cols += ["union", "paper", "VB.5", "95% CI"]
     from builders.labels import reference_splits
 
@@ -66,6 +66,7 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
             sub.sentences,
             sub.mentions,
             sub.labels,
+            *_composition_cells(sub.composition),
             *[f.per_benchmark[b].familiarity for b in names],
             f.union_macro,
             f.paper_figure,
@@ -76,6 +77,31 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
             row.append(authors.get(sub.level))
         rows.append(row)
     return cols, rows
+
+
+#: What makes the levels comparable beside their Familiarity (METHOD.md section 4): sentences
+#: also in another level, effective labels, the largest label and its share of the mentions.
+_COMPOSITION = ["shared", "eff. labels", "largest"]
+
+
+def _composition_cells(comp: dict[str, Any] | None) -> list[str]:
+    """A level's `_COMPOSITION` cells (blank for the full corpus)."""
+    if comp is None:
+        return [""] * len(_COMPOSITION)
+    largest = comp["largest_label"]
+    top = f"{largest['label']} {largest['share']:.1%}" if largest else ""
+    return [f"{comp['sentences_shared']:,}", f"{comp['effective_labels']:.1f}", top]
+
+
+def _size_text(res: BuildResult) -> str:
+    """The levels' size as the rows hold it: a `familiarity` build plans one size, and the
+    last sentence of a label kept in part may pass it by a few mentions."""
+    planned = res.subsets[0].selection["level_mentions"]
+    sizes = [s.mentions for s in res.subsets]
+    if min(sizes) == max(sizes) == planned:
+        return f"levels of {planned:,} mentions"
+    written = f"{min(sizes):,}" if min(sizes) == max(sizes) else f"{min(sizes):,}-{max(sizes):,}"
+    return f"levels of {written} mentions, {planned:,} planned"
 
 
 _QUANTILE = click.FloatRange(0, 1)
@@ -253,11 +279,7 @@ def _print_results(
         return
     for res in results:
         cols, rows = _summary_rows(res)
-        how = (
-            f"{res.subsets[0].selection['level_mentions']:,} mentions a level"
-            if cfg.strategy == "familiarity"
-            else f"{res.profile} profile"
-        )
+        how = _size_text(res) if cfg.strategy == "familiarity" else f"{res.profile} profile"
         title = f"{cfg.source}: label-shift subsets ({cfg.strategy}, {how}, {cfg.model}, K={cfg.k})"
         print_table(title, cols, rows)
         for sub in res.subsets:

@@ -196,6 +196,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
             lv: {"labels": c["labels"], "mentions": c["mentions"]}
             for lv, c in (b.get("levels") or {}).items()
         },
+        "composition": _composition_rows(b),
         "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": rebuild_command(b),
@@ -204,6 +205,17 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "version": b.get("toolkit_version", "unknown"),
         "leakage": b.get("leakage"),
     }
+
+
+def _composition_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per level, easy to hard, what makes the levels comparable beside their Familiarity
+    (METHOD.md section 4); none for a build.json written before they were recorded."""
+    levels = b.get("levels") or {}
+    return [
+        {"level": lv, **levels[lv]}
+        for lv in LEVELS
+        if lv in levels and "sentences_shared" in levels[lv]
+    ]
 
 
 def _runtime(b: Mapping[str, Any]) -> str:

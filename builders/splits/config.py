@@ -271,6 +271,9 @@ class SubsetResult:
     label_counts: dict[str, int] = field(default_factory=dict, repr=False)
     #: The same set's Familiarity under the build's `check_model`, when one is named.
     check: FamiliarityReport | None = None
+    #: A level's `sentences_shared`, `effective_labels` and `largest_label`, from what it
+    #: wrote (`builders.splits.composition`); None for the full corpus.
+    composition: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -282,6 +285,7 @@ class SubsetResult:
             "mentions": self.mentions,
             "labels": self.labels,
             "familiarity": self.familiarity.to_dict(),
+            **(self.composition or {}),
         }
         if self.check is not None:
             out["check_familiarity"] = self.check.to_dict()

@@ -220,7 +220,8 @@ class Verdicts:
             union order holds under both models (`holds`).
         failed: one sentence per check that fails (the card's Limitations).
         notes: what to keep in mind reading the numbers (e.g. a low level below the full
-            corpus, which is expected of a small low level).
+            corpus, which is expected of a small low level), and pointers (to the
+            `familiarity` strategy when a quantile build's order fails).
     """
 
     falls: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -266,8 +267,8 @@ def verdicts(
     v.falls = _falls(full.familiarity, [(s.level, s.familiarity) for s in subs])
     if len(subs) > 1:
         v.failed += _order_failures(v.falls, [s.level for s in subs])
-        if v.failed and subs[0].strategy != "familiarity":
-            v.failed.append(ORDER_REMEDY)
+        if v.failed and subs[0].strategy != "familiarity":  # a pointer, not a failed check
+            v.notes.append(ORDER_REMEDY)
     by_familiarity = bool(subs) and subs[0].strategy == "familiarity"
     v.failed += _gaps_and_sizes(v, subs, min_gap if by_familiarity else None)
     if by_familiarity:

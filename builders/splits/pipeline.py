@@ -48,6 +48,7 @@ from builders.shift.scoring import (
     select,
     select_pooled,
 )
+from builders.splits.composition import describe
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
 from builders.splits.dial import Dial, Placement, Unreachable, choose
 from builders.splits.leakage import leakage_record
@@ -442,6 +443,7 @@ def _build_group(
         name = f"{cfg.source}{suffix}-{level.level}-shift"
         stage(f"materialising {name}")
         subsets.append(_subset(store, cfg, table, level, chosen, name, fam, spill))
+    describe(subsets, spill)  # from the rows written: sentences shared, label spread
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
     return BuildResult(
         config=cfg,

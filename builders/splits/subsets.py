@@ -64,7 +64,12 @@ def build_record(
         "cuts": {lv: c.to_dict() for lv, c in res.cuts.items()},
         "labels": _labels_record(sub),
         "levels": {
-            s.level: {"labels": s.labels, "mentions": s.mentions, "sentences": s.sentences}
+            s.level: {
+                "labels": s.labels,
+                "mentions": s.mentions,
+                "sentences": s.sentences,
+                **(s.composition or {}),
+            }
             for s in res.subsets
         },
         "verdicts": res.verdicts.to_dict() if res.verdicts is not None else None,

@@ -204,10 +204,12 @@ def test_benchmarks_not_scanned_for_one_reason_are_one_note(capsys) -> None:
         },
     }
     print_leakage("t", rep)
-    lines = capsys.readouterr().err.strip().splitlines()
+    err = capsys.readouterr().err
+    assert "<name>" not in err  # every benchmark named, no placeholder
+    lines = err.strip().splitlines()
     assert lines == [
-        "leakage: not scanned, each of crossner-ai, mit-movie: <name> is not in the store and "
-        "has no local copy: run `builders ingest <name> --path ...`",
+        "leakage: crossner-ai not scanned: crossner-ai is not in the store and has no local "
+        "copy: run `builders ingest crossner-ai --path ...`; the same for mit-movie",
         "leakage: mine not scanned: label-file benchmark (labels.txt): labels only, no sentences",
         "leakage: ai not scanned: crossner-ai is not in the store and has no local copy: run "
         "`builders ingest crossner-ai --path ...`",

@@ -13,7 +13,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from helpers import LABELS_A, ROOT, bio_corpus, json_result
+from helpers import (
+    LABELS_A,
+    ROOT,
+    assert_composition_reported,
+    bio_corpus,
+    json_result,
+    written_composition,
+)
 
 from builders.cli.main import build_splits
 from builders.hub.folder import SUBSET_FEATURES, write_parquet
@@ -92,7 +99,17 @@ def _verify(build: dict, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> None:
-    assert _verify(familiarity_build, capsys).count(MINILM) == 3  # every level
+    out = _verify(familiarity_build, capsys)
+    assert out.count(MINILM) == 3  # every level
+    # and what makes the levels comparable, recomputed from the parquet rows
+    assert out.count("sentences also in another level") == 3
+
+
+def test_what_makes_levels_comparable_is_what_the_parquet_holds(familiarity_build) -> None:
+    """sentences_shared, effective_labels and the largest label's share, as the result, every
+    build.json and every card report them, are what the written rows give."""
+    want = assert_composition_reported(familiarity_build["result"].subsets, "familiarity")
+    assert all(w["sentences_shared"] > 0 for w in want.values())  # Pile-NER passages are long
 
 
 @pytest.mark.slow
@@ -190,7 +207,9 @@ def test_a_quantile_build_whose_order_fails_points_to_the_familiarity_strategy(
     for strategy in ("entropy", "max"):
         v = sample_results[strategy].verdicts
         order_failed = not all(f["falls"] for f in v.falls.values())
-        assert (ORDER_REMEDY in v.failed) == order_failed
+        # a pointer is a note; the failed check it follows is the limitation
+        assert (ORDER_REMEDY in v.notes) == order_failed
+        assert ORDER_REMEDY not in v.failed
 
 
 def test_levels_named_in_any_order_are_placed_easy_to_hard(familiarity_build) -> None:
@@ -244,3 +263,59 @@ def test_rows_written_as_they_come_equal_the_rows_held_in_memory(
             disk.mentions,
             disk.label_counts,
         )
+
+
+def _table_row(output: str, first: str) -> list[str]:
+    """The cells of the printed table's row whose first cell is `first`."""
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if cells and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in:\n{output}")
+
+
+def test_what_the_build_prints_agrees_with_what_it_wrote(familiarity_build, tmp_path: Path) -> None:
+    """The table's title states the levels' sizes as written (never a planned size the rows
+    pass), its rows the written figures, and the leakage lines name every benchmark."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    res = _cli(db, tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    folders = {lv: tmp_path / "out" / f for lv, f in zip(LEVELS, FOLDERS, strict=True)}
+    want = written_composition(folders, "familiarity")
+    title = next(line for line in res.stdout.splitlines() if "label-shift subsets" in line)
+    sizes = [int(_table_row(res.stdout, lv)[2].replace(",", "")) for lv in LEVELS]
+    planned = familiarity_build["result"].subsets[0].selection["level_mentions"]
+    assert min(sizes) > planned  # the last sentence of a capped label passes the plan
+    assert f"levels of {min(sizes):,}-{max(sizes):,} mentions, {planned:,} planned," in title
+    for lv in LEVELS:
+        w, cells = want[lv], _table_row(res.stdout, lv)
+        largest = f"{w['largest_label']['label']} {w['largest_label']['share']:.1%}"
+        assert cells[4:7] == [f"{w['sentences_shared']:,}", f"{w['effective_labels']:.1f}", largest]
+    assert "<name>" not in res.output
+    not_scanned = ["crossner-literature", "crossner-music", "crossner-politics", "crossner-science"]
+    line = next(
+        x for x in res.output.splitlines() if x.startswith("leakage:") and "not scanned" in x
+    )
+    assert all(name in line for name in not_scanned), line
+
+
+def test_a_pointer_to_the_familiarity_strategy_is_a_note(
+    sample_results: dict, tmp_path: Path
+) -> None:
+    """An entropy build whose order fails: the failed check is a `limitation:`, the pointer
+    to `--strategy familiarity` a `note:`."""
+    from builders.splits.levels import ORDER_REMEDY
+
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_results["db"], db)
+    res = CliRunner().invoke(
+        build_splits,
+        ["--source", "pilener-sample", "--model", MINILM, "--db", str(db), "--out",
+         str(tmp_path / "out"), "--strategy", "entropy", "--medium-band", "0.45", "0.55"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert any(x.startswith("limitation: Familiarity does not fall") for x in lines)
+    assert f"note: {ORDER_REMEDY}" in lines
+    assert not [x for x in lines if x.startswith("limitation:") and "--strategy familiarity" in x]

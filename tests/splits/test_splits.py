@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_MEDIUM
+from helpers import SAMPLE_MEDIUM, assert_composition_reported
 
 from builders.errors import BuildersError
 from builders.labels import union_labels
@@ -192,6 +192,16 @@ def test_subset_counts_match_written_parquet(builds: dict) -> None:
         assert sum(len(s) for s in ds["spans"]) == sub.mentions
         assert len({s["label"] for row in ds["spans"] for s in row}) == sub.labels
         assert ds.features["spans"].feature["start"].dtype == "int32"
+
+
+@pytest.mark.parametrize("strategy", ["entropy", "max"])
+def test_what_makes_levels_comparable_is_what_the_parquet_holds(
+    builds: dict, strategy: str
+) -> None:
+    """sentences_shared, effective_labels and the largest label's share of a quantile build,
+    as its result, every build.json and every card report them, are what its rows give."""
+    want = assert_composition_reported(builds[strategy].subsets, strategy)
+    assert len(want) == 3
 
 
 def test_familiarity_ordering_on_real_data(builds: dict) -> None:
