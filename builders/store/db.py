@@ -182,6 +182,36 @@ ORDER BY {s_order}, s.split, s.idx
 """
 
 
+#: The type of an empty span list, for sentences with none.
+_EMPTY_SPANS = """[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]"""
+
+#: `Store.source_reader`: one stored split's sentences with everything stored on them.
+_SOURCE_SQL = """
+WITH m AS (
+    SELECT idx, list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+               AS spans
+    FROM mentions WHERE source = $1 AND split = $2 GROUP BY idx
+), n AS (
+    SELECT idx, list(label ORDER BY label) AS negatives
+    FROM negatives WHERE source = $1 AND split = $2 GROUP BY idx
+), ns AS (
+    SELECT idx, list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+               AS negative_spans
+    FROM negative_spans WHERE source = $1 AND split = $2 GROUP BY idx
+)
+SELECT s.sentence_id AS id, s.tokens,
+       coalesce(m.spans, {empty_spans}) AS spans,
+       coalesce(n.negatives, []::VARCHAR[]) AS negatives,
+       coalesce(ns.negative_spans, {empty_spans}) AS negative_spans
+FROM sentences s
+LEFT JOIN m ON s.idx = m.idx
+LEFT JOIN n ON s.idx = n.idx
+LEFT JOIN ns ON s.idx = ns.idx
+WHERE s.source = $1 AND s.split = $2
+ORDER BY s.idx
+"""
+
+
 def _subset_query(labels: list[str], caps: Mapping[str, int] | None) -> tuple[str, pa.Table]:
     """`Store.subset_rows`' SQL, and its `_selected` table (label, cap: NULL = whole)."""
     whole = sorted(set(labels))
@@ -196,7 +226,7 @@ def _subset_query(labels: list[str], caps: Mapping[str, int] | None) -> tuple[st
     sql = _SUBSET_SQL.format(
         order=_SPLIT_ORDER_SQL.format(col="split"),
         s_order=_SPLIT_ORDER_SQL.format(col="s.split"),
-        empty_spans="""[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]""",
+        empty_spans=_EMPTY_SPANS,
     )
     return sql, selected
 
@@ -986,6 +1016,29 @@ class Store(OverlapQueries):
                 yield reader
             finally:  # the connection takes no other work while a result is open
                 reader.close()
+
+    @contextmanager
+    def source_reader(
+        self, source: str, split: str, batch_rows: int = 100_000
+    ) -> Iterator[pa.RecordBatchReader]:
+        """Every sentence of one stored split, in corpus order, in `subset_rows`' columns: its
+        mentions, label-level and span-level negatives as stored (none left out), as record
+        batches. Read it whole inside the block."""
+        rel = self.con.sql(_SOURCE_SQL.format(empty_spans=_EMPTY_SPANS), params=[source, split])
+        to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
+        reader = to_reader(batch_rows)
+        try:
+            yield reader
+        finally:
+            reader.close()
+
+    def split_labels(self, source: str, split: str) -> list[str]:
+        """The distinct labels of one split's mentions, sorted."""
+        rows = self.con.execute(
+            "SELECT DISTINCT label FROM mentions WHERE source = ? AND split = ? ORDER BY label",
+            [source, split],
+        ).fetchall()
+        return [r[0] for r in rows]
 
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:
         """(split, idx, distinct labels) of every sentence with a mention, in corpus order."""
