@@ -112,10 +112,9 @@ class TokenCount:
             self.special = int(self._tok.num_special_tokens_to_add(pair=False))
 
     def words(self, rows: Sequence[Sequence[str]]) -> list[list[int]]:
-        """Each word's tokens, row by row. A tokenizer takes pre-split words one by one (as in
-        GLiNER's call, `is_split_into_words`), so each distinct word is tokenized once, alone:
-        exact for deberta-v3's SentencePiece, WordPiece and byte-level BPE; one high for a
-        word after the first where a tokenizer marks only a text's first word."""
+        """Each word's tokens, row by row. A fast tokenizer normalises and splits each
+        pre-split word of GLiNER's call (`is_split_into_words`) on its own, so each distinct
+        word is tokenized once, alone, and its count kept."""
         if self._tok is None:
             return [[estimate_tokens(w) for w in words] for words in rows]
         new = sorted({w for words in rows for w in words if w not in self._cache})
