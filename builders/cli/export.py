@@ -65,8 +65,8 @@ def _limit(name: str, default: int, what: str) -> Callable:
     metavar="PATH",
     help="Count tokens with this Hugging Face tokenizer (a local folder, or a Hub name in the "
     "local cache: the encoder's, e.g. microsoft/deberta-v3-large). Default: an estimate that "
-    "counts high (about 1.8x a 30k WordPiece vocabulary's count), so windows fit any subword "
-    "encoder.",
+    "counts high (on the bundled sample 1.8 times what a 30k WordPiece vocabulary counts, and "
+    "at least that on every passage; METHOD.md section 4), so rows are cut more than needed.",
 )
 @click.option(
     "--no-windows",
@@ -114,7 +114,8 @@ def export_gliner_cmd(
     prompt GLiNER can give it (its labels, its row's negatives or one sampled label per
     mention, up to --max-types); a row's negatives go with each of its windows. What GLiNER
     still cannot keep (an entity wider than --max-width, a piece no window holds) is counted
-    and printed, as is what it would have lost of the rows whole.
+    and printed (--json: not_kept), as is what it could have lost of the rows written whole
+    (whole_rows).
 
     Example: builders export-gliner out/pilener-low-shift --config max --out pilener-low-max.json
 
@@ -206,6 +207,12 @@ def _summary(what: str, res: dict[str, Any], out: Path, quiet: bool) -> None:
         note(f"GLiNER keeps every word and mention (limits {within})", quiet)
     if lim["windows"] and whole != kept:
         note(f"written whole, the rows could lose: {_losses(whole)}", quiet)
+    if lim["tokens"] == "estimated" and res["rows_cut"]:
+        note(
+            "note: tokens are estimated high; --tokenizer with the encoder's tokenizer cuts "
+            "rows only where it must",
+            quiet,
+        )
 
 
 def _losses(d: dict[str, int]) -> str:
