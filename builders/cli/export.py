@@ -1,28 +1,77 @@
-"""`builders export-gliner`: a built folder as GLiNER training json, or a stored benchmark as
-GLiNER's evaluation folder."""
+"""`builders export-gliner`: a built folder or a stored corpus as GLiNER training json (in windows
+GLiNER keeps whole), or a stored benchmark as GLiNER's evaluation folder."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from builders.cli.common import common_options, emit_json, handle_errors, note, open_store
+from builders.defaults import STRATEGIES
+from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS
+
+if TYPE_CHECKING:
+    from builders.hub.windows import Limits, TokenCount
+
+
+def _limit(name: str, default: int, what: str) -> Callable:
+    return click.option(
+        name, type=click.IntRange(min=1), default=default, show_default=True, help=what
+    )
 
 
 @click.command("export-gliner", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("folder", required=False)
 @click.option(
-    "--config", help="Config (strategy) to export: entropy, max. Default: the folder's default."
+    "--config",
+    help=f"Config (strategy) to export: {', '.join(STRATEGIES)}. Default: the folder's default.",
 )
 @click.option(
-    "--split", default="train", show_default=True, help="Split (Few-NERD: validation, test too)."
+    "--split",
+    default="train",
+    show_default=True,
+    help="Split (Few-NERD folders: validation, test too; --source: any stored split).",
+)
+@click.option(
+    "--source",
+    metavar="NAME",
+    help="Instead of FOLDER: write this stored corpus (every sentence of --split, with its "
+    "mentions and negatives) as GLiNER training json.",
 )
 @click.option(
     "--benchmark",
     metavar="SOURCE",
     help="Instead of FOLDER: write this stored source as GLiNER's evaluation folder "
     "(train/dev/test.json + labels.json) at --out.",
+)
+@_limit("--max-words", MAX_WORDS, "Words a window holds at most (GLiNER's max_len).")
+@_limit(
+    "--max-width",
+    MAX_WIDTH,
+    "Widest entity GLiNER keeps, in words (its max_width): wider ones are counted.",
+)
+@_limit(
+    "--max-tokens",
+    MAX_TOKENS,
+    "Encoder tokens a window takes at most, its label prompt "
+    "and the encoder's special tokens included (deberta-v3: 512).",
+)
+@_limit("--max-types", MAX_TYPES, "Labels in a row's prompt (GLiNER's max_types).")
+@click.option(
+    "--tokenizer",
+    metavar="PATH",
+    help="Count tokens with this Hugging Face tokenizer (a local folder, or a Hub name in the "
+    "local cache: the encoder's, e.g. microsoft/deberta-v3-large). Default: an estimate that "
+    "counts high (on the bundled sample 1.8 times what a 30k WordPiece vocabulary counts, and "
+    "at least that on every passage; METHOD.md section 4), so rows are cut more than needed.",
+)
+@click.option(
+    "--no-windows",
+    is_flag=True,
+    help="Write rows whole (GLiNER truncates what is over the limits; still counted).",
 )
 @click.option(
     "--out",
@@ -36,14 +85,22 @@ def export_gliner_cmd(
     folder: str | None,
     config: str | None,
     split: str,
+    source: str | None,
     benchmark: str | None,
+    max_words: int,
+    max_width: int,
+    max_tokens: int,
+    max_types: int,
+    tokenizer: str | None,
+    no_windows: bool,
     out: Path,
     db: Path,
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME) to
-    GLiNER training json, or a stored benchmark to GLiNER's evaluation folder.
+    """Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME), or a
+    stored corpus (--source), to GLiNER training json; or a stored benchmark to GLiNER's
+    evaluation folder.
 
     Training json is a list of {"tokenized_text", "ner": [[start, end_inclusive, label], ...],
     "ner_negatives", "negative_ner"} (the keys GLiNER's trainer reads; `ner_negatives` only on
@@ -52,32 +109,131 @@ def export_gliner_cmd(
     FOLDER that is not a local folder is downloaded from the Hub. A local FOLDER is first
     checked against the manifest its build wrote (see publish).
 
+    Rows GLiNER would truncate are cut into windows it keeps whole: never inside an entity or a
+    negative span, each within --max-words words and --max-tokens tokens with the largest label
+    prompt GLiNER can give it (its labels, its row's negatives or one sampled label per
+    mention, up to --max-types); a row's negatives go with each of its windows. What GLiNER
+    still cannot keep (an entity wider than --max-width, a piece no window holds) is counted
+    and printed (--json: not_kept), as is what it could have lost of the rows written whole
+    (whole_rows).
+
     Example: builders export-gliner out/pilener-low-shift --config max --out pilener-low-max.json
+
+    Example: builders export-gliner --source pilener --tokenizer ~/deberta-v3-large --out all.json
 
     Example: builders export-gliner --benchmark crossner-ai --out gliner-data/CrossNER_AI
     """
-    if (folder is None) == (benchmark is None):
-        raise click.UsageError("give FOLDER (a built folder or Hub repo) or --benchmark SOURCE")
+    if sum(x is not None for x in (folder, source, benchmark)) != 1:
+        raise click.UsageError(
+            "give one of FOLDER (a built folder or Hub repo), --source NAME or --benchmark SOURCE"
+        )
     if benchmark is not None:
         _export_benchmark(benchmark, out, db, as_json, quiet)
         return
+    from builders.hub.windows import Limits, TokenCount
+
+    limits = Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows)
+    count = TokenCount(tokenizer)
+    if source is not None:
+        _export_source(source, split, out, limits, count, db, as_json, quiet)
+        return
+    assert folder is not None
+    _export_folder(folder, config, split, out, limits, count, as_json, quiet)
+
+
+def _export_folder(
+    folder: str,
+    config: str | None,
+    split: str,
+    out: Path,
+    limits: Limits,
+    count: TokenCount,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     from builders.hub.export import export_gliner, local_folder
 
-    assert folder is not None
     where, repo_id = local_folder(folder, config)
     if repo_id:
         note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}", quiet)
     else:
         _check_level(where, config, quiet)
-    counts = export_gliner(where, config, out, split=split)
+    res = export_gliner(where, config, out, split=split, limits=limits, count=count)
     if as_json:
-        emit_json({"folder": folder, "config": config, "split": split, "out": str(out), **counts})
+        emit_json({"folder": folder, "config": config, "split": split, "out": str(out), **res})
         return
+    _summary(folder, res, out, quiet)
+
+
+def _export_source(
+    source: str,
+    split: str,
+    out: Path,
+    limits: Limits,
+    count: TokenCount,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    from builders.hub.export import export_gliner_source
+
+    with open_store(db, read_only=True) as store:
+        res = export_gliner_source(store, source, out, split=split, limits=limits, count=count)
+    if as_json:
+        emit_json({"source": source, "split": split, "out": str(out), **res})
+        return
+    _summary(source, res, out, quiet)
+
+
+def _summary(what: str, res: dict[str, Any], out: Path, quiet: bool) -> None:
+    """The counts written, then what GLiNER still cannot keep and what windows saved."""
+    rows = f"{res['rows']:,} rows"
+    if res["windows"] != res["rows"]:
+        rows += f" -> {res['windows']:,} windows ({res['rows_cut']:,} rows cut)"
     note(
-        f"{folder}: {counts['rows']:,} rows, {counts['mentions']:,} mentions, "
-        f"{counts['negatives']:,} negatives, {counts['negative_spans']:,} negative spans -> {out}",
+        f"{what}: {rows}, {res['mentions']:,} mentions, {res['negatives']:,} negatives, "
+        f"{res['negative_spans']:,} negative spans -> {out}",
         quiet,
     )
+    lim = res["limits"]
+    within = (
+        f"{lim['max_words']} words, {lim['max_tokens']} tokens ({lim['tokens']}), "
+        f"{lim['max_width']}-word entities, {lim['max_types']} types"
+    )
+    kept, whole = res["not_kept"], res["whole_rows"]
+    if any(kept.values()):
+        note(f"GLiNER cannot keep (limits {within}): {_losses(kept)}", quiet)
+    else:
+        note(f"GLiNER keeps every word and mention (limits {within})", quiet)
+    if lim["windows"] and whole != kept:
+        note(f"written whole, the rows could lose: {_losses(whole)}", quiet)
+    if lim["tokens"] == "estimated" and res["rows_cut"]:
+        note(
+            "note: tokens are estimated high; --tokenizer with the encoder's tokenizer cuts "
+            "rows only where it must",
+            quiet,
+        )
+
+
+def _losses(d: dict[str, int]) -> str:
+    """`Losses` in words: the figures that are not 0."""
+    parts = [
+        (d["mentions_too_wide"], "mentions wider than the limit"),
+        (d["rows_over_words"], f"rows over the word limit ({d['words_over']:,} words past it)"),
+        (
+            d["rows_over_tokens"],
+            f"rows over the token limit ({d['tokens_over']:,} tokens, "
+            f"{d['words_past_tokens']:,} words past it)",
+        ),
+        (d["mentions_cut"], "mentions in the words past a limit"),
+        (d["rows_over_types"], "rows with more types than the limit"),
+        (
+            d["words_without_tokens"],
+            f"words the tokenizer gives no token ({d['mentions_shifted']:,} mentions after "
+            "them, which GLiNER misplaces)",
+        ),
+    ]
+    return "; ".join(f"{n:,} {text}" for n, text in parts if n) or "nothing"
 
 
 def _check_level(folder: Path, config: str | None, quiet: bool) -> None:

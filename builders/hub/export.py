@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
 from builders.errors import BuildersError
+from builders.hub.windows import Budget, Limits, Losses, Row, Span, TokenCount, cut_rows
 from builders.sources.gliner import NEGATIVE_SPANS_KEY
 
 # GLiNER's trainer reads, per record, `tokenized_text`, `ner` and two optional keys: `ner_negatives`
@@ -86,10 +88,10 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
     return files
 
 
-def gliner_records(files: list[Path]) -> Iterator[dict[str, Any]]:
-    """One GLiNER training record per row, in file order: `ner_negatives` where the row has
-    label-level negatives, `negative_ner` where it has span-level ones (folders written before
-    the `negative_spans` column, and Few-NERD folders, have none).
+def parquet_rows(files: list[Path]) -> Iterator[Row]:
+    """One row per parquet row, in file order: `negatives` None where the row has none
+    (folders written before the `negative_spans` column, and Few-NERD folders, have no
+    negatives of either kind).
 
     Raises:
         BuildersError: on a span outside its sentence or an empty one (never repaired).
@@ -115,35 +117,107 @@ def gliner_records(files: list[Path]) -> Iterator[dict[str, Any]]:
                 data.get("negative_spans") or none,
                 strict=True,
             ):
-                rec: dict[str, Any] = {
-                    "tokenized_text": list(tokens),
-                    "ner": _inclusive(path, rid, len(tokens), spans),
-                }
-                if neg:
-                    rec[NEGATIVES_KEY] = list(neg)
-                if neg_spans:
-                    rec[NEGATIVE_SPANS_KEY] = _inclusive(path, rid, len(tokens), neg_spans)
-                yield rec
+                where = f"{path}: row {rid!r}"
+                yield Row(
+                    list(tokens),
+                    _checked(where, len(tokens), spans),
+                    list(neg) if neg else None,
+                    _checked(where, len(tokens), neg_spans or []),
+                )
 
 
-def _inclusive(path: Path, rid: str, n: int, spans: list[dict[str, Any]]) -> list[list[Any]]:
-    """`[start, end - 1, label]` of each span (`end` exclusive in the folder, inclusive in
-    GLiNER's json), each checked to lie inside the row's `n` tokens."""
+def parquet_labels(files: list[Path]) -> Iterator[str]:
+    """The labels of the files' mentions (`spans`), each once per file."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for path in files:
+        spans = pq.read_table(path, columns=["spans"]).column("spans")
+        labels = pc.struct_field(pc.list_flatten(spans), "label")
+        yield from (str(x) for x in pc.unique(labels).to_pylist())
+
+
+def _checked(where: str, n: int, spans: list[dict[str, Any]]) -> list[Span]:
+    """`(start, end, label)` of each span, checked to lie inside the row's `n` tokens."""
     out = []
     for s in spans:
         start, end = int(s["start"]), int(s["end"])
         if not 0 <= start < end <= n:
             raise BuildersError(
-                f"{path}: row {rid!r}: span [{start}, {end}) {s['label']!r} is "
-                f"outside its {n} tokens or empty"
+                f"{where}: span [{start}, {end}) {s['label']!r} is outside its {n} tokens or empty"
             )
-        out.append([start, end - 1, s["label"]])
+        out.append((start, end, s["label"]))
     return out
 
 
+def gliner_record(row: Row) -> dict[str, Any]:
+    """GLiNER's training record of a row: `end` inclusive; `ner_negatives` and `negative_ner`
+    only where the row has some."""
+    rec: dict[str, Any] = {
+        "tokenized_text": row.tokens,
+        "ner": [[s, e - 1, lab] for s, e, lab in row.spans],
+    }
+    if row.negatives:
+        rec[NEGATIVES_KEY] = list(row.negatives)
+    if row.negative_spans:
+        rec[NEGATIVE_SPANS_KEY] = [[s, e - 1, lab] for s, e, lab in row.negative_spans]
+    return rec
+
+
+def write_training(
+    rows: Iterator[Row], labels: Iterable[str], out: Path, limits: Limits, count: TokenCount
+) -> dict[str, Any]:
+    """Write rows as GLiNER training json (atomically), each cut into windows GLiNER keeps whole
+    (`builders.hub.windows`; `limits.windows` False: whole).
+
+    `labels` are the export's mention labels, the batch negatives GLiNER may put in a prompt.
+    Returns the counts written (`rows` read, `windows` written, `rows_cut`, `mentions`,
+    `negatives` and `negative_spans` as written: a row's negatives go with each of its
+    windows), the limits, `not_kept` (what GLiNER still drops of the windows, `Losses`) and
+    `whole_rows` (what it would drop of the rows written whole).
+    """
+    from builders.hub.folder import atomic_open
+
+    budget = Budget(limits, count)
+    budget.see_labels(iter(labels))
+    counts = dict.fromkeys(
+        ("rows", "windows", "rows_cut", "mentions", "negatives", "negative_spans"), 0
+    )
+    kept, whole = Losses(), Losses()
+    with atomic_open(Path(out)) as fh:
+        fh.write("[")
+        for piece in cut_rows(rows, budget):
+            counts["rows"] += 1
+            counts["rows_cut"] += len(piece.windows) > 1
+            kept.add(piece.kept)
+            whole.add(piece.whole)
+            for win in piece.windows:
+                fh.write(",\n" if counts["windows"] else "\n")
+                fh.write(
+                    json.dumps(gliner_record(win), ensure_ascii=False, separators=(", ", ": "))
+                )
+                counts["windows"] += 1
+                counts["mentions"] += len(win.spans)
+                counts["negatives"] += len(win.negatives or ())
+                counts["negative_spans"] += len(win.negative_spans)
+        fh.write("\n]\n" if counts["windows"] else "]\n")
+    return {
+        **counts,
+        "limits": {**asdict(limits), "tokens": count.describe()},
+        "not_kept": kept.to_dict(),
+        "whole_rows": whole.to_dict(),
+    }
+
+
 def export_gliner(
-    folder: Path, config: str | None, out: Path, *, split: str = "train"
-) -> dict[str, int]:
+    folder: Path,
+    config: str | None,
+    out: Path,
+    *,
+    split: str = "train",
+    limits: Limits | None = None,
+    count: TokenCount | None = None,
+) -> dict[str, Any]:
     """Write one config (and split) of a built folder as GLiNER training json.
 
     Args:
@@ -151,26 +225,71 @@ def export_gliner(
         config: `entropy`, `max`, ...; None = the folder's default (`entropy` first).
         out: the json file to write (atomically).
         split: the split to export (`train`; Few-NERD also `validation`, `test`).
+        limits: what GLiNER keeps of a row (default: its defaults, rows cut into windows).
+        count: how tokens are counted (default: estimated).
 
     Returns:
-        `rows`, and what they carry: `mentions`, `negatives` (label-level, `ner_negatives`)
-        and `negative_spans` (span-level, `negative_ner`).
+        `write_training`'s counts: `rows`, `windows`, `mentions`, `negatives` (label-level,
+        `ner_negatives`), `negative_spans` (span-level, `negative_ner`), what is not kept.
     """
     files = parquet_files(Path(folder), config, split)
-    from builders.hub.folder import atomic_open
+    return write_training(
+        parquet_rows(files),
+        parquet_labels(files),
+        out,
+        limits or Limits(),
+        count or TokenCount(),
+    )
 
-    counts = dict.fromkeys(("rows", "mentions", "negatives", "negative_spans"), 0)
-    with atomic_open(Path(out)) as fh:
-        fh.write("[")
-        for rec in gliner_records(files):
-            fh.write(",\n" if counts["rows"] else "\n")
-            fh.write(json.dumps(rec, ensure_ascii=False, separators=(", ", ": ")))
-            counts["rows"] += 1
-            counts["mentions"] += len(rec["ner"])
-            counts["negatives"] += len(rec.get(NEGATIVES_KEY, ()))
-            counts["negative_spans"] += len(rec.get(NEGATIVE_SPANS_KEY, ()))
-        fh.write("\n]\n" if counts["rows"] else "]\n")
-    return counts
+
+def export_gliner_source(
+    store: Any,
+    source: str,
+    out: Path,
+    *,
+    split: str = "train",
+    limits: Limits | None = None,
+    count: TokenCount | None = None,
+) -> dict[str, Any]:
+    """Write one split of a stored corpus as GLiNER training json, in corpus order: every
+    sentence, its mentions as `ner`, its negatives as `ner_negatives` and its negative spans
+    as `negative_ner`, as stored (what `builders ingest gliner` reads back), cut into windows
+    like `export_gliner`.
+
+    Raises:
+        BuildersError: when the source is not stored, or has no such split (naming those it has).
+    """
+    store.require_source(source)
+    stored = store.splits_of(source)
+    name = canonical_split(split)
+    if name not in stored:
+        raise BuildersError(
+            f"--split {split}: {source} has no such split. Stored: {', '.join(stored)}"
+        )
+    labels = store.split_labels(source, name)  # before the reader: one open result at a time
+    with store.source_reader(source, name) as reader:
+        return write_training(
+            _store_rows(reader),
+            labels,
+            out,
+            limits or Limits(),
+            count or TokenCount(),
+        )
+
+
+def _store_rows(reader: Any) -> Iterator[Row]:
+    """Rows from `Store.source_reader`'s batches (spans as stored: never out of bounds)."""
+    for batch in reader:
+        data = batch.to_pydict()
+        for tokens, spans, neg, neg_spans in zip(
+            data["tokens"], data["spans"], data["negatives"], data["negative_spans"], strict=True
+        ):
+            yield Row(
+                list(tokens),
+                [(s["start"], s["end"], s["label"]) for s in spans],
+                list(neg) if neg else None,
+                [(s["start"], s["end"], s["label"]) for s in neg_spans],
+            )
 
 
 def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, str | None]:

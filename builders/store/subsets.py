@@ -132,6 +132,31 @@ LEFT JOIN ns ON s.split = ns.split AND s.idx = ns.idx
 WHERE s.source = $1
 ORDER BY {s_order}, s.split, s.idx
 """
+#: `Store.source_reader`: one stored split's sentences with everything stored on them.
+_SOURCE_SQL = """
+WITH m AS (
+    SELECT idx, list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+               AS spans
+    FROM mentions WHERE source = $1 AND split = $2 GROUP BY idx
+), n AS (
+    SELECT idx, list(label ORDER BY label) AS negatives
+    FROM negatives WHERE source = $1 AND split = $2 GROUP BY idx
+), ns AS (
+    SELECT idx, list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+               AS negative_spans
+    FROM negative_spans WHERE source = $1 AND split = $2 GROUP BY idx
+)
+SELECT s.sentence_id AS id, s.tokens,
+       coalesce(m.spans, {empty_spans}) AS spans,
+       coalesce(n.negatives, []::VARCHAR[]) AS negatives,
+       coalesce(ns.negative_spans, {empty_spans}) AS negative_spans
+FROM sentences s
+LEFT JOIN m ON s.idx = m.idx
+LEFT JOIN n ON s.idx = n.idx
+LEFT JOIN ns ON s.idx = ns.idx
+WHERE s.source = $1 AND s.split = $2
+ORDER BY s.idx
+"""
 _CHOSEN_JOIN = "JOIN _chosen k ON m.split = k.split AND m.idx = k.idx"
 _EMPTY_SPANS = """[]::STRUCT("start" INTEGER, "end" INTEGER, label VARCHAR)[]"""
 
@@ -280,6 +305,29 @@ class SubsetQueries:
         first = _sentence_starts(table)
         whole, caps = _walk(pos, n, first, np.asarray(take, dtype=np.int64), int(size))
         return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
+
+    @contextmanager
+    def source_reader(
+        self, source: str, split: str, batch_rows: int = 100_000
+    ) -> Iterator[pa.RecordBatchReader]:
+        """Every sentence of one stored split, in corpus order, in `subset_rows`' columns: its
+        mentions, label-level and span-level negatives as stored (none left out), as record
+        batches. Read it whole inside the block."""
+        rel = self.con.sql(_SOURCE_SQL.format(empty_spans=_EMPTY_SPANS), params=[source, split])
+        to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
+        reader = to_reader(batch_rows)
+        try:
+            yield reader
+        finally:
+            reader.close()
+
+    def split_labels(self, source: str, split: str) -> list[str]:
+        """The distinct labels of one split's mentions, sorted."""
+        rows = self.con.execute(
+            "SELECT DISTINCT label FROM mentions WHERE source = ? AND split = ? ORDER BY label",
+            [source, split],
+        ).fetchall()
+        return [r[0] for r in rows]
 
     @contextmanager
     def _rows(

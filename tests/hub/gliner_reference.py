@@ -16,6 +16,21 @@ except where marked `# adapted`:
                                     processor config passed as arguments
 - `open_content`, `process`, `create_dataset`
                                     gliner/evaluation/evaluate_ner.py
+- `prepare_inputs`, `select_entities`, `tokenize_inputs`
+                                    gliner/data_processing/processor.py (BaseProcessor: how
+                                    the label prompt goes before the words and the encoder's
+                                    tokenizer cuts prompt + words); methods made functions, the
+                                    config's `ent_token` / `sep_token` (GLiNERConfig's
+                                    defaults), the tokenizer and `prepare_word_mask` passed as
+                                    arguments, `_maybe_remap_entities` and
+                                    `_extra_prompt_tokens` (the base class's: no change, no
+                                    tokens) inlined, `precomputed_prompts_mode` False
+- `prepare_word_mask`               gliner/data_processing/utils.py
+- `preprocess_example`, `create_labels`
+                                    gliner/data_processing/processor.py (UniEncoderSpanProcessor:
+                                    the `max_len` word cut, with its warning, and the span
+                                    labels up to `max_width`); the config's `max_len` and
+                                    `max_width` passed as arguments
 """
 
 # ruff: noqa
@@ -27,7 +42,8 @@ import json
 import os
 import random
 from collections import defaultdict
-from typing import Dict, List, Optional, Tuple
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -174,3 +190,165 @@ def create_dataset(path):
         test_dataset.append(process(data))
     labels = [label.lower() for label in labels]
     return train_dataset, dev_dataset, test_dataset, labels
+
+
+# ------------------------------------------------------------------ how GLiNER reads a row whole
+ENT_TOKEN = "<<ENT>>"  # adapted: GLiNERConfig.ent_token
+SEP_TOKEN = "<<SEP>>"  # adapted: GLiNERConfig.sep_token
+
+
+def select_entities(
+    i: int,
+    entities: Union[Sequence[Sequence[str]], Dict[int, Sequence[str]], Sequence[str]],
+    blank: Optional[str] = None,
+) -> List[str]:
+    if blank is not None:
+        return [blank]
+    if isinstance(entities, dict):
+        return list(entities)
+    if entities and isinstance(entities[0], (list, tuple, dict)):  # per-item lists
+        return list(entities[i])  # type: ignore[index]
+    if entities and isinstance(entities[0], str):  # same for all
+        return list(entities)  # type: ignore[list-item]
+    return []
+
+
+def prepare_inputs(
+    texts: Sequence[Sequence[str]],
+    entities: Union[Sequence[Sequence[str]], Dict[int, Sequence[str]], Sequence[str]],
+    blank: Optional[str] = None,
+    add_entities: Optional[bool] = True,
+    **kwargs,
+) -> Tuple[List[List[str]], List[int]]:
+    input_texts: List[List[str]] = []
+    prompt_lengths: List[int] = []
+
+    for i, text in enumerate(texts):  # adapted: precomputed_prompts_mode (False) left out
+        ents = select_entities(i, entities, blank)  # adapted: self._select_entities
+
+        ents = list(ents)  # adapted: self._maybe_remap_entities(ents)
+        prompt: List[str] = []
+        for ent in ents:
+            prompt.append(ENT_TOKEN)  # adapted: self.ent_token
+            if add_entities:
+                prompt.append(str(ent))
+
+        prompt += []  # adapted: self._extra_prompt_tokens(i, text, ents)
+
+        prompt.append(SEP_TOKEN)  # adapted: self.sep_token
+        prompt_lengths.append(len(prompt))
+        input_texts.append(prompt + list(text))
+    return input_texts, prompt_lengths
+
+
+def tokenize_inputs(transformer_tokenizer, texts, entities, blank=None, **kwargs):  # adapted: self
+    input_texts, prompt_lengths = prepare_inputs(texts, entities, blank=blank, **kwargs)  # adapted: self.prepare_inputs
+
+    tokenized_inputs = transformer_tokenizer(  # adapted: self.transformer_tokenizer
+        input_texts,
+        is_split_into_words=True,
+        return_tensors="pt",
+        truncation=True,
+        padding="longest",
+    )
+    words_masks = prepare_word_mask(texts, tokenized_inputs, skip_first_words=prompt_lengths)  # adapted: self.prepare_word_mask
+    tokenized_inputs["words_mask"] = torch.tensor(words_masks)
+
+    return tokenized_inputs
+
+
+def prepare_word_mask(
+    texts: Sequence[Sequence[str]],
+    tokenized_inputs,
+    *,
+    skip_first_words: Optional[Sequence[int]] = None,
+    token_level: bool = False,
+) -> List[List[int]]:
+    n = len(texts)
+
+    if skip_first_words is None:
+        skip_first_words = [0] * n
+    elif len(skip_first_words) != n:
+        raise ValueError("skip_first_words must have same length as texts")
+
+    words_masks: List[List[int]] = []
+
+    for i in range(n):
+        mask: List[int] = []
+        prev_word_id: Optional[int] = None
+        seen_words = 0  # counts distinct word_ids we've traversed in this sequence
+
+        for wid in tokenized_inputs.word_ids(i):
+            if wid is None:
+                # Special tokens (CLS, SEP, PAD, etc.)
+                mask.append(0)
+            elif wid != prev_word_id or token_level:
+                # If we just moved to a new word, update seen_words
+                if wid != prev_word_id:
+                    seen_words += 1
+
+                if seen_words <= skip_first_words[i]:
+                    # This word is in the skip range (e.g., prompt tokens)
+                    mask.append(0)
+                else:
+                    # 1-based word index after skipping
+                    mask.append(seen_words - skip_first_words[i])
+            else:
+                # same word continuation and token_level=False -> mask as 0
+                mask.append(0)
+
+            prev_word_id = wid
+
+        words_masks.append(mask)
+
+    return words_masks
+
+
+def preprocess_example(tokens, ner, classes_to_id, *, max_len=384, max_width=12):  # adapted: self, config
+    max_width = max_width  # adapted: self.config.max_width
+    num_tokens = len(tokens)
+    if num_tokens == 0:
+        tokens = ["[PAD]"]
+    max_len = max_len  # adapted: self.config.max_len
+    if num_tokens > max_len:
+        warnings.warn(f"Sentence of length {num_tokens} has been truncated to {max_len}", stacklevel=2)
+        tokens = tokens[:max_len]
+    num_tokens = len(tokens)
+    spans_idx = prepare_span_idx(num_tokens, max_width)
+
+    span_label, spans_idx = prepare_span_labels(ner, classes_to_id, num_tokens, spans_idx)  # adapted: self.
+
+    return {
+        "tokens": tokens,
+        "span_idx": spans_idx,
+        "span_label": span_label,
+        "seq_length": num_tokens,
+        "entities": ner,
+    }
+
+
+def create_labels(batch, *, max_width=12):  # adapted: self, config
+    labels_batch = []
+    for i in range(len(batch["tokens"])):
+        tokens = batch["tokens"][i]
+        classes_to_id = batch["classes_to_id"][i]
+        ner = batch["entities"][i]
+        num_classes = len(classes_to_id)
+        spans_idx = prepare_span_idx(len(tokens), max_width)  # adapted: self.config.max_width
+        span_to_index = {(s, e): idx for idx, (s, e) in enumerate(spans_idx.tolist())}
+        labels_one_hot = torch.zeros(len(spans_idx), num_classes + 1, dtype=torch.float)
+        end_token_idx = len(tokens) - 1
+        span_labels_dict = {}
+        for start, end, label in ner:
+            span = (start, end)
+            if label in classes_to_id and span in span_to_index:
+                idx = span_to_index[span]
+                class_id = classes_to_id[label]
+                labels_one_hot[idx, class_id] = 1.0
+                span_labels_dict[idx] = label
+        valid_span_mask = spans_idx[:, 1] > end_token_idx
+        labels_one_hot[valid_span_mask, :] = 0.0
+        labels_one_hot = labels_one_hot[:, 1:]
+        labels_batch.append(labels_one_hot)
+    labels_batch = labels_batch[0].unsqueeze(0)  # adapted: one row at a time (no pad_2d_tensor)
+    return labels_batch

@@ -28,10 +28,13 @@ from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub.export import eval_record, export_gliner, export_gliner_benchmark
 from builders.hub.folder import PARQUET_NAME, SUBSET_FEATURES, write_parquet
+from builders.hub.windows import Limits
 from builders.store import Store
 from builders.store.ingest import ingest
 
 SPANS_EXCERPT = "gliner/train-negative-ner.json"
+#: Rows written whole: these tests check the layout row by row (windows: test_windows.py).
+WHOLE = Limits(windows=False)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +87,7 @@ def _rows(folder: Path, config: str) -> list[dict]:
 
 def test_export_writes_the_keys_gliner_reads(any_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "train.json"
-    counts = export_gliner(any_folder, "entropy", out)
+    counts = export_gliner(any_folder, "entropy", out, limits=WHOLE)
     records = json.loads(out.read_text(encoding="utf-8"))
     rows = _rows(any_folder, "entropy")
     assert counts["rows"] == len(records) == len(rows) > 0
@@ -111,7 +114,7 @@ def test_gliner_trainer_reads_the_export(any_folder: Path, tmp_path: Path) -> No
     """GLiNER's own code: the trainer's json load, its per-record candidate types (explicit
     negatives from `ner_negatives`) and its span labels (inclusive ends)."""
     out = tmp_path / "train.json"
-    export_gliner(any_folder, "entropy", out)
+    export_gliner(any_folder, "entropy", out, limits=WHOLE)
     batch = load_json_data(str(out))
     rows = _rows(any_folder, "entropy")
     random.seed(0)
@@ -146,7 +149,7 @@ def test_export_is_deterministic_and_defaults_to_entropy(folder: Path, tmp_path:
 
 def test_round_trip_through_the_gliner_reader(any_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "train.json"
-    export_gliner(any_folder, "entropy", out)
+    export_gliner(any_folder, "entropy", out, limits=WHOLE)
     rows = _rows(any_folder, "entropy")
     with Store(tmp_path / "rt.duckdb") as store:
         ingest(store, "gliner", out, name="rt")
@@ -188,7 +191,15 @@ def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
     write_parquet(table, tmp_path / "fewnerd-inter/data/test-00000-of-00001.parquet", feats)
     out = tmp_path / "test.json"
     counts = export_gliner(tmp_path / "fewnerd-inter", None, out, split="test")
-    assert counts == {"rows": 1, "mentions": 1, "negatives": 0, "negative_spans": 0}
+    assert {
+        k: counts[k] for k in ("rows", "windows", "mentions", "negatives", "negative_spans")
+    } == {
+        "rows": 1,
+        "windows": 1,
+        "mentions": 1,
+        "negatives": 0,
+        "negative_spans": 0,
+    }
     assert json.loads(out.read_text()) == [
         {"tokenized_text": ["in", "Paris", "today"], "ner": [[1, 1, "location-GPE"]]}
     ]
@@ -242,7 +253,7 @@ def test_cli_export(folder: Path, tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert "Error: " in res.output and "no config 'x'. Valid: entropy, max" in res.output
     res = CliRunner().invoke(cli, ["export-gliner", "--out", str(out)])
-    assert res.exit_code == 2 and "give FOLDER (a built folder or Hub repo) or --benchmark" in (
+    assert res.exit_code == 2 and "give one of FOLDER (a built folder or Hub repo), --source" in (
         res.output
     )
 
