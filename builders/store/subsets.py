@@ -393,21 +393,24 @@ class _Walk:
     def sentences_of(self, j: int) -> np.ndarray:
         return self.sentence[self.by_label[self.label_first[j] : self.label_first[j + 1]]]
 
-    def added(self, new: np.ndarray) -> np.ndarray:
-        """Each label's mentions in the sentences `new`."""
+    def added(self, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The labels with mentions in the sentences `new`, and their mentions there (sparse:
+        a window may hold tens of thousands of labels, a label's sentences few of them)."""
         starts, ends = self.first[new], self.first[new + 1]
-        rows = np.repeat(ends - (ends - starts).cumsum(), ends - starts) + np.arange(
-            int((ends - starts).sum())
-        )
-        return np.bincount(self.pos[rows], weights=self.n[rows], minlength=self.forced.size)
+        sizes = ends - starts
+        rows = np.repeat(ends - sizes.cumsum(), sizes) + np.arange(int(sizes.sum()))
+        labels, at = np.unique(self.pos[rows], return_inverse=True)
+        return labels, np.bincount(at, weights=self.n[rows]).astype(np.int64)
 
-    def whole_gain(self, j: int, new: np.ndarray, more: np.ndarray) -> int:
+    def whole_gain(self, j: int, labels: np.ndarray, more: np.ndarray) -> int:
         """How much the size grows with label `j` whole: all its mentions, and the capped
         labels whose forced mentions pass their caps with its sentences."""
-        capped = self.cap >= 0
-        before = np.maximum(self.cap, self.forced)[capped].sum()
-        after = np.maximum(self.cap, self.forced + more.astype(np.int64))[capped].sum()
-        return int(self.totals[j] + after - before)
+        cap, forced = self.cap[labels], self.forced[labels]
+        capped = cap >= 0
+        cap, forced, more = cap[capped], forced[capped], more[capped]
+        return int(
+            self.totals[j] + (np.maximum(cap, forced + more) - np.maximum(cap, forced)).sum()
+        )
 
 
 def _walk(
@@ -427,11 +430,11 @@ def _walk(
         if t >= w.totals[j]:
             sent = w.sentences_of(j)
             new = sent[~w.kept[sent]]
-            more = w.added(new)
-            gain = w.whole_gain(j, new, more)
+            labels, more = w.added(new)
+            gain = w.whole_gain(j, labels, more)
             if gain <= room:
                 w.kept[new] = True
-                w.forced += more.astype(np.int64)
+                w.forced[labels] += more
                 w.size += gain
                 whole.append(j)
                 continue
