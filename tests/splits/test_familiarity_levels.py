@@ -151,7 +151,7 @@ def test_targets_are_met_or_refused_with_the_range(familiarity_build, tmp_path: 
     db = tmp_path / "s.duckdb"
     shutil.copy(familiarity_build["db"], db)
     low, medium, high = (s.familiarity.union_macro for s in familiarity_build["result"].subsets)
-    targets = (round(low - 0.01, 2), round(medium, 2), round(high + 0.01, 2))
+    targets = (round(low - 0.01, 2), round(medium, 2), round(high - 0.01, 2))
     res = _cli(db, tmp_path / "out", "--targets", ",".join(map(str, targets)), "--json", "-q")
     assert res.exit_code == 0, res.output
     [summary] = json_result(res.output)
@@ -163,6 +163,35 @@ def test_targets_are_met_or_refused_with_the_range(familiarity_build, tmp_path: 
     assert refused.exit_code == 1
     assert "reach Familiarity" in refused.output and "Nothing was written" in refused.output
     assert not (tmp_path / "refused").exists()
+
+
+def test_the_default_size_is_the_largest_that_places_the_levels(
+    familiarity_build, tmp_path: Path
+) -> None:
+    """A size 15% larger than the default's does not place the levels (the default was 10,139
+    mentions on a corpus where 11,659 placed them as well)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    size = familiarity_build["result"].subsets[0].selection["level_mentions"]
+    res = _cli(db, tmp_path / "out", "--level-mentions", str(int(size * 1.15)))
+    assert res.exit_code == 1, res.output
+    assert "Nothing was written" in res.output and not (tmp_path / "out").exists()
+
+
+def test_the_default_builds_measured_figures_build_as_targets(
+    familiarity_build, tmp_path: Path
+) -> None:
+    """Targets the default levels meet are met, at the default's size."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    default = familiarity_build["result"].subsets
+    targets = ",".join(f"{s.familiarity.union_macro:.4f}" for s in default)
+    res = _cli(db, tmp_path / "out", "--targets", targets, "--json", "-q")
+    assert res.exit_code == 0, res.output
+    [summary] = json_result(res.output)
+    for got, was in zip(summary["subsets"], default, strict=True):
+        assert got["selection"]["level_mentions"] == was.selection["level_mentions"]
+        assert abs(got["familiarity"]["union_macro"] - was.familiarity.union_macro) <= 0.02
 
 
 def test_a_corpus_of_eight_labels_is_refused_with_why(tmp_path: Path) -> None:
