@@ -137,6 +137,25 @@ def test_familiarity_options_are_checked_before_anything_is_read(
         SplitConfig("pilener", **changes)
 
 
+def test_check_models_from_a_name_a_list_and_the_recorded_command() -> None:
+    """A scenario or an older build.json names one check model as a string; the command line
+    repeats --check-model; a model named twice, or the build's own, is refused."""
+    assert SplitConfig("mine", check_model="all-MiniLM-L6-v2").check_model == ("all-MiniLM-L6-v2",)
+    assert SplitConfig("mine", check_model=None).check_model == ()
+    cfg = SplitConfig("mine", check_model=["all-MiniLM-L6-v2", "/models/other"])
+    assert cfg.check_model == ("all-MiniLM-L6-v2", "/models/other")
+    command = cfg.command_line()
+    assert "--check-model all-MiniLM-L6-v2 --check-model /models/other" in command
+    with pytest.raises(BuildersError, match="is named twice"):
+        SplitConfig(
+            "mine", check_model=["all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"]
+        )
+    with pytest.raises(BuildersError, match="is the build's own --model"):
+        SplitConfig(
+            "mine", check_model=["all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"]
+        )
+
+
 def test_targets_from_a_scenario_string_and_the_recorded_command() -> None:
     cfg = SplitConfig("mine", strategy="familiarity", targets="0.55, 0.42,0.3")
     assert cfg.targets == (0.55, 0.42, 0.3)
