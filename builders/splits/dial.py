@@ -33,8 +33,8 @@ GRID = 64
 ZOOM = 16
 #: A level within this share of the tolerance of its goal is not looked at closer.
 ZOOM_UNTIL = 0.25
-#: A ranking with at most this many window starts is searched at every start: placement is
-#: then exact (a window costs well under a millisecond at that scale).
+#: Levels with at most this many starts open to them (`_regions`) are searched at every
+#: start: placement is then exact (a window costs well under a millisecond at that scale).
 FULL_SCAN = 1024
 #: The size search: sizes fall by this factor from the largest that fits until one places...
 SIZE_STEP = 0.85
@@ -184,10 +184,9 @@ def largest_size(ranking: Ranking, n_levels: int, smallest: int) -> int:
     return lo
 
 
-def _fits(cum: np.ndarray, size: int, n: int) -> bool:
-    """Whether `n` windows of `size` fit one after another (`cum`: the ranking's cumulative
-    usable mentions)."""
-    start = 0
+def _fits(cum: np.ndarray, size: int, n: int, start: int = 0) -> bool:
+    """Whether `n` windows of `size` fit one after another from `start` (`cum`: the ranking's
+    cumulative usable mentions)."""
     for _ in range(n):
         if cum[-1] - cum[start] < size:
             return False
@@ -206,9 +205,9 @@ def place(
     model, consecutive levels at least `min_gap` apart under every model of the dial.
 
     Without targets, low aims at the most familiar window, high at the least familiar one,
-    and medium at the middle of the two. A ranking of at most `FULL_SCAN` starts is searched
-    at every start (exact); a longer one at `GRID` starts spread over it, then zooming in
-    around the starts chosen.
+    and medium at the middle of the two. Levels with at most `FULL_SCAN` starts open to them
+    are searched at every start (exact); others at `GRID` starts spread over those, then
+    zooming in around the starts chosen.
 
     Raises:
         Unreachable: when no placement keeps the gaps (under every model) and, with targets,
@@ -216,7 +215,7 @@ def place(
     """
     if not dial.fits(len(levels)):
         raise Unreachable(f"{len(levels)} levels of {dial.size:,} mentions do not fit", 0.0, 0.0)
-    starts = _grid(dial)
+    starts = _grid(dial, len(levels))
     goal = _goals(dial, starts, levels, targets)
     chosen = _search(dial, starts, goal, min_gap)
     while chosen is not None:  # zoom in around the levels not yet close to their goal
@@ -257,14 +256,41 @@ def _goals(
     return [ends[lv] for lv in levels]
 
 
-def _grid(dial: Dial) -> np.ndarray:
-    """Every start when there are at most `FULL_SCAN`, else `GRID` starts spread evenly over
-    the ranking's mentions, with both ends."""
-    if dial.last + 1 <= FULL_SCAN:
-        return np.arange(max(dial.last + 1, 0))
-    offsets = np.linspace(0, dial.cum[dial.last], GRID)
-    starts = np.searchsorted(dial.cum, offsets, side="left")
-    return np.unique(np.clip(np.concatenate([[0, dial.last], starts]), 0, dial.last))
+def _grid(dial: Dial, n: int) -> np.ndarray:
+    """The starts the levels can take (`_regions`): every one when there are at most
+    `FULL_SCAN`, else `GRID` spread evenly over them by mentions, a share per level, with each
+    level's first and last start (the first are the windows packed from the front)."""
+    regions = _regions(dial, n)
+    merged: list[list[int]] = []
+    for first, last in sorted(regions):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    if sum(last - first + 1 for first, last in merged) <= FULL_SCAN:
+        return np.concatenate([np.arange(first, last + 1) for first, last in merged])
+    share = max(GRID // n, 2)
+    points = [
+        np.searchsorted(dial.cum, np.linspace(dial.cum[first], dial.cum[last], share), "left")
+        for first, last in regions
+    ]
+    ends = [x for region in regions for x in region]
+    return np.unique(np.concatenate([ends, *points]).astype(np.int64))
+
+
+def _regions(dial: Dial, n: int) -> list[tuple[int, int]]:
+    """Per level (easy to hard), the first and the last start it can take: after the levels
+    before it packed from the front, and with room for itself and the levels after it."""
+    out, first = [], 0
+    for lv in range(n):
+        lo, hi = first, dial.last  # the last start with room for the n - lv windows after it
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            fits = _fits(dial.cum, dial.size, n - lv, mid)
+            lo, hi = (mid, hi) if fits else (lo, mid - 1)
+        out.append((first, lo))
+        first = dial.stop(first)
+    return out
 
 
 def _between(starts: np.ndarray, start: int) -> np.ndarray:
@@ -393,8 +419,12 @@ def choose(
         raise Unreachable(_too_big(ranking, len(levels), size, floor, top, k), 0.0, 0.0)
     ranked = [ranked_sims(m, ranking) for m in mats]
     search = _Search(ranking, ranked, levels, targets, min_gap, tolerance)
-    search.dial_options = {"k": k, "weighting": weighting, "min_labels": min_labels}
-    search.dial_options["models"] = models
+    search.dial_options = {
+        "k": k,
+        "weighting": weighting,
+        "min_labels": min_labels,
+        "models": models,
+    }
     found = search.at(size) if size is not None else search.largest(top, floor)
     if found is None:
         raise search.refusal()

@@ -48,7 +48,7 @@ def _check(placed, sims: np.ndarray, counts: np.ndarray, k: int, size: int) -> l
     return values
 
 
-@settings(max_examples=30)  # each example searches every window start at a dozen sizes
+@settings(max_examples=30)  # each example searches every start open to the levels at several sizes
 @given(seed=st.integers(0, 500))
 def test_default_levels_fall_with_the_gap_at_one_size(seed: int) -> None:
     sims, counts = _corpus(seed)
@@ -232,6 +232,26 @@ def _reference(placed, sims: np.ndarray, counts: np.ndarray) -> list[float]:
         take[p.labels] = np.minimum(p.take, counts[p.labels])
         values.append(float(familiarity_reference(sims.T, take, k=200).mean()))
     return values
+
+
+def test_a_grid_search_tries_the_windows_packed_from_the_front(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the largest size that fits, the levels can only be the windows packed one after
+    another. A ranking too long to scan every start is searched on a grid of starts over the
+    room each level has, packed windows included, so a corpus whose Familiarity falls along
+    the ranking gets levels of that size (a grid over the whole ranking missed them)."""
+    import builders.splits.dial as dial_module
+
+    monkeypatch.setattr(dial_module, "FULL_SCAN", 0)
+    sims = np.repeat(np.linspace(1.0, 0.0, 3000)[:, None], 8, axis=1)
+    ranking = familiarity_ranking(sims, np.full(3000, 5), k=200)
+    dial, placed = choose(
+        ranking, sims.T.copy(), ("low", "medium", "high"), targets=None, min_gap=0.05,
+        tolerance=0.02, size=None, smallest=50, k=200, weighting="zipf", min_labels=3,
+    )  # fmt: skip
+    assert dial.size == largest_size(ranking, 3, 1) == 5000
+    assert [p.start for p in placed] == [0, 1000, 2000]
 
 
 def _boosted(sims: np.ndarray, labels: np.ndarray) -> np.ndarray:
