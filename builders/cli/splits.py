@@ -131,8 +131,8 @@ def _targets(
 @click.option(
     "--level-mentions",
     type=click.IntRange(min=1),
-    help="familiarity: mentions in every level. Default: the largest size that gives the "
-    "levels asked for.",
+    help="familiarity: mentions in every level. Default: the largest size, of at least K "
+    "mentions, at which the levels asked for can be placed.",
 )
 @click.option(
     "--check-model",
