@@ -16,9 +16,9 @@ its build.json (for the model, K, weighting and the benchmarks' label lists), an
   used), clips cosines at 0 and sets an exact label match to 1 (METHOD.md section 4);
 - computes Familiarity literally (every similarity repeated by its count, sorted, the first K
   weighted) and its union macro and per-benchmark means;
-- compares them with build.json's figures (and its check model's, when the build named one);
+- compares them with build.json's figures (and each check model's, when the build named any);
 - checks the levels share no label, hold the same mentions (within 1%) and fall in order
-  (by the build's --min-gap for the familiarity strategy);
+  under every model (by the build's --min-gap for the familiarity strategy);
 - recomputes what makes the levels comparable (METHOD.md section 4) from the rows: each
   level's sentences also in another of the folders given (by `id`), its effective labels
   (exp of the entropy of its labels' mention shares) and its largest label's share, and
@@ -37,6 +37,7 @@ import sys
 from collections import Counter
 from itertools import combinations, pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     cache: dict = {}
     failures: list[str] = []
-    levels: dict[str, tuple[dict, Counter, float]] = {}
+    levels: dict[str, dict[str, tuple[dict, Counter, float]]] = {}  # model -> level -> figures
     ids: dict[str, set[str]] = {}
     for folder in args.folders:
         build, counts, level_ids = read_level(folder, args.config)
@@ -155,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         ids[level] = level_ids
         cfg = build["config"]
         checks = [(cfg["model"], build["subset"]["familiarity"])]
-        if build["subset"].get("check_familiarity"):
-            checks.append((cfg["check_model"], build["subset"]["check_familiarity"]))
+        named = _listed(cfg.get("check_model"))
+        checks += zip(named, _listed(build["subset"].get("check_familiarity")), strict=True)
         for model, rep in checks:
             mine, theirs = figures(build, counts, model, cache), reported(rep)
             delta = max(abs(mine[n] - theirs[n]) for n in theirs)
@@ -167,17 +168,25 @@ def main(argv: list[str] | None = None) -> int:
             )
             if delta > args.tolerance:
                 failures.append(f"{level} under {model} differs by {delta:.2e}")
-            if model == cfg["model"]:
-                levels[level] = (build, counts, mine["union"])
-    failures += _promises(levels)
-    failures += _composition(levels, ids)
+            levels.setdefault(model, {})[level] = (build, counts, mine["union"])
+    for model, by_level in levels.items():
+        failures += _promises(model, by_level)
+    if levels:
+        failures += _composition(levels[cfg["model"]], ids)
     print("verdict: OK" if not failures else "verdict: FAILED: " + "; ".join(failures))
     return 1 if failures else 0
 
 
-def _promises(levels: dict[str, tuple[dict, Counter, float]]) -> list[str]:
-    """Disjoint labels, sizes within 1%, and the order of the recomputed Familiarity (by the
-    build's --min-gap for the familiarity strategy)."""
+def _listed(value: Any) -> list[Any]:
+    """A build.json entry per check model as a list: older builds hold one model's."""
+    if not value:
+        return []
+    return [value] if isinstance(value, (str, dict)) else list(value)
+
+
+def _promises(model: str, levels: dict[str, tuple[dict, Counter, float]]) -> list[str]:
+    """Disjoint labels, sizes within 1%, and the order of the Familiarity recomputed under
+    `model` (by the build's --min-gap for the familiarity strategy)."""
     order = [lv for lv in LEVELS if lv in levels]
     out = []
     for a, b in combinations(order, 2):
@@ -192,8 +201,9 @@ def _promises(levels: dict[str, tuple[dict, Counter, float]]) -> list[str]:
     values = [levels[lv][2] for lv in order]
     for (a, x), (b, y) in pairwise(zip(order, values, strict=True)):
         if not x - y >= max(gap, 1e-12):
-            out.append(f"{a} ({x:.4f}) is not above {b} ({y:.4f}) by {gap:g}")
-    print("levels: " + ", ".join(f"{lv} {v:.4f}" for lv, v in zip(order, values, strict=True)))
+            out.append(f"{a} ({x:.4f}) is not above {b} ({y:.4f}) by {gap:g} under {model}")
+    shown = ", ".join(f"{lv} {v:.4f}" for lv, v in zip(order, values, strict=True))
+    print(f"levels under {model}: {shown}")
     return out
 
 

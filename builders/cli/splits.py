@@ -157,13 +157,16 @@ def _targets(
 @click.option(
     "--level-mentions",
     type=click.IntRange(min=1),
-    help="familiarity: mentions in every level. Default: the largest size that gives the "
-    "levels asked for.",
+    help="familiarity: mentions in every level. Default: the largest size, of at least K "
+    "mentions, at which the levels asked for can be placed.",
 )
 @click.option(
     "--check-model",
-    help="A second embedding model: every level's Familiarity under it is reported beside, "
-    "and the verdict says whether the order holds under both models.",
+    multiple=True,
+    metavar="MODEL",
+    help="Another embedding model (repeatable): every level's Familiarity under it is "
+    "reported beside, and the verdicts say whether the order holds under it too. "
+    "familiarity: the levels are placed so that --min-gap holds under every model.",
 )
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @benchmarks_option
@@ -325,10 +328,12 @@ def _print_verdicts(res: BuildResult, quiet: bool) -> None:
 
     v = res.verdicts
     click.echo(_falls_line(v.falls))
-    if v.check is not None:
-        click.echo(_falls_line(v.check["falls"], v.check["model"]))
+    for check in v.check or []:
+        click.echo(_falls_line(check["falls"], check["model"]))
+        gaps = ", ".join(f"{pair} {gap:.3f}" for pair, gap in check.get("gaps", {}).items())
         click.echo(
-            f"verdict: the order holds under both models: {'yes' if v.check['holds'] else 'NO'}"
+            f"verdict: the order holds under both models ({check['model']} and the build's): "
+            f"{'yes' if check['holds'] else 'NO'}" + (f"; gaps under it: {gaps}" if gaps else "")
         )
     if v.gaps:
         gaps = ", ".join(f"{pair} {gap:.3f}" for pair, gap in v.gaps.items())

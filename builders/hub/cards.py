@@ -85,10 +85,9 @@ def subset_yaml(
         for c, b in builds.items()
     }
     for c, b in builds.items():
-        check = b["subset"].get("check_familiarity")
-        if check is not None:
-            full = ((b.get("full") or {}).get("check_familiarity")) or None
-            familiarity[c]["check_model"] = familiarity_meta(check, full)
+        checks = _checks(b)
+        if checks:
+            familiarity[c]["check_models"] = [familiarity_meta(rep, full) for rep, full in checks]
     extra = {"label_shift": _label_shift_meta(builds), "familiarity": familiarity}
     return card_yaml(header, data_configs, infos, extra)
 
@@ -171,8 +170,8 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "full": full,
         "rep": sub["familiarity"],
         "frep": full["familiarity"] if full else None,
-        "check": sub.get("check_familiarity"),
-        "fcheck": (full or {}).get("check_familiarity"),
+        "checks": _checks(b),
+        "verdict_checks": _listed((b.get("verdicts") or {}).get("check")),
         "by_familiarity": "ranking" in sel,
         "symbol": symbol,
         "rule": "" if "ranking" in sel else _rule_text(sel, symbol),
@@ -216,6 +215,20 @@ def _composition_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
         for lv in LEVELS
         if lv in levels and "sentences_shared" in levels[lv]
     ]
+
+
+def _listed(value: Any) -> list[Any]:
+    """A build.json entry per check model as a list: older builds hold one model's dict."""
+    if not value:
+        return []
+    return [value] if isinstance(value, Mapping) else list(value)
+
+
+def _checks(b: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each check model's report of the subset, with the full corpus's beside it."""
+    subs = _listed(b["subset"].get("check_familiarity"))
+    fulls = _listed((b.get("full") or {}).get("check_familiarity"))
+    return [(rep, fulls[i] if i < len(fulls) else None) for i, rep in enumerate(subs)]
 
 
 def _runtime(b: Mapping[str, Any]) -> str:

@@ -23,12 +23,14 @@ from builders.splits.config import SplitConfig
 
 KINDS = ("splits", "fewnerd")
 #: Keys of a `splits` scenario and their defaults: SplitConfig's parameters (but the
-#: per-benchmark mode, whose folders a scenario does not name).
+#: per-benchmark mode, whose folders a scenario does not name). `check_model` is kept as
+#: written (none, a name, or a list of names; SplitConfig takes each), so that the scenarios
+#: recorded before it took a list keep their keys.
 SPLIT_KEYS: dict[str, Any] = {
     k: list(v) if isinstance(v, tuple) else v
     for k, v in SplitConfig.defaults().items()
     if k != "per_benchmark"
-} | {"benchmarks": "all"}
+} | {"benchmarks": "all", "check_model": None}
 FEWNERD_KEYS = {
     "mode": None,
     "assignment": "official",

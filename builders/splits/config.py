@@ -38,6 +38,7 @@ from builders.defaults import (
 )
 from builders.errors import BuildersError
 from builders.labels import union_labels
+from builders.shift.models import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.runtime import check_choice
 
@@ -83,8 +84,9 @@ class SplitConfig:
     targets: tuple[float, ...] | None = None
     min_gap: float = MIN_GAP
     level_mentions: int | None = None
-    #: A second embedding model whose Familiarity of the same levels is reported beside.
-    check_model: str | None = None
+    #: Other embedding models whose Familiarity of the same levels is reported beside; the
+    #: `familiarity` strategy keeps its gaps under each (a single name is taken as one).
+    check_model: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_band", "targets"):
@@ -96,6 +98,7 @@ class SplitConfig:
                 object.__setattr__(self, name, tuple(_as(cast, name, v) for v in value))
         if self.benchmarks in (("all",), ()):
             object.__setattr__(self, "benchmarks", ())
+        object.__setattr__(self, "check_model", _models(self.check_model))
         if self.strategy not in STRATEGIES:
             raise BuildersError(
                 f"unknown strategy {self.strategy!r}. Valid: {', '.join(STRATEGIES)}"
@@ -132,11 +135,18 @@ class SplitConfig:
             raise BuildersError(f"temperature must be > 0, got {self.temperature}")
         if self.ngram < 1:
             raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
-        if self.check_model is not None and self.check_model == self.model:
-            raise BuildersError(
-                f"--check-model {self.check_model} is the build's own --model: name another one"
-            )
+        self._check_models()
         self._check_familiarity()
+
+    def _check_models(self) -> None:
+        """Check models other than the build's own and each other (as the cache names them)."""
+        seen = {canonical_name(self.model): "the build's own --model"}
+        for name in self.check_model:
+            if canonical_name(name) in seen:
+                raise BuildersError(
+                    f"--check-model {name} is {seen[canonical_name(name)]}: name another one"
+                )
+            seen[canonical_name(name)] = "named twice"
 
     def _check_familiarity(self) -> None:
         """The `familiarity` strategy's options, and no option that it would ignore."""
@@ -218,6 +228,8 @@ class SplitConfig:
                 args.append(option if value else "--no-" + f.name.replace("_", "-"))
             elif f.name in ("levels", "benchmarks", "targets"):
                 args += [option, ",".join(str(v) for v in value)]
+            elif f.name == "check_model":  # repeated, one model each
+                args += [x for v in value for x in (option, v)]
             elif isinstance(value, tuple):
                 args += [option, *(str(v) for v in value)]
             else:
@@ -240,6 +252,14 @@ def _as(cast: Any, name: str, value: Any) -> Any:
         return cast(value)
     except (TypeError, ValueError):
         raise BuildersError(f"--{name}: {value!r} is not a number") from None
+
+
+def _models(value: Any) -> tuple[str, ...]:
+    """Check models as a tuple: None or "" (no model), a name (as older build.json files and
+    scenarios have it), or a list of names."""
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
 
 
 def _changed(*options: tuple[str, Any, Any]) -> list[str]:
@@ -269,8 +289,8 @@ class SubsetResult:
     #: level's rows as they come (then they are its folder's parquet file).
     rows_file: Path | None = field(default=None, repr=False)
     label_counts: dict[str, int] = field(default_factory=dict, repr=False)
-    #: The same set's Familiarity under the build's `check_model`, when one is named.
-    check: FamiliarityReport | None = None
+    #: The same set's Familiarity under each of the build's `check_model`s, in order.
+    checks: list[FamiliarityReport] = field(default_factory=list)
     #: A level's `sentences_shared`, `effective_labels` and `largest_label`, from what it
     #: wrote (`builders.splits.composition`); None for the full corpus.
     composition: dict[str, Any] | None = None
@@ -287,8 +307,8 @@ class SubsetResult:
             "familiarity": self.familiarity.to_dict(),
             **(self.composition or {}),
         }
-        if self.check is not None:
-            out["check_familiarity"] = self.check.to_dict()
+        if self.checks:
+            out["check_familiarity"] = [c.to_dict() for c in self.checks]
         return out
 
 

@@ -1,21 +1,24 @@
 """Levels at a chosen Familiarity: windows over the familiarity ranking (METHOD.md section 8).
 
-    dial = Dial(ranking, sims_zd, size, k=1000, weighting="zipf")
-    placed = place(dial, ("low", "medium", "high"), targets=None, min_gap=0.05)
+    dial = Dial(ranking, [sims_zd, check_sims_zd], size, k=1000, weighting="zipf")
+    placed = place(dial, ("low", "medium", "high"), targets=None, min_gap=0.05, tolerance=0.02)
 
 A level of `size` mentions is a window of the ranking: the labels from a start position on,
 each with its usable mentions (at most K), the last one cut to make the size exact. Windows
 near the front are familiar (they hold the labels that make the benchmark familiar), windows
 near the back are not. Levels are disjoint windows in order, low first; `place` picks their
-starts so that each level's Familiarity (union macro) is nearest its target and consecutive
-levels differ by at least `min_gap`. Without targets, low is the most familiar window, high
-the least familiar one, and medium the one between them nearest the middle of the two.
+starts so that each level's Familiarity (union macro, under the build's model: the first
+similarity matrix) is nearest its target and consecutive levels differ by at least `min_gap`
+under every model given. Without targets, low is the most familiar window, high the least
+familiar one, and medium the one between them nearest the middle of the two. `choose` finds
+the largest size at which `place` succeeds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -30,21 +33,28 @@ GRID = 64
 ZOOM = 16
 #: A level within this share of the tolerance of its goal is not looked at closer.
 ZOOM_UNTIL = 0.25
-#: Each size the search tries is this share of the one before (from the largest that fits).
-SIZE_STEP = 0.9
+#: Levels with at most this many starts open to them (`_regions`) are searched at every
+#: start: placement is then exact (a window costs well under a millisecond at that scale).
+FULL_SCAN = 1024
+#: The size search: sizes fall by this factor from the largest that fits until one places...
+SIZE_STEP = 0.85
+#: ...then bisection, until the size that places is within this share of one that does not.
+SIZE_PRECISION = 0.01
 
 
 class Unreachable(BuildersError):
     """No placement of the levels at this size meets the targets and the gaps."""
 
-    def __init__(self, message: str, low: float, high: float):
+    def __init__(self, message: str, low: float, high: float, alone: bool = False):
         super().__init__(message)
         self.low, self.high = low, high  # the Familiarity range windows of this size span
+        self.alone = alone  # the build's model alone would place them: another model refuses
 
 
 @dataclass(frozen=True)
 class Placement:
-    """One level's window: its labels, the mentions taken of each, its planned Familiarity."""
+    """One level's window: its labels, the mentions taken of each, its planned Familiarity
+    (under the build's model, then under each check model in `checks`)."""
 
     level: str
     start: int
@@ -55,6 +65,7 @@ class Placement:
     take: np.ndarray = field(repr=False)
     familiarity: float
     target: float | None = None
+    checks: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The window for build.json: ranking positions, mentions, planned Familiarity."""
@@ -68,30 +79,35 @@ class Placement:
 
 
 class Dial:
-    """Windows of one size over a ranking, and their Familiarity (computed once each)."""
+    """Windows of one size over a ranking, and their Familiarity under every model given
+    (computed once per window)."""
 
     def __init__(
         self,
         ranking: Ranking,
-        sims_zd: np.ndarray,
+        sims_zd: np.ndarray | Sequence[np.ndarray],
         size: int,
         *,
         k: int,
         weighting: str,
         min_labels: int = 1,
         ranked: bool = False,
+        models: Sequence[str] = (),
     ):
-        """`sims_zd`: the (Z, D) similarities, or with `ranked` the `ranked_sims` of them
-        (one matrix for every size tried)."""
+        """`sims_zd`: the (Z, D) similarities, or one such matrix per model (the build's
+        first: levels are aimed by it, and every model keeps the gaps); with `ranked`, the
+        `ranked_sims` of them (one matrix for every size tried). `models` names them."""
         self.ranking, self.size = ranking, int(size)
         self.k, self.weighting, self.min_labels = k, weighting, min_labels
-        self.sims = sims_zd if ranked else ranked_sims(sims_zd, ranking)  # windows: slices
+        mats = [sims_zd] if isinstance(sims_zd, np.ndarray) else list(sims_zd)
+        self.sims = mats if ranked else [ranked_sims(m, ranking) for m in mats]  # windows: slices
+        self.models = list(models) or [f"model {i + 1}" for i in range(len(mats))]
         self.take_all = ranking.usable[ranking.order]
         self.cum = np.concatenate([[0], np.cumsum(self.take_all)])
         self.total = int(self.cum[-1])
         # the last start with `size` mentions after it
         self.last = int(np.searchsorted(self.cum, self.total - self.size, side="right")) - 1
-        self._memo: dict[int, float] = {}
+        self._memo: dict[int, np.ndarray] = {}
 
     def stop(self, start: int) -> int:
         """The position after the window's last label."""
@@ -105,22 +121,31 @@ class Dial:
         take[-1] -= int(self.cum[stop] - self.cum[start]) - self.size
         return labels, take, stop
 
-    def familiarity(self, start: int) -> float:
-        """The union macro of the window starting at `start`."""
+    def familiarities(self, start: int) -> np.ndarray:
+        """The union macro of the window starting at `start` under each model."""
         if start not in self._memo:
             _, take, stop = self.window(start)
             ties = np.arange(stop - start)  # equal values sum alike in any order
-            f = closed_form(self.sims[:, start:stop], take, ties, self.k, self.weighting)
-            self._memo[start] = float(np.sort(f).mean())
+            k, weighting = self.k, self.weighting
+            self._memo[start] = np.array(
+                [
+                    np.sort(closed_form(s[:, start:stop], take, ties, k, weighting)).mean()
+                    for s in self.sims
+                ]
+            )
         return self._memo[start]
+
+    def familiarity(self, start: int) -> float:
+        """The union macro of the window starting at `start` under the build's model."""
+        return float(self.familiarities(start)[0])
 
     def labels_at(self, start: int) -> int:
         """How many labels the window starting at `start` holds."""
         return self.stop(start) - start
 
     def evaluated(self) -> dict[int, float]:
-        """Every start whose Familiarity was computed, with it."""
-        return dict(self._memo)
+        """Every start whose Familiarity was computed, with it (the build's model)."""
+        return {s: float(f[0]) for s, f in self._memo.items()}
 
     def fits(self, n: int) -> bool:
         """Whether `n` windows fit one after another."""
@@ -134,8 +159,10 @@ class Dial:
     def placement(self, level: str, start: int, target: float | None) -> Placement:
         labels, take, stop = self.window(start)
         offset = int(self.cum[start])
-        fam = self.familiarity(start)
-        return Placement(level, start, stop, offset, self.size, labels, take, fam, target)
+        fam, *checks = (float(f) for f in self.familiarities(start))
+        return Placement(
+            level, start, stop, offset, self.size, labels, take, fam, target, tuple(checks)
+        )
 
 
 def ranked_sims(sims_zd: np.ndarray, ranking: Ranking) -> np.ndarray:
@@ -157,10 +184,9 @@ def largest_size(ranking: Ranking, n_levels: int, smallest: int) -> int:
     return lo
 
 
-def _fits(cum: np.ndarray, size: int, n: int) -> bool:
-    """Whether `n` windows of `size` fit one after another (`cum`: the ranking's cumulative
-    usable mentions)."""
-    start = 0
+def _fits(cum: np.ndarray, size: int, n: int, start: int = 0) -> bool:
+    """Whether `n` windows of `size` fit one after another from `start` (`cum`: the ranking's
+    cumulative usable mentions)."""
     for _ in range(n):
         if cum[-1] - cum[start] < size:
             return False
@@ -175,20 +201,21 @@ def place(
     min_gap: float,
     tolerance: float,
 ) -> list[Placement]:
-    """Disjoint windows for `levels` (easy to hard), nearest their targets, consecutive levels
-    at least `min_gap` apart.
+    """Disjoint windows for `levels` (easy to hard), nearest their targets under the build's
+    model, consecutive levels at least `min_gap` apart under every model of the dial.
 
     Without targets, low aims at the most familiar window, high at the least familiar one,
-    and medium at the middle of the two. The search looks at `GRID` starts spread over the
-    ranking, then zooms in around the starts it chose.
+    and medium at the middle of the two. Levels with at most `FULL_SCAN` starts open to them
+    are searched at every start (exact); others at `GRID` starts spread over those, then
+    zooming in around the starts chosen.
 
     Raises:
-        Unreachable: when no placement brings every level within `tolerance` of its target
-            (with targets) with the gaps kept.
+        Unreachable: when no placement keeps the gaps (under every model) and, with targets,
+            brings every level within `tolerance` of its own.
     """
     if not dial.fits(len(levels)):
         raise Unreachable(f"{len(levels)} levels of {dial.size:,} mentions do not fit", 0.0, 0.0)
-    starts = _grid(dial)
+    starts = _grid(dial, len(levels))
     goal = _goals(dial, starts, levels, targets)
     chosen = _search(dial, starts, goal, min_gap)
     while chosen is not None:  # zoom in around the levels not yet close to their goal
@@ -208,7 +235,11 @@ def place(
         errors = None
         if chosen is not None:
             errors = [abs(dial.familiarity(s) - t) for s, t in zip(chosen, goal, strict=True)]
-        raise Unreachable(_why(levels, goal, min_gap, dial.size, low, high, errors), low, high)
+        text = _why(levels, goal, min_gap, dial.size, low, high, errors)
+        alone = _search(dial, starts, goal, min_gap, bound, under=1) if len(dial.sims) > 1 else None
+        if alone is not None:
+            text = _why_models(dial, levels, alone, min_gap)
+        raise Unreachable(text, low, high, alone=alone is not None)
     given = list(targets) if targets is not None else [None] * len(levels)
     return [dial.placement(lv, s, t) for lv, s, t in zip(levels, placed, given, strict=True)]
 
@@ -225,11 +256,41 @@ def _goals(
     return [ends[lv] for lv in levels]
 
 
-def _grid(dial: Dial) -> np.ndarray:
-    """`GRID` starts spread evenly over the ranking's mentions, with both ends."""
-    offsets = np.linspace(0, dial.cum[dial.last], GRID)
-    starts = np.searchsorted(dial.cum, offsets, side="left")
-    return np.unique(np.clip(np.concatenate([[0, dial.last], starts]), 0, dial.last))
+def _grid(dial: Dial, n: int) -> np.ndarray:
+    """The starts the levels can take (`_regions`): every one when there are at most
+    `FULL_SCAN`, else `GRID` spread evenly over them by mentions, a share per level, with each
+    level's first and last start (the first are the windows packed from the front)."""
+    regions = _regions(dial, n)
+    merged: list[list[int]] = []
+    for first, last in sorted(regions):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    if sum(last - first + 1 for first, last in merged) <= FULL_SCAN:
+        return np.concatenate([np.arange(first, last + 1) for first, last in merged])
+    share = max(GRID // n, 2)
+    points = [
+        np.searchsorted(dial.cum, np.linspace(dial.cum[first], dial.cum[last], share), "left")
+        for first, last in regions
+    ]
+    ends = [x for region in regions for x in region]
+    return np.unique(np.concatenate([ends, *points]).astype(np.int64))
+
+
+def _regions(dial: Dial, n: int) -> list[tuple[int, int]]:
+    """Per level (easy to hard), the first and the last start it can take: after the levels
+    before it packed from the front, and with room for itself and the levels after it."""
+    out, first = [], 0
+    for lv in range(n):
+        lo, hi = first, dial.last  # the last start with room for the n - lv windows after it
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            fits = _fits(dial.cum, dial.size, n - lv, mid)
+            lo, hi = (mid, hi) if fits else (lo, mid - 1)
+        out.append((first, lo))
+        first = dial.stop(first)
+    return out
 
 
 def _between(starts: np.ndarray, start: int) -> np.ndarray:
@@ -249,12 +310,14 @@ def _search(
     goal: Sequence[float],
     min_gap: float,
     bound: float | None = None,
+    under: int | None = None,
 ) -> list[int] | None:
-    """Starts for the levels in order (windows disjoint, gaps kept) with the smallest sum of
-    distances to the goals, each distance at most `bound` when one is given; None when no
-    such starts exist. Ties go to the earlier starts."""
+    """Starts for the levels in order (windows disjoint, gaps kept under the first `under`
+    models, all by default) with the smallest sum of distances to the goals under the
+    build's model, each distance at most `bound` when one is given; None when no such starts
+    exist. Ties go to the earlier starts."""
     stops = np.array([dial.stop(s) for s in starts])
-    fam = np.full(starts.size, np.nan)
+    fam = np.full((len(dial.sims), starts.size), np.nan)
     cost = np.full(starts.size, np.inf)
     back: list[np.ndarray] = []
     for lv, target in enumerate(goal):
@@ -263,15 +326,16 @@ def _search(
             dial.total - dial.cum[starts] >= dial.size * (len(goal) - lv)
         )
         room &= stops - starts >= dial.min_labels
-        for i in np.flatnonzero(room & np.isnan(fam)):
-            fam[i] = dial.familiarity(int(starts[i]))
-        err = np.where(room, np.abs(fam - target), np.inf)
+        for i in np.flatnonzero(room & np.isnan(fam[0])):
+            fam[:, i] = dial.familiarities(int(starts[i]))
+        err = np.where(room, np.abs(fam[0] - target), np.inf)
         if bound is not None:
             err[err > bound] = np.inf
         if lv == 0:
             cost, prev = err, np.full(starts.size, -1)
         else:
-            ok = (stops[:, None] <= starts[None, :]) & (fam[:, None] - fam[None, :] >= min_gap)
+            apart = fam[:under, :, None] - fam[:under, None, :] >= min_gap
+            ok = (stops[:, None] <= starts[None, :]) & apart.all(axis=0)
             via = np.where(ok, cost[:, None], np.inf)
             prev = via.argmin(axis=0)  # the first of equal costs: the earliest start
             cost = via.min(axis=0) + err
@@ -306,9 +370,24 @@ def _why(
     return f"{text}: no disjoint levels of that size at {wanted} at least {min_gap:g} apart"
 
 
+def _why_models(dial: Dial, levels: Sequence[str], starts: Sequence[int], min_gap: float) -> str:
+    """Why levels the build's model alone places do not do: their gaps under each model."""
+    fams = np.array([dial.familiarities(s) for s in starts]).T  # (models, levels)
+    pairs = [f"{a}/{b}" for a, b in pairwise(levels)]
+    gaps = "; ".join(
+        f"{name} "
+        + ", ".join(f"{p} {round(g, 3) + 0.0:.3f}" for p, g in zip(pairs, -np.diff(f), strict=True))
+        for name, f in zip(dial.models, fams, strict=True)
+    )
+    return (
+        f"levels of {dial.size:,} mentions placed by {dial.models[0]} alone are not "
+        f"{min_gap:g} apart under every model (gaps: {gaps})"
+    )
+
+
 def choose(
     ranking: Ranking,
-    sims_zd: np.ndarray,
+    sims_zd: np.ndarray | Sequence[np.ndarray],
     levels: Sequence[str],
     *,
     targets: Sequence[float] | None,
@@ -319,28 +398,36 @@ def choose(
     k: int,
     weighting: str,
     min_labels: int = 1,
+    models: Sequence[str] = (),
 ) -> tuple[Dial, list[Placement]]:
-    """The levels' windows at `size` mentions each, or (size None) at the largest size that
-    gives them: every target within `tolerance` (without targets, medium within it of the
-    middle of low and high), consecutive levels at least `min_gap` apart.
+    """The levels' windows at `size` mentions each, or (size None) at the largest size from
+    K (or `smallest`, if larger) up at which `place` places them: every target within
+    `tolerance`, consecutive levels at least `min_gap` apart under every model.
 
-    Sizes are tried from the largest that fits down the `_ladder`; a size whose first,
-    second and last windows already rule the levels out (Familiarity falls along the
-    ranking) is passed over after three windows. Without targets, when no size puts medium
-    in the middle, the largest size that keeps the gaps is used.
+    The largest size at which the windows fit is tried first; then sizes falling by
+    `SIZE_STEP` until one places, then bisection between it and the smallest size known not
+    to place, to `SIZE_PRECISION` (`_Search.largest`).
 
     Raises:
-        Unreachable: naming the Familiarity range the sizes tried reach.
+        Unreachable: naming the largest size the corpus gives, or the Familiarity range the
+            sizes tried reach.
     """
-    top = largest_size(ranking, len(levels), max(smallest, 1))
-    if top == 0 or (size is not None and size > top):
-        raise Unreachable(_too_big(ranking, len(levels), size, smallest, top, k), 0.0, 0.0)
-    search = _Search(ranking, ranked_sims(sims_zd, ranking), levels, targets, min_gap, tolerance)
-    search.dial_options = {"k": k, "weighting": weighting, "min_labels": min_labels}
-    sizes = [size] if size is not None else _ladder(top, smallest)
-    found = search.largest(sizes, prescreen=size is None)
+    mats = [sims_zd] if isinstance(sims_zd, np.ndarray) else list(sims_zd)
+    top = largest_size(ranking, len(levels), 1)
+    floor = max(smallest, k) if size is None else size
+    if top < floor:
+        raise Unreachable(_too_big(ranking, len(levels), size, floor, top, k), 0.0, 0.0)
+    ranked = [ranked_sims(m, ranking) for m in mats]
+    search = _Search(ranking, ranked, levels, targets, min_gap, tolerance)
+    search.dial_options = {
+        "k": k,
+        "weighting": weighting,
+        "min_labels": min_labels,
+        "models": models,
+    }
+    found = search.at(size) if size is not None else search.largest(top, floor)
     if found is None:
-        raise search.refusal(sizes)
+        raise search.refusal()
     return found
 
 
@@ -350,7 +437,7 @@ class _Search:
     def __init__(
         self,
         ranking: Ranking,
-        ranked: np.ndarray,
+        ranked: list[np.ndarray],
         levels: Sequence[str],
         targets: Sequence[float] | None,
         min_gap: float,
@@ -359,50 +446,40 @@ class _Search:
         self.ranking, self.ranked, self.levels = ranking, ranked, list(levels)
         self.targets, self.min_gap, self.tolerance = targets, min_gap, tolerance
         self.dial_options: dict[str, Any] = {}
-        self.spans: list[tuple[float, float]] = []
-        self.errors: list[Unreachable] = []
+        self.tried: dict[int, Unreachable] = {}  # size -> why it did not place
 
-    def dial(self, size: int) -> Dial:
-        return Dial(self.ranking, self.ranked, size, ranked=True, **self.dial_options)
-
-    def place(self, dial: Dial, targets: Sequence[float] | None) -> list[Placement] | None:
+    def at(self, size: int) -> tuple[Dial, list[Placement]] | None:
+        """The levels placed at `size`, or None (the reason kept)."""
+        dial = Dial(self.ranking, self.ranked, size, ranked=True, **self.dial_options)
         try:
-            return place(dial, self.levels, targets, self.min_gap, self.tolerance)
+            placed = place(dial, self.levels, self.targets, self.min_gap, self.tolerance)
         except Unreachable as e:
-            self.errors.append(e)
-            self.spans.append((e.low, e.high))
+            self.tried[size] = e
             return None
+        return dial, placed
 
-    def largest(self, sizes: Sequence[int], prescreen: bool) -> tuple[Dial, list[Placement]] | None:
-        """The first size (largest first) that gives the levels asked for."""
-        skipped: list[int] = []
-        with_gaps: tuple[Dial, list[Placement]] | None = None
-        for n in sizes:
-            dial = self.dial(n)
-            if prescreen and not _promising(dial, self.levels, self.targets, self.tolerance):
-                self.spans.append(dial.span())
-                skipped.append(n)
-                continue
-            placed = self.place(dial, self.targets)
-            if placed is None:
-                continue
-            if self.targets is not None or _balanced(placed, self.tolerance):
-                return dial, placed
-            with_gaps = with_gaps or (dial, placed)
-        if with_gaps is None and self.targets is None:
-            # medium off the middle is still better than nothing: the sizes passed over
-            for n in skipped:
-                dial = self.dial(n)
-                placed = self.place(dial, None)
-                if placed is not None:
-                    return dial, placed
-        return with_gaps
+    def largest(self, top: int, floor: int) -> tuple[Dial, list[Placement]] | None:
+        """The largest size in [floor, top] found to place the levels: `top`, else sizes
+        falling by `SIZE_STEP` until one places, then bisection between it and the last
+        that did not, until they are within `SIZE_PRECISION` of each other."""
+        size, found, failed = top, self.at(top), None
+        while found is None and size > floor:
+            failed, size = size, max(floor, int(size * SIZE_STEP))
+            found = self.at(size)
+        while found is not None and failed is not None:
+            if failed - size <= max(1, failed * SIZE_PRECISION):
+                break
+            mid = (size + failed) // 2
+            got = self.at(mid)
+            size, found, failed = (mid, got, failed) if got else (size, found, mid)
+        return found
 
-    def refusal(self, sizes: Sequence[int]) -> Unreachable:
-        if len(sizes) == 1 and self.errors:
-            return self.errors[0]
-        low, high = min(lo for lo, _ in self.spans), max(hi for _, hi in self.spans)
-        span = f"{sizes[-1]:,} to {sizes[0]:,}" if len(sizes) > 1 else f"{sizes[0]:,}"
+    def refusal(self) -> Unreachable:
+        if len(self.tried) == 1:
+            return next(iter(self.tried.values()))
+        low = min(e.low for e in self.tried.values())
+        high = max(e.high for e in self.tried.values())
+        sizes = f"{min(self.tried):,} to {max(self.tried):,}"
         if self.targets is None:
             wanted = f"at least {self.min_gap:g} apart"
         else:
@@ -413,59 +490,27 @@ class _Search:
                 f"at {asked} (each within {self.tolerance:g}, consecutive levels at least "
                 f"{self.min_gap:g} apart)"
             )
+        detail = ""
+        if len(self.ranked) > 1:  # each model's gaps, at the largest size one model places
+            wanted += " under every model"
+            alone = [n for n, e in self.tried.items() if e.alone]
+            if alone:
+                detail = f" ({self.tried[max(alone)]})"
         return Unreachable(
             f"no level size gives disjoint {'/'.join(self.levels)} levels {wanted}: levels of "
-            f"{span} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus",
+            f"{sizes} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus{detail}",
             low,
             high,
         )
 
 
-def _too_big(ranking: Ranking, n: int, size: int | None, smallest: int, top: int, k: int) -> str:
-    asked = f"{size:,}" if size is not None else f"at least {smallest:,}"
+def _too_big(ranking: Ranking, n: int, size: int | None, floor: int, top: int, k: int) -> str:
+    asked = f"{size:,}" if size is not None else f"at least {floor:,}"
+    if size is None and floor == k:
+        asked += " (K)"
     return (
         f"{n} disjoint levels of {asked} mentions need more usable mentions than the corpus "
         f"has ({int(ranking.usable.sum()):,}, at most K = {k:,} of a label"
         + (f"; the largest size that fits is {top:,}" if top else "")
         + ")"
     )
-
-
-def _promising(
-    dial: Dial, levels: Sequence[str], targets: Sequence[float] | None, tolerance: float
-) -> bool:
-    """Whether the first window, the one right after it and the last leave the levels
-    possible, Familiarity falling along the ranking: low no higher than the first window,
-    medium no higher than the one after low, high no lower than the last."""
-    front = dial.familiarity(0)
-    after = dial.familiarity(min(dial.stop(0), dial.last))
-    back = dial.familiarity(dial.last)
-    if targets is None:
-        if not {"low", "medium", "high"} <= set(levels):
-            return True
-        return after >= (front + back) / 2 - tolerance
-    ceiling = {"low": front, "medium": after if "low" in levels else front, "high": front}
-    return all(
-        t <= ceiling[lv] + tolerance and (lv != "high" or t >= back - tolerance)
-        for lv, t in zip(levels, targets, strict=True)
-    )
-
-
-def _balanced(placed: list[Placement], tolerance: float) -> bool:
-    """Without targets: medium within `tolerance` of the middle of low and high."""
-    by = {p.level: p.familiarity for p in placed}
-    if not {"low", "medium", "high"} <= set(by):
-        return True
-    return abs(by["medium"] - (by["low"] + by["high"]) / 2) <= tolerance
-
-
-def _ladder(top: int, smallest: int) -> list[int]:
-    """Sizes from `top` down: by `SIZE_STEP` to a third of it, then by `SIZE_STEP` squared
-    (a few dozen sizes at most, each once)."""
-    sizes: list[int] = []
-    n = float(top)
-    while int(n) >= smallest:
-        if not sizes or int(n) < sizes[-1]:
-            sizes.append(int(n))
-        n *= SIZE_STEP if n > top / 3 else SIZE_STEP**2
-    return sizes

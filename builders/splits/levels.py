@@ -216,8 +216,8 @@ class Verdicts:
         versus_full: per level, its union Familiarity and the full corpus's.
         gaps: per pair of consecutive levels, their union Familiarity's difference.
         sizes: per level, its mentions; `spread`: (largest - smallest) / largest.
-        check: with a check model: its name and `falls` as above under it, and whether the
-            union order holds under both models (`holds`).
+        check: with check models: per model, its name, `falls` and `gaps` as above under it,
+            and whether the union order holds under both it and the build's (`holds`).
         failed: one sentence per check that fails (the card's Limitations).
         notes: what to keep in mind reading the numbers (e.g. a low level below the full
             corpus, which is expected of a small low level), and pointers (to the
@@ -230,7 +230,7 @@ class Verdicts:
     versus_full: dict[str, dict[str, float]] = field(default_factory=dict)
     gaps: dict[str, float] = field(default_factory=dict)
     sizes: dict[str, Any] = field(default_factory=dict)
-    check: dict[str, Any] | None = None
+    check: list[dict[str, Any]] | None = None
     failed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -336,23 +336,39 @@ def _targets_missed(subs: list[SubsetResult]) -> list[str]:
     return out
 
 
-def check_verdicts(v: Verdicts, full: SubsetResult, subsets: list[SubsetResult]) -> None:
-    """Add the check model's figures to `v`: does the order hold under it too?"""
+def check_verdicts(
+    v: Verdicts,
+    full: SubsetResult,
+    subsets: list[SubsetResult],
+    *,
+    min_gap: float | None = None,
+) -> None:
+    """Add each check model's figures to `v`: does the order hold under it too, and (with
+    `min_gap`, a `familiarity` build) are consecutive levels that far apart under it?"""
     subs = sorted(subsets, key=lambda s: LEVELS.index(s.level))
-    reports = [(s.level, s.check) for s in subs if s.check is not None]
-    if full.check is None or len(reports) != len(subs):
+    if len(full.checks) == 0 or any(len(s.checks) != len(full.checks) for s in subs):
         return
-    falls = _falls(full.check, reports)  # type: ignore[arg-type]
-    model = full.check.model
-    holds = bool(falls["union"]["falls"] and v.falls["union"]["falls"])
-    v.check = {"model": model, "falls": falls, "holds": holds}
-    if len(subs) > 1 and not falls["union"]["falls"]:
-        shown = ", ".join(f"{lv} {x:.3f}" for lv, x in falls["union"]["values"].items())
-        v.failed.append(
-            f"Under the check model {model}, Familiarity does not fall "
-            f"{' > '.join(s.level for s in subs)} over the union ({shown}): the order holds "
-            "for the build's model only."
-        )
+    v.check = []
+    for i, rep in enumerate(full.checks):
+        falls = _falls(rep, [(s.level, s.checks[i]) for s in subs])
+        model = rep.model
+        holds = bool(falls["union"]["falls"] and v.falls["union"]["falls"])
+        values = list(falls["union"]["values"].items())
+        gaps = {f"{a}/{b}": x - y for (a, x), (b, y) in pairwise(values)}
+        v.check.append({"model": model, "falls": falls, "gaps": gaps, "holds": holds})
+        if len(subs) > 1 and not falls["union"]["falls"]:
+            shown = ", ".join(f"{lv} {x:.3f}" for lv, x in values)
+            v.failed.append(
+                f"Under the check model {model}, Familiarity does not fall "
+                f"{' > '.join(s.level for s in subs)} over the union ({shown}): the order holds "
+                "for the build's model only."
+            )
+        for pair, gap in gaps.items():
+            if min_gap is not None and gap < min_gap:
+                v.failed.append(
+                    f"Under the check model {model}, the {pair.replace('/', ' and ')} levels "
+                    f"are {gap:.3f} apart, less than the {min_gap:g} asked."
+                )
 
 
 def _falls(

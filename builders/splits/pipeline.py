@@ -172,8 +172,6 @@ def _build(
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
     with clean as dropped:
         results = _measure(store, cfg, sets, progress, stage, emb, spill)
-        if cfg.check_model:
-            _check(store, cfg, results, progress, stage)
         after = _scan(store, cfg, evalsets, stage, emb) if cfg.decontaminate else found
     if found is not None and after is not None:
         for res in results:
@@ -210,60 +208,75 @@ def _measure(
     )
     total = len(set(table.labels) | set(all_evals))
     stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")
+    checks = _check_matrices(store, cfg, table, all_evals, progress, stage)
     groups = [{b: ls} for b, ls in sets.items()] if cfg.per_benchmark else [sets]
     results = []
     for group in groups:
         cols = np.array([all_evals.index(z) for z in union_labels(group)])
-        res = _build_group(store, cfg, table, group, m_all[:, cols], stage, spill)
+        mine = {model: m[:, cols] for model, m in checks.items()}
+        res = _build_group(store, cfg, table, group, m_all[:, cols], stage, spill, mine)
         res.embedded_new = new
         results.append(res)
     return results
 
 
-def _check(
+def _check_matrices(
     store: Store,
     cfg: SplitConfig,
-    results: list[BuildResult],
+    table: LabelTable,
+    evals: tuple[str, ...],
     progress: bool,
     stage: Callable[[str], None],
-) -> None:
-    """The full corpus and every level scored again with `cfg.check_model` (same counts, K,
-    weighting and benchmarks), and the verdicts told whether the order holds under it."""
-    assert cfg.check_model is not None
-    check = Embedder(cfg.check_model, backend=cfg.backend, precision=cfg.precision)
-    model = canonical_name(cfg.check_model)
-    stage(f"check model {model}: Familiarity of the full corpus and every level")
-    for res in results:
-        m, _ = similarity_matrix(
+) -> dict[str, np.ndarray]:
+    """Each check model's similarity matrix (D, Z), computed once: the `familiarity`
+    strategy places its levels by all of them, and every strategy reports under them."""
+    out = {}
+    for name in cfg.check_model:
+        model = canonical_name(name)
+        stage(f"check model {model}: the labels' similarities under it")
+        check = Embedder(name, backend=cfg.backend, precision=cfg.precision)
+        out[model], _ = similarity_matrix(
             store,
-            cfg.check_model,
-            res.table.labels,
-            res.eval_labels,
+            name,
+            table.labels,
+            evals,
             progress,
             backend=cfg.backend,
             precision=cfg.precision,
             embedder=check,
         )
+    return out
+
+
+def _check(cfg: SplitConfig, res: BuildResult, checks: dict[str, np.ndarray]) -> None:
+    """The full corpus and every level scored again under each check model (same counts, K,
+    weighting and benchmarks), and the verdicts told whether the order and the gaps hold
+    under each."""
+    table = res.table
+    index = {lab: i for i, lab in enumerate(table.labels)}
+    for model, m in checks.items():
         sims = np.ascontiguousarray(m.T)
-        index = {lab: i for i, lab in enumerate(res.table.labels)}
         for sub in [res.full, *res.subsets]:
-            counts = res.table.mentions
+            counts = table.mentions
             if sub.level != "full":
-                counts = np.zeros(len(res.table.labels), dtype=np.int64)
+                counts = np.zeros(len(table.labels), dtype=np.int64)
                 for lab, n in sub.label_counts.items():
                     counts[index[lab]] = n
-            sub.check = familiarity_report(
-                sims,
-                counts,
-                res.table.labels,
-                res.benchmarks,
-                model=model,
-                k=cfg.k,
-                weighting=cfg.weighting,
-                seed=cfg.seed,
-                protocol=cfg.protocol,
+            sub.checks.append(
+                familiarity_report(
+                    sims,
+                    counts,
+                    table.labels,
+                    res.benchmarks,
+                    model=model,
+                    k=cfg.k,
+                    weighting=cfg.weighting,
+                    seed=cfg.seed,
+                    protocol=cfg.protocol,
+                )
             )
-        check_verdicts(res.verdicts, res.full, res.subsets)
+    min_gap = cfg.min_gap if cfg.strategy == "familiarity" else None
+    check_verdicts(res.verdicts, res.full, res.subsets, min_gap=min_gap)
 
 
 def _scan(
@@ -407,13 +420,16 @@ def _build_group(
     m: np.ndarray,
     stage: Callable[[str], None],
     spill: Path | None = None,
+    checks: dict[str, np.ndarray] | None = None,
 ) -> BuildResult:
-    """Scores, cuts, checked levels, the full corpus and every level of one benchmark group."""
+    """Scores, cuts, checked levels, the full corpus and every level of one benchmark group
+    (and their Familiarity under each check model: `checks`, model -> (D, Z) similarities)."""
     sims_zd = np.ascontiguousarray(m.T)
     extra: dict[str, Any] = {}
+    checks = checks or {}
     if cfg.strategy == "familiarity":
         profile = "familiarity"
-        scores, cuts, levels, extra = _by_familiarity(cfg, table, m, sims_zd, stage)
+        scores, cuts, levels, extra = _by_familiarity(cfg, table, m, sims_zd, stage, checks)
     else:
         profile, scores, cuts, levels = _by_quantiles(cfg, table, group, m, stage)
     check_levels(levels, table, cfg)
@@ -445,7 +461,7 @@ def _build_group(
         subsets.append(_subset(store, cfg, table, level, chosen, name, fam, spill))
     describe(subsets, spill)  # from the rows written: sentences shared, label spread
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
-    return BuildResult(
+    res = BuildResult(
         config=cfg,
         profile=profile,
         benchmarks=group,
@@ -458,6 +474,9 @@ def _build_group(
         verdicts=verdicts(full, subsets, kept, min_gap=cfg.min_gap),
         **extra,
     )
+    if checks:
+        _check(cfg, res, checks)
+    return res
 
 
 def _full(
@@ -498,8 +517,10 @@ def _by_familiarity(
     m: np.ndarray,
     sims_zd: np.ndarray,
     stage: Callable[[str], None],
+    checks: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
-    """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows.
+    """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows,
+    placed so that the gaps hold under the build's model and every check model.
 
     Returns the per-label gains (the scores), each level's window, the levels, and the
     BuildResult fields it adds (the ranking's columns and the Familiarity along it).
@@ -508,10 +529,11 @@ def _by_familiarity(
     stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
     ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
     stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
+    models = [canonical_name(cfg.model), *checks]
     try:
         dial, placed = choose(
             ranking,
-            sims_zd,
+            [sims_zd, *(np.ascontiguousarray(c.T) for c in checks.values())],
             order,
             targets=cfg.targets,
             min_gap=cfg.min_gap,
@@ -521,6 +543,7 @@ def _by_familiarity(
             k=cfg.k,
             weighting=cfg.weighting,
             min_labels=cfg.min_labels,
+            models=models,
         )
     except Unreachable as e:
         raise BuildersError(f"{cfg.source}: {e}. Nothing was written. {_REMEDY}") from None
@@ -592,6 +615,10 @@ def _level(
         "min_gap": cfg.min_gap,
         "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,
     }
+    if placed.checks:
+        selection["planned_check_familiarity"] = dict(
+            zip(dial.models[1:], placed.checks, strict=True)
+        )
     spare = ranking.order[placed.stop : until]
     usable = ranking.usable[spare]
     spare = spare[: int(np.searchsorted(np.cumsum(usable), SPARE * dial.size)) + 1]

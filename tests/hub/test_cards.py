@@ -204,6 +204,39 @@ def test_n_below_k_note_and_no_changelog() -> None:
     assert "## Changelog" not in text
 
 
+def _with_checks(old_shape: bool) -> dict[str, dict[str, Any]]:
+    """The medium golden build with two check models' figures (build.json since check models
+    were repeatable), or one model's in the shape older build.json files have."""
+    builds = _builds("pilener-sample-medium-shift", ("entropy",))
+    b = builds["entropy"]
+    reports, checks = [], []
+    for name in ("model-a", "model-b")[: 1 if old_shape else 2]:
+        rep = {**b["subset"]["familiarity"], "model": name}
+        reports.append(rep)
+        falls = copy.deepcopy(b["verdicts"]["falls"])
+        checks.append({"model": name, "falls": falls, "holds": True, "gaps": {"low/medium": 0.1}})
+    b["config"]["check_model"] = "model-a" if old_shape else ["model-a", "model-b"]
+    b["subset"]["check_familiarity"] = reports[0] if old_shape else reports
+    b["full"]["check_familiarity"] = reports[0] if old_shape else reports
+    b["verdicts"]["check"] = checks[0] if old_shape else checks
+    return builds
+
+
+def test_every_check_models_figures_are_in_the_card_and_its_yaml() -> None:
+    text = render_card("x", _with_checks(False), license="mit", source_origin=None)
+    for name in ("model-a", "model-b"):
+        assert f"under the **check model** `{name}`" in text
+        assert f"Under the check model `{name}`:" in text
+    assert text.count("The order over the union holds under both models: **yes**.") == 2
+    metas = _front_matter(text)["familiarity"]["entropy"]["check_models"]
+    assert [m["model"] for m in metas] == ["model-a", "model-b"]
+    old = render_card("x", _with_checks(True), license="mit", source_origin=None)
+    assert "under the **check model** `model-a`" in old and "model-b" not in old
+    assert [m["model"] for m in _front_matter(old)["familiarity"]["entropy"]["check_models"]] == [
+        "model-a"
+    ]
+
+
 def test_changelog_as_the_scenario_runner_writes_it() -> None:
     builds = _builds("pilener-sample-medium-shift", ("entropy",))
     log = [

@@ -1,7 +1,8 @@
 """`build-splits --strategy familiarity` on the bundled real sample (2,217 Pile-NER passages,
-368 types): levels ordered by construction, of one size, disjoint, at requested values, each
-level's Familiarity reproduced from its parquet by independent code (scripts/verify_levels.py)
-under the build's model and its check model; refusals that write nothing."""
+368 types): levels ordered by construction, of one size (the largest that places them),
+disjoint, at requested values, each level's Familiarity reproduced from its parquet by
+independent code (scripts/verify_levels.py) under the build's model and its check model, the
+gaps kept under both; refusals that write nothing."""
 
 from __future__ import annotations
 
@@ -33,10 +34,12 @@ LEVELS = ("low", "medium", "high")
 FOLDERS = [f"pilener-sample-{lv}-shift" for lv in LEVELS]
 
 
-def _build(sample_results: dict, root: Path, check_model: str | None) -> dict:
+def _build(sample_results: dict, root: Path, check_model: str | None, min_gap: float) -> dict:
     db = root / "s.duckdb"
     shutil.copy(sample_results["db"], db)
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, check_model=check_model)
+    cfg = SplitConfig(
+        "pilener-sample", "familiarity", model=MINILM, check_model=check_model, min_gap=min_gap
+    )
     with Store(db) as store:
         (res,) = build(store, cfg, root / "out")
     return {"db": db, "out": root / "out", "result": res}
@@ -45,13 +48,14 @@ def _build(sample_results: dict, root: Path, check_model: str | None) -> dict:
 @pytest.fixture(scope="session")
 def familiarity_build(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The sample's familiarity levels (MiniLM)."""
-    return _build(sample_results, tmp_path_factory.mktemp("familiarity-build"), None)
+    return _build(sample_results, tmp_path_factory.mktemp("familiarity-build"), None, 0.05)
 
 
 @pytest.fixture(scope="session")
 def checked_build(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The same levels, scored again with the paper's model (`--check-model`)."""
-    return _build(sample_results, tmp_path_factory.mktemp("checked-build"), MPNET)
+    """Levels placed under MiniLM and the paper's model (`--check-model`), 0.07 apart: placed
+    under MiniLM alone, medium and high were 0.050 apart under the paper's model."""
+    return _build(sample_results, tmp_path_factory.mktemp("checked-build"), MPNET, 0.07)
 
 
 def _parquet_counts(folder: Path) -> Counter:
@@ -100,7 +104,7 @@ def _verify(build: dict, capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_independent_code_reproduces_every_figure(familiarity_build, capsys) -> None:
     out = _verify(familiarity_build, capsys)
-    assert out.count(MINILM) == 3  # every level
+    assert out.count(f"{MINILM}: union") == 3  # every level
     # and what makes the levels comparable, recomputed from the parquet rows
     assert out.count("sentences also in another level") == 3
 
@@ -113,27 +117,37 @@ def test_what_makes_levels_comparable_is_what_the_parquet_holds(familiarity_buil
 
 
 @pytest.mark.slow
-def test_independent_code_reproduces_the_check_models_figures(checked_build, capsys) -> None:
+def test_levels_placed_with_a_check_model_keep_every_gap_under_both(checked_build, capsys) -> None:
+    """Recomputed from the parquet rows, every level's Familiarity under each model is
+    build.json's, and consecutive levels are --min-gap apart under each (verify_levels)."""
     out = _verify(checked_build, capsys)
-    assert out.count(MINILM) == 3 and out.count(MPNET) == 3  # every level, both models
+    assert out.count(f"{MINILM}: union") == 3 and out.count(f"{MPNET}: union") == 3
+    for model in (MINILM, MPNET):
+        line = next(x for x in out.splitlines() if x.startswith(f"levels under {model}:"))
+        low, medium, high = (float(x.split()[-1]) for x in line.split(":")[1].split(","))
+        assert low - medium >= 0.07 and medium - high >= 0.07, line
 
 
 @pytest.mark.slow
 def test_the_check_model_is_reported_and_judged(checked_build) -> None:
-    familiarity_build = checked_build
-    res = familiarity_build["result"]
-    check = res.verdicts.check
-    assert check is not None and check["model"] == f"sentence-transformers/{MPNET}"
+    res = checked_build["result"]
+    [check] = res.verdicts.check
+    assert check["model"] == f"sentence-transformers/{MPNET}"
     values = list(check["falls"]["union"]["values"].values())
-    assert check["holds"] == (values[0] > values[1] > values[2])
-    assert [s.check.union_macro for s in res.subsets] == values
+    assert check["holds"] and values[0] > values[1] > values[2]
+    assert [s.checks[0].union_macro for s in res.subsets] == values
+    assert all(gap >= 0.07 for gap in check["gaps"].values()) and not res.verdicts.failed
     build_json = json.loads(
-        (familiarity_build["out"] / FOLDERS[0] / "familiarity" / "build.json").read_text()
+        (checked_build["out"] / FOLDERS[0] / "familiarity" / "build.json").read_text()
     )
-    assert build_json["subset"]["check_familiarity"]["model"] == check["model"]
-    card = (familiarity_build["out"] / FOLDERS[0] / "README.md").read_text()
+    assert build_json["config"]["check_model"] == [MPNET]
+    [reported] = build_json["subset"]["check_familiarity"]
+    assert reported["model"] == check["model"] and reported["union_macro"] == values[0]
+    planned = build_json["subset"]["selection"]["planned_check_familiarity"]
+    assert planned[check["model"]] == pytest.approx(values[0], abs=2e-3)
+    card = (checked_build["out"] / FOLDERS[0] / "README.md").read_text()
     assert f"check model** `sentence-transformers/{MPNET}`" in card
-    assert "The order over the union holds under both models" in card
+    assert "The order over the union holds under both models: **yes**" in card
 
 
 def test_the_folders_load_and_say_how_they_were_built(familiarity_build) -> None:
@@ -171,7 +185,7 @@ def test_targets_are_met_or_refused_with_the_range(familiarity_build, tmp_path: 
     db = tmp_path / "s.duckdb"
     shutil.copy(familiarity_build["db"], db)
     low, medium, high = (s.familiarity.union_macro for s in familiarity_build["result"].subsets)
-    targets = (round(low - 0.01, 2), round(medium, 2), round(high + 0.01, 2))
+    targets = (round(low - 0.01, 2), round(medium, 2), round(high - 0.01, 2))
     res = _cli(db, tmp_path / "out", "--targets", ",".join(map(str, targets)), "--json", "-q")
     assert res.exit_code == 0, res.output
     [summary] = json_result(res.output)
@@ -183,6 +197,35 @@ def test_targets_are_met_or_refused_with_the_range(familiarity_build, tmp_path: 
     assert refused.exit_code == 1
     assert "reach Familiarity" in refused.output and "Nothing was written" in refused.output
     assert not (tmp_path / "refused").exists()
+
+
+def test_the_default_size_is_the_largest_that_places_the_levels(
+    familiarity_build, tmp_path: Path
+) -> None:
+    """A size 15% larger than the default's does not place the levels (the default was 10,139
+    mentions on a corpus where 11,659 placed them as well)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    size = familiarity_build["result"].subsets[0].selection["level_mentions"]
+    res = _cli(db, tmp_path / "out", "--level-mentions", str(int(size * 1.15)))
+    assert res.exit_code == 1, res.output
+    assert "Nothing was written" in res.output and not (tmp_path / "out").exists()
+
+
+def test_the_default_builds_measured_figures_build_as_targets(
+    familiarity_build, tmp_path: Path
+) -> None:
+    """Targets the default levels meet are met, at the default's size."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    default = familiarity_build["result"].subsets
+    targets = ",".join(f"{s.familiarity.union_macro:.4f}" for s in default)
+    res = _cli(db, tmp_path / "out", "--targets", targets, "--json", "-q")
+    assert res.exit_code == 0, res.output
+    [summary] = json_result(res.output)
+    for got, was in zip(summary["subsets"], default, strict=True):
+        assert got["selection"]["level_mentions"] == was.selection["level_mentions"]
+        assert abs(got["familiarity"]["union_macro"] - was.familiarity.union_macro) <= 0.02
 
 
 def test_a_corpus_of_eight_labels_is_refused_with_why(tmp_path: Path) -> None:
