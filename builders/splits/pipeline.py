@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from contextlib import nullcontext
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -352,24 +353,30 @@ def _choose(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> 
 #: are all fitted again to the smallest (a level's own labels may not fill the size: the
 #: sentences of its whole labels can hold more of a capped label than its cap).
 EQUAL_WITHIN = 0.004
+EQUAL_ROUNDS = 4
 
 
 def _equal_sizes(
     store: Store, cfg: SplitConfig, table: LabelTable, fitted: list[tuple[Level, Selection]]
 ) -> list[tuple[Level, Selection]]:
-    """The fitted levels, each fitted again to the smallest one's written size when they
-    differ by more than `EQUAL_WITHIN` (levels not cut to a size are left as they are)."""
-    sized = [chosen.mentions for lv, chosen in fitted if lv.take is not None]
-    if len(sized) < 2 or max(sized) <= min(sized) * (1 + EQUAL_WITHIN):
-        return fitted
-    smallest = min(sized)
-    out = []
-    for lv, chosen in fitted:
-        if lv.take is not None and chosen.mentions > smallest * (1 + EQUAL_WITHIN):
-            planned = Level(lv.level, lv.mask, lv.selection, lv.caps, lv.order, lv.take, smallest)
-            lv, chosen = _fitted(store, cfg, table, planned)
-        out.append((lv, chosen))
-    return out
+    """The fitted levels, fitted again to the smallest one's written size while they differ
+    by more than `EQUAL_WITHIN` (a level fitted to a smaller size can write less than it:
+    sizes only fall, a few rounds at most; levels not cut to a size are left as they are)."""
+    for _ in range(EQUAL_ROUNDS):
+        sized = [chosen.mentions for lv, chosen in fitted if lv.take is not None]
+        if len(sized) < 2 or max(sized) <= min(sized) * (1 + EQUAL_WITHIN):
+            break
+        smallest = min(sized)
+        out = []
+        for lv, chosen in fitted:
+            if lv.take is not None and chosen.mentions > smallest * (1 + EQUAL_WITHIN):
+                planned = Level(
+                    lv.level, lv.mask, lv.selection, lv.caps, lv.order, lv.take, smallest
+                )
+                lv, chosen = _fitted(store, cfg, table, planned)
+            out.append((lv, chosen))
+        fitted = out
+    return fitted
 
 
 def _fitted(
@@ -429,10 +436,14 @@ def _build_group(
     checks = checks or {}
     if cfg.strategy == "familiarity":
         profile = "familiarity"
-        scores, cuts, levels, extra = _by_familiarity(cfg, table, m, sims_zd, stage, checks)
+        scores, cuts, fitted, extra = _placed_on_what_is_written(
+            store, cfg, table, group, m, stage, checks
+        )
     else:
         profile, scores, cuts, levels = _by_quantiles(cfg, table, group, m, stage)
-    check_levels(levels, table, cfg)
+        check_levels(levels, table, cfg)
+        stage("choosing each level's sentences")
+        fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
     model = canonical_name(cfg.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
@@ -452,8 +463,6 @@ def _build_group(
     full = _full(store, cfg, table, fam(table.mentions))
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets = []
-    stage("choosing each level's sentences")
-    fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
     levels = [lv for lv, _ in fitted]
     for level, chosen in fitted:
         name = f"{cfg.source}{suffix}-{level.level}-shift"
@@ -477,6 +486,88 @@ def _build_group(
     if checks:
         _check(cfg, res, checks)
     return res
+
+
+#: A familiarity placement is measured on the rows the levels write (fitted to their size,
+#: whole sentences) under every model; where a gap falls short of --min-gap there, the levels
+#: are placed again with the gap widened by the shortfall, at most this many times in all.
+PLACE_ROUNDS = 3
+
+
+def _placed_on_what_is_written(
+    store: Store,
+    cfg: SplitConfig,
+    table: LabelTable,
+    group: dict[str, tuple[str, ...]],
+    m: np.ndarray,
+    stage: Callable[[str], None],
+    checks: dict[str, np.ndarray],
+) -> tuple[np.ndarray, dict[str, Any], list[tuple[Level, Selection]], dict[str, Any]]:
+    """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
+    plan (label counts), and the written levels can differ (a whole label's sentences hold
+    more of a frequent label than its cap), so the gaps are checked on what is written and
+    the placement redone with a wider gap where one falls short. Where no wider placement
+    exists, the last one is kept and the verdicts report the gap (a Limitation)."""
+    sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
+    gap, size = cfg.min_gap, cfg.level_mentions
+    best: tuple[float, float, Any] | None = None  # (shortfall, gap placed with, placement)
+    for _ in range(PLACE_ROUNDS):
+        try:
+            found = _by_familiarity(cfg, table, m, sims[0], stage, checks, gap, size)
+        except BuildersError:
+            if best is None:
+                raise
+            if size == cfg.level_mentions:
+                break
+            size = cfg.level_mentions  # no wider placement at that size: search the sizes
+            continue
+        scores, cuts, levels, extra = found
+        check_levels(levels, table, cfg)
+        stage("choosing each level's sentences")
+        fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
+        short = _gap_shortfall(cfg, table, group, sims, fitted)
+        if best is None or short < best[0]:
+            best = (short, gap, (scores, cuts, fitted, extra))
+        if short <= 0 or cfg.targets is not None:
+            break
+        gap += short + 0.002  # the same size, windows further apart
+        size = size or int(levels[0].size or 0) or None
+        stage(f"a gap on the written levels is {short:.3f} short of --min-gap: placing again")
+    assert best is not None
+    if best[1] != cfg.min_gap:
+        for lv, _ in best[2][2]:
+            lv.selection = {**lv.selection, "placed_with_gap": round(best[1], 6)}
+    return best[2]
+
+
+def _gap_shortfall(
+    cfg: SplitConfig,
+    table: LabelTable,
+    group: dict[str, tuple[str, ...]],
+    sims: list[np.ndarray],
+    fitted: list[tuple[Level, Selection]],
+) -> float:
+    """By how much the written levels' smallest gap (union macro, any model) misses
+    --min-gap (0 or less: none misses)."""
+    worst = -1.0
+    for s in sims:
+        union = [
+            familiarity_report(
+                s,
+                _table_counts(table, chosen),
+                table.labels,
+                group,
+                model="",
+                k=cfg.k,
+                weighting=cfg.weighting,
+                seed=cfg.seed,
+                protocol=cfg.protocol,
+            ).union_macro
+            for _, chosen in fitted
+        ]
+        for a, b in pairwise(union):
+            worst = max(worst, cfg.min_gap - (a - b))
+    return worst
 
 
 def _full(
@@ -518,6 +609,8 @@ def _by_familiarity(
     sims_zd: np.ndarray,
     stage: Callable[[str], None],
     checks: dict[str, np.ndarray],
+    min_gap: float | None = None,
+    size: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
     """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows,
     placed so that the gaps hold under the build's model and every check model.
@@ -536,9 +629,9 @@ def _by_familiarity(
             [sims_zd, *(np.ascontiguousarray(c.T) for c in checks.values())],
             order,
             targets=cfg.targets,
-            min_gap=cfg.min_gap,
+            min_gap=cfg.min_gap if min_gap is None else min_gap,
             tolerance=TARGET_TOLERANCE,
-            size=cfg.level_mentions,
+            size=size if size is not None else cfg.level_mentions,
             smallest=cfg.min_mentions,
             k=cfg.k,
             weighting=cfg.weighting,
