@@ -16,6 +16,15 @@ SHARED = Path(os.environ.get("LABELSHIFT_SHARED_DATA", TESTS.parent.parent / "sh
 #: The bundled sample's build in the tests: MiniLM, and a medium band of the middle 10% (the
 #: paper's 1% band holds 4 of its 368 labels, too few to pass the level-size checks).
 SAMPLE_MEDIUM = (0.45, 0.55)
+#: A `max` build of the bundled sample whose levels are cut to one size (`--match mentions`):
+#: a matched low level may be one frequent label and part of another, hence min_labels 1.
+SIZE_MATCHED = {
+    "low_quantile": 0.95,
+    "medium_band": (0.4, 0.6),
+    "high_quantile": 0.1,
+    "match": "mentions",
+    "min_labels": 1,
+}
 
 
 def snapshot(store: Store) -> list:

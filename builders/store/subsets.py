@@ -44,8 +44,7 @@ class Selection:
 
     counts: dict[str, int]
     sentences: pa.Table | None = field(default=None, repr=False)
-    #: Sentences kept because they hold a label kept whole / drawn for the capped labels.
-    forced: int = 0
+    #: Sentences drawn for the capped labels (the others hold a label kept whole).
     drawn: int = 0
 
     @property
@@ -466,6 +465,5 @@ def _selection(table: pa.Table, labels: list[str], cap: np.ndarray) -> Selection
     return Selection(
         counts={lab: int(k) for lab, k in zip(labels, counts.tolist(), strict=True) if k},
         sentences=sentences.cast(pa.schema([("split", pa.string()), ("idx", pa.int32())])),
-        forced=n_forced,
         drawn=int(drawn.sum()),
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 import pytest
-from helpers import LABELS_A, SAMPLE_MEDIUM, bio_corpus
+from helpers import LABELS_A, SAMPLE_MEDIUM, SIZE_MATCHED, bio_corpus
 
 from builders.errors import BuildersError
 from builders.shift.embedder import Embedder
@@ -176,16 +176,7 @@ def test_a_failed_swap_puts_every_folder_back(
 
 
 def test_size_matched_levels_by_mentions(sample_db: Path) -> None:
-    cfg = SplitConfig(
-        "pilener-sample",
-        "max",
-        model=MINILM,
-        low_quantile=0.95,
-        medium_band=(0.4, 0.6),
-        high_quantile=0.1,
-        match="mentions",
-        min_labels=1,  # a matched low level may be one frequent label and part of another
-    )
+    cfg = SplitConfig("pilener-sample", "max", model=MINILM, **SIZE_MATCHED)
     with Store(sample_db) as store:
         (res,) = build(store, cfg)
     target = res.subsets[0].selection["matched_to"]
