@@ -489,8 +489,11 @@ def _build_group(
 
 #: A familiarity placement is measured on the rows the levels write (fitted to their size,
 #: whole sentences) under every model; where a gap falls short of --min-gap there, the levels
-#: are placed again with the gap widened by the shortfall, at most this many times in all.
-PLACE_ROUNDS = 3
+#: are placed again a little smaller (or, at a size given by --level-mentions, with the gap
+#: widened by the shortfall), at most this many placements written in all...
+PLACE_ROUNDS = 8
+#: ...each size this share of the one before (sizes that do not place are stepped past).
+RETRY_STEP = 0.95
 
 
 def _placed_on_what_is_written(
@@ -503,39 +506,66 @@ def _placed_on_what_is_written(
 ) -> tuple[np.ndarray, dict[str, Any], list[tuple[Level, Selection]], dict[str, Any]]:
     """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
     plan (label counts), and the written levels can differ (a whole label's sentences hold
-    more of a frequent label than its cap), so the gaps are checked on what is written and
-    the placement redone with a wider gap where one falls short. The round with the smallest
-    shortfall is kept; a gap still short is a Limitation in the verdicts."""
+    more of a frequent label than its cap; a level that cannot fill its size makes every
+    level smaller), so the gaps are checked on what is written. Where one falls short, the
+    levels are placed again: at the largest size (the default) the plan has no slack, so a
+    smaller size is tried, in steps, until the written levels keep every gap; at a given
+    size, the gap is widened by the shortfall. The first placement that keeps every gap is
+    kept, else the one with the smallest shortfall (a Limitation in the verdicts)."""
     sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
     gap, size = cfg.min_gap, cfg.level_mentions
-    best: tuple[float, float, Any] | None = None  # (shortfall, gap placed with, placement)
-    for _ in range(PLACE_ROUNDS):
+    rounds: list[tuple[float, float, int, Any]] = []  # (shortfall, gap, planned size, levels)
+    while len(rounds) < PLACE_ROUNDS and size != 0:
         try:
             found = _by_familiarity(cfg, table, m, sims[0], stage, checks, gap, size)
         except BuildersError:
-            if best is None:
+            if not rounds:
                 raise
-            if size == cfg.level_mentions:
-                break
-            size = cfg.level_mentions  # no wider placement at that size: search the sizes
+            size = _smaller(cfg, size)  # this size does not place: a step smaller
             continue
         scores, cuts, levels, extra = found
         check_levels(levels, table, cfg)
         stage("choosing each level's sentences")
         fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
         short = _gap_shortfall(cfg, table, sims, fitted)
-        if best is None or short < best[0]:
-            best = (short, gap, (scores, cuts, fitted, extra))
+        planned = int(levels[0].size or 0)
+        rounds.append((short, gap, planned, (scores, cuts, fitted, extra)))
         if short <= 0 or cfg.targets is not None:
             break
-        gap += short + 0.002  # the same size, windows further apart
-        size = size or int(levels[0].size or 0) or None
+        if cfg.level_mentions is not None:
+            gap += short + 0.002  # the same size, windows further apart
+        size = _smaller(cfg, planned)
         stage(f"a gap on the written levels is {short:.3f} short of --min-gap: placing again")
-    assert best is not None
-    if best[1] != cfg.min_gap:
-        for lv, _ in best[2][2]:
-            lv.selection = {**lv.selection, "placed_with_gap": round(best[1], 6)}
-    return best[2]
+    kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
+    _note_rounds(cfg, rounds, kept)
+    return rounds[kept][3]
+
+
+def _smaller(cfg: SplitConfig, size: int | None) -> int:
+    """The next size a re-placement tries: `RETRY_STEP` of `size`, or 0 (stop) at a size
+    given by --level-mentions (kept) or below the least a level may have."""
+    if cfg.level_mentions is not None:
+        return cfg.level_mentions
+    smaller = int((size or 0) * RETRY_STEP)
+    return smaller if smaller >= max(cfg.min_mentions, cfg.k) else 0
+
+
+def _note_rounds(cfg: SplitConfig, rounds: list[tuple[float, float, int, Any]], kept: int) -> None:
+    """Records on the kept levels the gap they were placed with (where widened) and the
+    plans tried and not kept (each plan's size, gap and shortfall on its written levels)."""
+    others = [
+        {"planned": planned, "min_gap": round(gap, 6), "shortfall": round(short, 6)}
+        for i, (short, gap, planned, _) in enumerate(rounds)
+        if i != kept
+    ]
+    gap = rounds[kept][1]
+    for lv, _ in rounds[kept][3][2]:
+        if gap != cfg.min_gap:
+            lv.selection = {**lv.selection, "placed_with_gap": round(gap, 6)}
+        if others:
+            lv.selection["plans_not_kept"] = others
+            if cfg.level_mentions is None and kept > 0:
+                lv.selection["size"] = "stepped"
 
 
 def _gap_shortfall(
@@ -631,10 +661,12 @@ def _by_familiarity(
         )
     except Unreachable as e:
         raise BuildersError(f"{cfg.source}: {e}. Nothing was written. {_REMEDY}") from None
-    stage(
-        f"levels of {dial.size:,} mentions each"
-        + (" (--level-mentions)" if cfg.level_mentions else " (the largest that gives them)")
-    )
+    why = " (the largest that gives them)"
+    if cfg.level_mentions:
+        why = " (--level-mentions)"
+    elif size is not None:
+        why = " (smaller: a larger size's written levels fell short)"
+    stage(f"levels of {dial.size:,} mentions each{why}")
     after = [p.start for p in placed[1:]] + [len(ranking.order)]
     levels = [
         _level(p, table, dial, cfg, ranking, until) for p, until in zip(placed, after, strict=True)
