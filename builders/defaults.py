@@ -54,6 +54,11 @@ DEFAULT_STRATEGY = STRATEGIES[0]
 #: close a level must come to a Familiarity it is asked for (`--targets`).
 MIN_GAP = 0.05
 TARGET_TOLERANCE = 0.02
+#: The most of a level's mentions one label may hold (`--max-label-share`), per strategy:
+#: `familiarity` levels on the shared corpora hold at most 13-26% of one label (METHOD.md
+#: section 4), so 0.3 leaves them as they are and keeps any level from being carried by one
+#: label; the paper's strategies keep its protocol (no bound) unless asked.
+MAX_LABEL_SHARE = {"entropy": None, "max": None, "familiarity": 0.3}
 #: Label-shift levels, easy to hard.
 LEVELS = ("low", "medium", "high")
 #: Scores closer than this are tied (what float32 similarities resolve, METHOD.md section 4):

@@ -168,6 +168,13 @@ def _targets(
     "reported beside, and the verdicts say whether the order holds under it too. "
     "familiarity: the levels are placed so that --min-gap holds under every model.",
 )
+@click.option(
+    "--max-label-share",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="The most of a level's mentions one label may hold: labels over it keep a seeded "
+    "draw of their sentences. Default: 0.3 for familiarity (its levels hold 13-26% of one "
+    "label on the shared corpora), none for entropy and max (the paper's protocol); 1: none.",
+)
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @benchmarks_option
 @model_option

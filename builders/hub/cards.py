@@ -180,6 +180,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "size_rule": sel.get("size"),
         "label_cap": sel.get("label_cap"),
         "min_gap": sel.get("min_gap"),
+        "max_label_share": sel.get("max_label_share"),
         "tolerance": sel.get("tolerance"),
         "profile": sel.get("profile", "custom"),
         "protocol": cfg.get("protocol", "ours"),

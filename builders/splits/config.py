@@ -24,6 +24,7 @@ from builders.defaults import (
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
+    MAX_LABEL_SHARE,
     MIN_GAP,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
@@ -87,6 +88,9 @@ class SplitConfig:
     #: Other embedding models whose Familiarity of the same levels is reported beside; the
     #: `familiarity` strategy keeps its gaps under each (a single name is taken as one).
     check_model: tuple[str, ...] = ()
+    #: The most of a level's mentions one label may hold (None: the strategy's default,
+    #: `label_share_bound`; 1: no bound).
+    max_label_share: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("levels", "benchmarks", "medium_band", "targets"):
@@ -135,6 +139,8 @@ class SplitConfig:
             raise BuildersError(f"temperature must be > 0, got {self.temperature}")
         if self.ngram < 1:
             raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
+        if self.max_label_share is not None and not 0 < self.max_label_share <= 1:
+            raise BuildersError(f"--max-label-share must be in (0, 1], got {self.max_label_share}")
         self._check_models()
         self._check_familiarity()
 
@@ -206,6 +212,15 @@ class SplitConfig:
                     f"--targets {_shown(targets)}: {a} ({ta:g}) must be at least "
                     f"--min-gap {self.min_gap:g} above {b} ({tb:g})"
                 )
+
+    @property
+    def label_share_bound(self) -> float | None:
+        """The share of a level's mentions one label may hold at most (None: unbounded):
+        `max_label_share`, else the strategy's default (`defaults.MAX_LABEL_SHARE`)."""
+        share = self.max_label_share
+        if share is None:
+            share = MAX_LABEL_SHARE[self.strategy]
+        return None if share is None or share >= 1 else share
 
     def always_named(self) -> tuple[str, ...]:
         """The parameters a recorded command names even at their defaults."""

@@ -10,7 +10,7 @@ METHOD.md section 4 ("Guarantees every build keeps").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations, pairwise
 from typing import Any
 
@@ -104,6 +104,58 @@ class Level:
         return int(table.mentions[self.mask].sum()) + sum(self.caps.values())
 
 
+def bound_share(level: Level, table: LabelTable, share: float | None) -> Level:
+    """The level with no label planned at more than `share` of its mentions (METHOD.md
+    section 4, `--max-label-share`); `selection["max_label_share"]` records the bound.
+
+    A level cut to a size (`take`) takes at most `share` of that size of any label (a
+    `familiarity` level fills the room with the labels after its window). Any other level
+    keeps its labels and caps those over the bound at the one mention count `x` with
+    `x = share * (mentions of the level with its labels capped at x)`: the largest labels
+    are cut to equal shares, the others are kept whole. A level of fewer than 1 / `share`
+    labels cannot meet the bound and is left as it is (the verdicts say so). The share is
+    planned on label counts: a label's mentions in the sentences of the level's other
+    labels are kept (never stripped), so the written share can be larger, and is reported."""
+    if share is None:
+        return level
+    selection = {**level.selection, "max_label_share": share}
+    if level.take is not None and level.order is not None:
+        size = level.size if level.size is not None else int(level.take.sum())
+        cap = max(int(share * size), 1)
+        take = np.minimum(level.take, cap)
+        caps = {i: min(n, cap) for i, n in level.caps.items()}
+        mask = level.mask.copy()
+        for i in np.flatnonzero(mask & (table.mentions > cap)):
+            mask[i], caps[int(i)] = False, cap
+        return Level(level.level, mask, selection, caps, level.order, take, size)
+    index = np.flatnonzero(level.selected_mask())
+    counts = np.array([level.caps.get(int(i), int(table.mentions[i])) for i in index])
+    cap = _water_level(counts, share)
+    if cap is None or counts.max(initial=0) <= cap:
+        return replace(level, selection=selection)
+    mask, caps = level.mask.copy(), dict(level.caps)
+    for i, n in zip(index.tolist(), counts.tolist(), strict=True):
+        if n > cap:
+            mask[i], caps[i] = False, cap
+    return replace(level, mask=mask, caps=caps, selection=selection)
+
+
+def _water_level(counts: np.ndarray, share: float) -> int | None:
+    """The largest mention cap `x` with `x <= share * sum(min(counts, x))`: labels over it
+    capped at it hold at most `share` of the level each (None: fewer labels than 1/share)."""
+    c = np.sort(counts)[::-1].astype(np.float64)
+    rest = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])  # rest[j]: sum of c[j:]
+    for j in range(c.size + 1):  # j labels capped
+        if j * share >= 1:
+            return None
+        if j == c.size:
+            return None
+        x = share * rest[j] / (1 - j * share)
+        if c[j] <= x:
+            return int(x)
+    return None
+
+
 def from_cuts(
     cuts: Mapping[str, SelectionResult], levels: Sequence[str], profile: str
 ) -> list[Level]:
@@ -194,6 +246,7 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig) -> No
                 else "--low-quantile, --high-quantile and --medium-band (wider cuts), "
             )
             + "--min-labels and --min-mentions (smaller levels), --levels (fewer levels)"
+            + (", --max-label-share (a looser bound)" if cfg.label_share_bound else "")
         )
 
 
@@ -282,6 +335,7 @@ def verdicts(
             "familiarity": s.familiarity.union_macro,
             "full": full.familiarity.union_macro,
         }
+    v.failed += _shares_over(subs)
     for a, b in combinations(subs, 2):
         v.overlap[f"{a.level}/{b.level}"] = len(labels[a.level] & labels[b.level])
     for pair, n in v.overlap.items():
@@ -294,6 +348,28 @@ def verdicts(
             f"full corpus's ({full.familiarity.union_macro:.3f}). {LOW_BELOW_FULL}"
         )
     return v
+
+
+def _shares_over(subs: list[SubsetResult]) -> list[str]:
+    """Levels whose largest label holds more of their written mentions than the bound
+    (`--max-label-share`) they were planned under."""
+    out = []
+    for s in subs:
+        bound = s.selection.get("max_label_share")
+        largest = (s.composition or {}).get("largest_label")
+        if bound is None or not largest or largest["share"] <= bound:
+            continue
+        why = (
+            f"it has {s.labels} labels"
+            if s.labels * bound < 1
+            else "its mentions in the sentences kept for the level's other labels are kept"
+        )
+        out.append(
+            f"The {s.level} level's largest label, {largest['label']}, holds "
+            f"{largest['share']:.1%} of its mentions, more than --max-label-share {bound:g} "
+            f"({why})."
+        )
+    return out
 
 
 #: How far apart in mentions the levels of a `familiarity` build may be (METHOD.md section 8).

@@ -57,6 +57,7 @@ from builders.splits.dial import Dial, Placement, Unreachable, choose
 from builders.splits.leakage import leakage_record
 from builders.splits.levels import (
     Level,
+    bound_share,
     check_levels,
     check_verdicts,
     from_cuts,
@@ -620,6 +621,7 @@ def _by_quantiles(
     scores, cuts = _score_and_cut(cfg, rule, group, m)
     levels = from_cuts(cuts, cfg.levels, rule.profile)
     levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
+    levels = [bound_share(lv, table, cfg.label_share_bound) for lv in levels]
     return rule.profile, scores, dict(cuts), levels
 
 
@@ -742,4 +744,4 @@ def _level(
     level.order = np.concatenate([placed.labels, spare])
     level.take = np.concatenate([placed.take, ranking.usable[spare]])
     level.size = dial.size
-    return level
+    return bound_share(level, table, cfg.label_share_bound)

@@ -165,3 +165,23 @@ def test_a_shared_corpus_levels_strip_no_mention(shared: Path, tmp_path: Path) -
         build(store, quantiles, tmp_path / "out")
     for config in ("familiarity", "entropy"):
         _check(tmp_path / "out", "fewnerd-a", config, spans, label_of)
+
+
+def test_a_bounded_share_is_kept_on_the_rows_written(
+    sample_results, sample_spans, tmp_path
+) -> None:
+    """`--max-label-share 0.5` on the sample's entropy levels (each carried by one label:
+    86%, 91% and 68% unbounded): every level's largest label holds at most half its written
+    mentions, no mention is stripped, and build.json records the bound."""
+    with Store(sample_results["db"], read_only=True) as store:
+        label_of = _label_map(store, "pilener-sample")
+        cfg = SplitConfig(
+            "pilener-sample", "entropy", model=MINILM, max_label_share=0.5, min_mentions=20
+        )
+        (res,) = build(store, cfg, tmp_path)
+    found = _check(tmp_path, "pilener-sample", "entropy", sample_spans, label_of)
+    for sub, f in zip(res.subsets, found, strict=True):
+        largest = sub.composition["largest_label"]
+        assert largest["share"] <= 0.5 and sub.selection["max_label_share"] == 0.5
+        assert sub.mentions == sum(sub.label_counts.values()) and f["rows"] == sub.sentences
+    assert not any("max-label-share" in x for x in res.verdicts.failed)

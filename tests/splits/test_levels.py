@@ -226,3 +226,25 @@ def test_same_bytes_whatever_the_cache_held_before(sample_results: dict, tmp_pat
             build(store, cfg, tmp_path / f"out-{fill_first}")
         trees.append(_tree(tmp_path / f"out-{fill_first}"))
     assert trees[0] == trees[1]
+
+
+@pytest.mark.parametrize(
+    ("counts", "share", "cap"),
+    [
+        ([3135, 300, 150, 78], 0.5, 528),  # one label over: capped at the others' sum
+        ([100, 100, 100, 100], 0.3, None),  # 25% each: nothing over (x is 120)
+        ([500, 400, 50, 50], 0.3, 75),  # two labels over: 75 = 0.3 * (75 + 75 + 100)
+        ([10, 10], 0.3, None),  # fewer than 1/0.3 labels: no cap meets it
+    ],
+)
+def test_the_share_cap_is_the_fixed_point(counts: list[int], share: float, cap: int | None) -> None:
+    """The cap x with x = share * sum(min(counts, x)): the labels over it capped at it hold
+    `share` of the level each, the others are kept whole."""
+    from builders.splits.levels import _water_level
+
+    got = _water_level(np.array(counts), share)
+    if cap is None:
+        assert got is None or got >= max(counts)
+        return
+    assert got is not None and abs(got - cap) <= 1
+    assert got <= share * np.minimum(counts, got).sum() + 1e-9
