@@ -44,21 +44,14 @@ DEFAULT_PROTOCOL = PROTOCOLS[0]
 #: The paper protocol's entropy: -sum p ln(p + 1e-10), in float32, as the authors computed it.
 PAPER_ENTROPY_EPSILON = 1e-10
 
-#: How levels are chosen, entropy first: the default strategy and a repo folder's default
-#: config. `entropy` and `max` are the paper's label scores cut at quantiles (`SCORES`);
-#: `familiarity` places levels by their Familiarity (METHOD.md section 8).
-STRATEGIES = ("entropy", "max", "familiarity")
+#: The default strategy (`builders.splits.strategies` registers every one). `entropy` and
+#: `max` are the paper's label scores (`SCORES`), cut at quantiles.
 SCORES = ("entropy", "max")
-DEFAULT_STRATEGY = STRATEGIES[0]
+DEFAULT_STRATEGY = "entropy"
 #: `familiarity` levels: the smallest Familiarity gap between consecutive levels, and how
 #: close a level must come to a Familiarity it is asked for (`--targets`).
 MIN_GAP = 0.05
 TARGET_TOLERANCE = 0.02
-#: The most of a level's mentions one label may hold (`--max-label-share`), per strategy:
-#: `familiarity` levels on the shared corpora hold at most 13-26% of one label (METHOD.md
-#: section 4), so 0.3 leaves them as they are and keeps any level from being carried by one
-#: label; the paper's strategies keep its protocol (no bound) unless asked.
-MAX_LABEL_SHARE = {"entropy": None, "max": None, "familiarity": 0.3}
 #: Label-shift levels, easy to hard.
 LEVELS = ("low", "medium", "high")
 #: Scores closer than this are tied (what float32 similarities resolve, METHOD.md section 4):

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from builders.cli.common import common_options, emit_json, handle_errors, note, open_store
-from builders.defaults import STRATEGIES
 from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS
+from builders.splits.strategies import NAMES
 
 if TYPE_CHECKING:
     from builders.hub.windows import Limits, TokenCount
@@ -27,7 +27,7 @@ def _limit(name: str, default: int, what: str) -> Callable:
 @click.argument("folder", required=False)
 @click.option(
     "--config",
-    help=f"Config (strategy) to export: {', '.join(STRATEGIES)}. Default: the folder's default.",
+    help=f"Config (strategy) to export: {', '.join(NAMES)}. Default: the folder's default.",
 )
 @click.option(
     "--split",

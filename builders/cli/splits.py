@@ -34,10 +34,10 @@ from builders.defaults import (
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
     SEED,
-    STRATEGIES,
     TARGET_TOLERANCE,
     TEMPERATURE,
 )
+from builders.splits.strategies import NAMES, strategy
 
 if TYPE_CHECKING:
     from builders.splits import SplitConfig
@@ -93,17 +93,6 @@ def _composition_cells(comp: dict[str, Any] | None) -> list[str]:
     return [f"{comp['sentences_shared']:,}", f"{comp['effective_labels']:.1f}", top]
 
 
-def _size_text(res: BuildResult) -> str:
-    """The levels' size as the rows hold it: a `familiarity` build plans one size, and the
-    last sentence of a label kept in part may pass it by a few mentions."""
-    planned = res.subsets[0].selection["level_mentions"]
-    sizes = [s.mentions for s in res.subsets]
-    if min(sizes) == max(sizes) == planned:
-        return f"levels of {planned:,} mentions"
-    written = f"{min(sizes):,}" if min(sizes) == max(sizes) else f"{min(sizes):,}-{max(sizes):,}"
-    return f"levels of {written} mentions, {planned:,} planned"
-
-
 _QUANTILE = click.FloatRange(0, 1)
 
 
@@ -133,7 +122,7 @@ def _targets(
 @source_options
 @click.option(
     "--strategy",
-    type=click.Choice(STRATEGIES),
+    type=click.Choice(NAMES),
     default=DEFAULT_STRATEGY,
     show_default=True,
     help="entropy, max: the paper's label scores cut at quantiles (the levels' order is not "
@@ -289,32 +278,15 @@ def _print_results(
         return
     for res in results:
         cols, rows = _summary_rows(res)
-        how = _size_text(res) if cfg.strategy == "familiarity" else f"{res.profile} profile"
+        how = strategy(cfg.strategy).size_text(res)
         title = f"{cfg.source}: label-shift subsets ({cfg.strategy}, {how}, {cfg.model}, K={cfg.k})"
         print_table(title, cols, rows)
         for sub in res.subsets:
-            note(f"{sub.level}: {_selection_text(sub.selection)} -> {sub.path}", quiet)
+            text = strategy(cfg.strategy).selection_text(sub.selection)
+            note(f"{sub.level}: {text} -> {sub.path}", quiet)
         _print_verdicts(res, quiet)
         if res.leakage is not None:
             print_build_leakage(cfg.source, res.leakage, quiet)
-
-
-def _selection_text(sel: dict[str, Any]) -> str:
-    """How a level was chosen, in one line: its quantile cut, or its window of the ranking."""
-    if "ranking" in sel:
-        first, last = sel["mentions"]
-        target = f", target {sel['target']:g}" if sel.get("target") is not None else ""
-        return (
-            f"ranking mentions {first:,}-{last:,} ({sel['level_mentions']:,} a level, "
-            f"{_labels(sel['capped_labels'])} capped at {sel['label_cap']:,}){target}"
-        )
-    return f"{sel['side']} q{sel['quantiles']} = " + ", ".join(
-        f"{t:.4g}" for t in sel["thresholds"]
-    )
-
-
-def _labels(n: int) -> str:
-    return f"{n:,} label{'' if n == 1 else 's'}"
 
 
 def _falls_line(falls: dict[str, Any], model: str = "") -> str:
@@ -331,8 +303,6 @@ def _falls_line(falls: dict[str, Any], model: str = "") -> str:
 def _print_verdicts(res: BuildResult, quiet: bool) -> None:
     """The build's verdicts under its table: what passed, what did not, what to keep in mind.
     When the order fails, which benchmarks break it and what to do go to stderr too."""
-    from builders.splits.levels import ORDER_REMEDY
-
     v = res.verdicts
     click.echo(_falls_line(v.falls))
     for check in v.check or []:
@@ -364,6 +334,6 @@ def _print_verdicts(res: BuildResult, quiet: bool) -> None:
         note(
             "the levels' order fails over the union"
             + (f", and on {', '.join(broken)}" if broken else "")
-            + (f". {ORDER_REMEDY}" if res.config.strategy != "familiarity" else "."),
+            + (f". {remedy}" if (remedy := strategy(res.config.strategy).order_remedy) else "."),
             quiet,
         )

@@ -2,7 +2,7 @@
 marked (entropy, max), or the dial of the `familiarity` strategy (the Familiarity of windows
 along its ranking, with the levels' windows).
 
-    histogram_png(scores, {"low": [t], "medium": [t0, t1], "high": [t]}, strategy)
+    histogram_png(scores, {"low": [t], "medium": [t0, t1], "high": [t]}, "entropy e")
     dial_png(curve, {"low": (first, last, familiarity), ...})
 
 The PNG bytes depend only on the inputs: an Agg canvas of fixed size and dpi, matplotlib's
@@ -21,14 +21,15 @@ import numpy as np
 def histogram_png(
     scores: Sequence[float] | np.ndarray,
     thresholds: Mapping[str, Sequence[float]],
-    strategy: str,
+    symbol: str,
     *,
     level: str | None = None,
     title: str | None = None,
     sides: Mapping[str, str] | None = None,
 ) -> bytes:
     """PNG bytes of the score histogram with every level's threshold(s) as vertical lines, and
-    the region `level` keeps shaded (`sides`: level -> "ge", "le" or "between").
+    the region `level` keeps shaded (`sides`: level -> "ge", "le" or "between"); `symbol`
+    names the score on the axis ("entropy e", "max similarity m").
 
     The same input gives the same bytes: an Agg canvas of fixed size and dpi, matplotlib's
     default style whatever the user's rc file says, and no `Software` metadata.
@@ -39,7 +40,6 @@ def histogram_png(
 
     s = np.asarray(scores, dtype=np.float64)
     colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
-    symbol = "entropy e" if strategy == "entropy" else "max similarity m"
     with matplotlib.style.context("default"):
         fig = Figure(figsize=(7.0, 3.9), dpi=100)
         FigureCanvasAgg(fig)
@@ -63,7 +63,9 @@ def histogram_png(
                 )
         ax.set_xlabel(f"label score ({symbol})")
         ax.set_ylabel("training labels (log)")
-        ax.set_title(title or f"{strategy} scores of {s.size:,} training labels", fontsize=10)
+        ax.set_title(
+            title or f"{symbol.split()[0]} scores of {s.size:,} training labels", fontsize=10
+        )
         if thresholds:
             ax.legend(fontsize=8, loc="upper right", frameon=False)
         fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.86)  # fixed: fast

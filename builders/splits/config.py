@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import asdict, dataclass, field, fields
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,12 @@ from builders.defaults import (
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
-    MAX_LABEL_SHARE,
     MIN_GAP,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
     NGRAM,
     PROTOCOLS,
     SEED,
-    STRATEGIES,
     TEMPERATURE,
     WEIGHTING,
     WEIGHTINGS,
@@ -42,6 +39,7 @@ from builders.labels import union_labels
 from builders.shift.models import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.runtime import check_choice
+from builders.splits.strategies import NAMES, every, strategy
 
 #: Parameters a recorded command always names.
 _ALWAYS = ("strategy", "model", "k", "temperature", "weighting", "seed", "protocol")
@@ -103,10 +101,8 @@ class SplitConfig:
         if self.benchmarks in (("all",), ()):
             object.__setattr__(self, "benchmarks", ())
         object.__setattr__(self, "check_model", _models(self.check_model))
-        if self.strategy not in STRATEGIES:
-            raise BuildersError(
-                f"unknown strategy {self.strategy!r}. Valid: {', '.join(STRATEGIES)}"
-            )
+        if self.strategy not in NAMES:
+            raise BuildersError(f"unknown strategy {self.strategy!r}. Valid: {', '.join(NAMES)}")
         bad = [lv for lv in self.levels if lv not in LEVELS]
         if bad or not self.levels:
             raise BuildersError(
@@ -119,11 +115,6 @@ class SplitConfig:
         if self.protocol not in PROTOCOLS:
             raise BuildersError(
                 f"unknown protocol {self.protocol!r}. Valid: {', '.join(PROTOCOLS)}"
-            )
-        if self.protocol == "paper" and self.match != "none":
-            raise BuildersError(
-                "--match needs one score per label; the paper protocol scores every "
-                "(label, benchmark) pair: use --protocol ours with --match"
             )
         if self.match not in MATCH_MODES:
             raise BuildersError(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
@@ -142,7 +133,7 @@ class SplitConfig:
         if self.max_label_share is not None and not 0 < self.max_label_share <= 1:
             raise BuildersError(f"--max-label-share must be in (0, 1], got {self.max_label_share}")
         self._check_models()
-        self._check_familiarity()
+        strategy(self.strategy).validate(self, every())
 
     def _check_models(self) -> None:
         """Check models other than the build's own and each other (as the cache names them)."""
@@ -154,77 +145,18 @@ class SplitConfig:
                 )
             seen[canonical_name(name)] = "named twice"
 
-    def _check_familiarity(self) -> None:
-        """The `familiarity` strategy's options, and no option that it would ignore."""
-        if self.strategy != "familiarity":
-            given = _changed(
-                ("--targets", self.targets, None),
-                ("--level-mentions", self.level_mentions, None),
-                ("--min-gap", self.min_gap, MIN_GAP),
-            )
-            if given:
-                raise BuildersError(
-                    f"{', '.join(given)} place levels by Familiarity: use --strategy familiarity"
-                )
-            return
-        ignored = _changed(
-            ("--low-quantile", self.low_quantile, None),
-            ("--high-quantile", self.high_quantile, None),
-            ("--medium-band", self.medium_band, None),
-            ("--profile", self.profile, None),
-            ("--match", self.match, "none"),
-            ("--protocol", self.protocol, DEFAULT_PROTOCOL),
-        )
-        if ignored:
-            raise BuildersError(
-                f"--strategy familiarity places levels of equal size by their Familiarity "
-                f"(METHOD.md section 8); {', '.join(ignored)} belong to the quantile "
-                f"strategies (entropy, max): leave them out, or choose one of those strategies"
-            )
-        if not 0 <= self.min_gap < 1:
-            raise BuildersError(f"--min-gap must be in [0, 1), got {self.min_gap}")
-        if self.level_mentions is not None and self.level_mentions < self.min_mentions:
-            raise BuildersError(
-                f"--level-mentions {self.level_mentions} is below --min-mentions "
-                f"{self.min_mentions}"
-            )
-        if self.targets is not None:
-            self._check_targets(self.targets)
-
-    def _check_targets(self, targets: tuple[float, ...]) -> None:
-        """One Familiarity per level, in the levels' order, falling by the gap."""
-        order = [lv for lv in LEVELS if lv in self.levels]
-        if list(self.levels) != order:
-            raise BuildersError(
-                f"--levels {','.join(self.levels)} with --targets: name the levels in the order "
-                f"{','.join(order)}"
-            )
-        if len(targets) != len(self.levels):
-            raise BuildersError(
-                f"--targets gives {len(targets)} values for {len(self.levels)} levels "
-                f"({','.join(self.levels)}): give one Familiarity per level, in that order"
-            )
-        if not all(0 <= t <= 1 for t in targets):
-            raise BuildersError(f"--targets must lie in [0, 1], got {_shown(targets)}")
-        for (a, ta), (b, tb) in pairwise(zip(self.levels, targets, strict=True)):
-            if ta - tb < self.min_gap:
-                raise BuildersError(
-                    f"--targets {_shown(targets)}: {a} ({ta:g}) must be at least "
-                    f"--min-gap {self.min_gap:g} above {b} ({tb:g})"
-                )
-
     @property
     def label_share_bound(self) -> float | None:
         """The share of a level's mentions one label may hold at most (None: unbounded):
-        `max_label_share`, else the strategy's default (`defaults.MAX_LABEL_SHARE`)."""
+        `max_label_share`, else the strategy's default (`Strategy.label_share`)."""
         share = self.max_label_share
         if share is None:
-            share = MAX_LABEL_SHARE[self.strategy]
+            share = strategy(self.strategy).label_share
         return None if share is None or share >= 1 else share
 
     def always_named(self) -> tuple[str, ...]:
         """The parameters a recorded command names even at their defaults."""
-        return (*_ALWAYS, "min_gap") if self.strategy == "familiarity" else _ALWAYS
+        return (*_ALWAYS, *strategy(self.strategy).always_named)
 
     def command_line(self) -> str:
         """The `build-splits` command that asks for this config: the method's parameters
@@ -275,15 +207,6 @@ def _models(value: Any) -> tuple[str, ...]:
     if not value:
         return ()
     return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
-
-
-def _changed(*options: tuple[str, Any, Any]) -> list[str]:
-    """The options (name, value, default) given a value other than their default."""
-    return [name for name, value, default in options if value != default]
-
-
-def _shown(values: tuple[float, ...]) -> str:
-    return ",".join(f"{v:g}" for v in values)
 
 
 @dataclass

@@ -130,13 +130,13 @@ def bound_share(level: Level, table: LabelTable, share: float | None) -> Level:
         return Level(level.level, mask, selection, caps, level.order, take, size)
     index = np.flatnonzero(level.selected_mask())
     counts = np.array([level.caps.get(int(i), int(table.mentions[i])) for i in index])
-    cap = _water_level(counts, share)
-    if cap is None or counts.max(initial=0) <= cap:
+    water = _water_level(counts, share)
+    if water is None or counts.max(initial=0) <= water:
         return replace(level, selection=selection)
     mask, caps = level.mask.copy(), dict(level.caps)
-    for i, n in zip(index.tolist(), counts.tolist(), strict=True):
-        if n > cap:
-            mask[i], caps[i] = False, cap
+    for j, n in zip(index.tolist(), counts.tolist(), strict=True):
+        if n > water:
+            mask[j], caps[j] = False, water
     return replace(level, mask=mask, caps=caps, selection=selection)
 
 
@@ -163,22 +163,23 @@ def from_cuts(
     return [Level(lv, cuts[lv].mask, {**cuts[lv].to_dict(), "profile": profile}) for lv in levels]
 
 
-def _ranking(level: str, scores: np.ndarray, strategy: str) -> np.ndarray:
+def _ranking(level: str, scores: np.ndarray, familiar_high: bool) -> np.ndarray:
     """Label indices from the level's own end of the score ranking (ties by label text).
 
-    Low shift starts from the labels closest to the benchmarks (max: highest score; entropy:
-    lowest), high shift from the other end, medium from the median outwards."""
+    Low shift starts from the labels closest to the benchmarks (the highest scores where
+    `familiar_high`, as max similarity's; else the lowest, as entropy's), high shift from the
+    other end, medium from the median outwards."""
     index = np.arange(scores.size)
     if level == "medium":
         key = np.abs(scores - np.quantile(scores, 0.5, method="linear"))
     else:
-        easy_first = -scores if strategy == "max" else scores
+        easy_first = -scores if familiar_high else scores
         key = easy_first if level == "low" else -easy_first
     return np.lexsort((index, key))
 
 
 def match_levels(
-    levels: list[Level], scores: np.ndarray, table: LabelTable, strategy: str, mode: str
+    levels: list[Level], scores: np.ndarray, table: LabelTable, familiar_high: bool, mode: str
 ) -> list[Level]:
     """Cut every level to the smallest level's size (`labels` or `mentions`), each drawing its
     labels in score order from its own end of the ranking, inside its own cut.
@@ -193,7 +194,7 @@ def match_levels(
     target = min(sizes)
     out = []
     for lv in levels:
-        order = np.array([i for i in _ranking(lv.level, scores, strategy) if lv.mask[i]], int)
+        order = np.array([i for i in _ranking(lv.level, scores, familiar_high) if lv.mask[i]], int)
         selection = {**lv.selection, "matched": mode, "matched_to": int(target)}
         if mode == "labels":
             mask = np.zeros_like(lv.mask)
@@ -209,8 +210,9 @@ def match_levels(
     return out
 
 
-def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig) -> None:
-    """Refuse (before anything is written) levels that share labels or are too small.
+def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remedy: str) -> None:
+    """Refuse (before anything is written) levels that share labels or are too small
+    (`remedy`: the strategy's options that would help, first in the message).
 
     Raises:
         BuildersError: naming each problem with its numbers and the options that would help.
@@ -240,21 +242,10 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig) -> No
             f"{'/'.join(lv.level for lv in levels)} levels of the size wanted: "
             + "; ".join(problems)
             + ". Nothing was written. Options that help: "
-            + (
-                "--level-mentions (another size), "
-                if cfg.strategy == "familiarity"
-                else "--low-quantile, --high-quantile and --medium-band (wider cuts), "
-            )
+            + remedy
             + "--min-labels and --min-mentions (smaller levels), --levels (fewer levels)"
             + (", --max-label-share (a looser bound)" if cfg.label_share_bound else "")
         )
-
-
-#: Said when a build's levels do not fall in order (the quantile strategies promise no order).
-ORDER_REMEDY = (
-    "`--strategy familiarity` places levels of equal size by their Familiarity, so that it "
-    "falls from level to level by construction (METHOD.md section 8)."
-)
 
 
 @dataclass
@@ -307,25 +298,25 @@ def verdicts(
     labels: Mapping[str, set[str]],
     *,
     min_gap: float | None = None,
+    order_remedy: str | None = None,
 ) -> Verdicts:
     """The verdicts of a build: order of Familiarity, gaps, sizes, shares, overlap, levels vs
     the full corpus.
 
     Args:
         labels: level -> the labels it keeps.
-        min_gap: the gap consecutive levels promise (the `familiarity` strategy), or None.
+        min_gap: the gap consecutive levels promise (the strategy's), or None.
+        order_remedy: the strategy's pointer where the order fails (a note), or None.
     """
     v = Verdicts()
     subs = sorted(subsets, key=lambda s: LEVELS.index(s.level))
     v.falls = _falls(full.familiarity, [(s.level, s.familiarity) for s in subs])
     if len(subs) > 1:
         v.failed += _order_failures(v.falls, [s.level for s in subs])
-        if v.failed and subs[0].strategy != "familiarity":  # a pointer, not a failed check
-            v.notes.append(ORDER_REMEDY)
-    by_familiarity = bool(subs) and subs[0].strategy == "familiarity"
-    v.failed += _gaps_and_sizes(v, subs, min_gap if by_familiarity else None)
-    if by_familiarity:
-        v.failed += _targets_missed(subs)
+        if v.failed and order_remedy:  # a pointer, not a failed check
+            v.notes.append(order_remedy)
+    v.failed += _gaps_and_sizes(v, subs, min_gap)
+    v.failed += _targets_missed(subs)
     for s in subs:
         v.shares[s.level] = {
             "labels": s.labels / full.labels,

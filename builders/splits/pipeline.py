@@ -16,23 +16,16 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import replace
-from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from builders.defaults import LEVELS, TARGET_TOLERANCE
-from builders.errors import BuildersError
 from builders.hub.folder import SUBSET_FEATURES, write_parquet_batches
 from builders.hub.outdir import TMP_PREFIX, OutLock
 from builders.labels import union_labels
 from builders.names import check_name
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
-from builders.shift.coverage import Ranking, familiarity_ranking
 from builders.shift.embedder import Embedder, canonical_name
-from builders.shift.familiarity import closed_form
 from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
     FamiliarityReport,
@@ -40,63 +33,19 @@ from builders.shift.report import (
     familiarity_report,
     similarity_matrix,
 )
-from builders.shift.scoring import (
-    SelectionResult,
-    SelectionRule,
-    default_rule,
-    entropy_scores,
-    max_scores,
-    paper_scores,
-    profile_for,
-    select,
-    select_pooled,
-)
 from builders.splits.composition import describe
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
-from builders.splits.dial import Dial, Placement, Unreachable, choose
+from builders.splits.fitting import table_counts
 from builders.splits.leakage import leakage_record
 from builders.splits.levels import (
     Level,
-    bound_share,
-    check_levels,
     check_verdicts,
-    from_cuts,
-    match_levels,
     verdicts,
 )
 from builders.splits.provenance import provenance
+from builders.splits.strategies import strategy
 from builders.store import Store
 from builders.store.subsets import Selection
-
-#: Named sources whose quantile profile is fixed by the paper, whatever their label count.
-SOURCE_PROFILES = {"pilener": "pilener", "pilener-sample": "pilener", "nuner": "nuner"}
-
-
-def label_scores(m: np.ndarray, strategy: str, temperature: float) -> np.ndarray:
-    return max_scores(m) if strategy == "max" else entropy_scores(m, temperature)
-
-
-def _score_and_cut(
-    cfg: SplitConfig, rule: SelectionRule, group: dict[str, tuple[str, ...]], m: np.ndarray
-) -> tuple[np.ndarray, dict[str, SelectionResult]]:
-    """Our protocol: one score per label against the union, cut at its quantiles. The paper's:
-    one score per (label, benchmark), cut at the pooled quantiles, a label kept if it
-    qualifies for any benchmark (scores of shape (D, B))."""
-    if cfg.protocol != "paper":
-        scores = label_scores(m, cfg.strategy, cfg.temperature)
-        return scores, select(scores, cfg.strategy, rule)
-    evals = union_labels(group)
-    cols = [np.array([evals.index(z) for z in labels]) for labels in group.values()]
-    rows = paper_scores(m, cols, cfg.strategy, cfg.temperature)
-    return rows, select_pooled(rows, cfg.strategy, rule)
-
-
-def selection_rule(cfg: SplitConfig, n_labels: int) -> SelectionRule:
-    """The paper's quantiles for the source's profile, with the config's overrides."""
-    profile = cfg.profile or SOURCE_PROFILES.get(cfg.source) or profile_for(n_labels)
-    return default_rule(profile, cfg.strategy).with_overrides(
-        cfg.low_quantile, cfg.high_quantile, cfg.medium_band
-    )
 
 
 def build(
@@ -279,7 +228,7 @@ def _check(cfg: SplitConfig, res: BuildResult, checks: dict[str, np.ndarray]) ->
                     protocol=cfg.protocol,
                 )
             )
-    min_gap = cfg.min_gap if cfg.strategy == "familiarity" else None
+    min_gap = strategy(cfg.strategy).promised_gap(cfg)
     check_verdicts(res.verdicts, res.full, res.subsets, min_gap=min_gap)
 
 
@@ -330,7 +279,7 @@ def _subset(
         rows_file = spill / f"{name}.parquet"
         with store.subset_reader(cfg.source, labels, chosen=chosen) as reader:
             n_rows = write_parquet_batches(reader.schema, reader, rows_file, SUBSET_FEATURES)
-    counts = _table_counts(table, chosen)
+    counts = table_counts(table, chosen)
     return SubsetResult(
         name=name,
         level=level.level,
@@ -346,79 +295,6 @@ def _subset(
     )
 
 
-def _choose(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> Selection:
-    """The sentences the level keeps (a seeded draw for its capped labels)."""
-    whole = table.stored(level.labels(table))
-    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.seed)
-
-
-#: Levels cut to one size whose written sizes differ by more than this share of the smallest
-#: are all fitted again to the smallest (a level's own labels may not fill the size: the
-#: sentences of its whole labels can hold more of a capped label than its cap).
-EQUAL_WITHIN = 0.004
-EQUAL_ROUNDS = 4
-
-
-def _equal_sizes(
-    store: Store, cfg: SplitConfig, table: LabelTable, fitted: list[tuple[Level, Selection]]
-) -> list[tuple[Level, Selection]]:
-    """The fitted levels, fitted again to the smallest one's written size while they differ
-    by more than `EQUAL_WITHIN` (a level fitted to a smaller size can write less than it:
-    sizes only fall, a few rounds at most; levels not cut to a size are left as they are)."""
-    for _ in range(EQUAL_ROUNDS):
-        sized = [chosen.mentions for lv, chosen in fitted if lv.take is not None]
-        if len(sized) < 2 or max(sized) <= min(sized) * (1 + EQUAL_WITHIN):
-            break
-        smallest = min(sized)
-        out = []
-        for lv, chosen in fitted:
-            if lv.take is not None and chosen.mentions > smallest * (1 + EQUAL_WITHIN):
-                lv, chosen = _fitted(store, cfg, table, replace(lv, size=smallest))
-            out.append((lv, chosen))
-        fitted = out
-    return fitted
-
-
-def _fitted(
-    store: Store, cfg: SplitConfig, table: LabelTable, level: Level
-) -> tuple[Level, Selection]:
-    """The level and its sentences. A level cut to a size (familiarity windows, `--match
-    mentions`) holds that size counted on what it writes: the sentences of its whole labels
-    may hold more of a capped label than its cap, and those mentions are kept, so its labels
-    are taken along its order while they fit (`Store.fit_level`)."""
-    if level.take is None or level.order is None:
-        return level, _choose(store, cfg, table, level)
-    size = level.size if level.size is not None else int(level.take.sum())
-    order = [table.labels[i] for i in level.order.tolist()]
-    whole, caps = store.fit_level(cfg.source, order, level.take, size)
-    index = {lab: i for i, lab in enumerate(table.labels)}
-    fit = level.realised([index[lab] for lab in whole], {index[k]: v for k, v in caps.items()})
-    chosen = _choose(store, cfg, table, fit)
-    fit.selection = {
-        **level.selection,
-        "written": {
-            "mentions": chosen.mentions,
-            "planned": size,
-            "labels_planned": level.n_labels(),  # the window's (or cut's) labels
-            "labels": fit.n_labels(),
-            "over_cap": chosen.over(fit.capped(table)),
-            "sentences_drawn": chosen.drawn,
-        },
-    }
-    return fit, chosen
-
-
-def _table_counts(table: LabelTable, chosen: Selection) -> np.ndarray:
-    """The selection's mentions per label of the table (stored labels summed into the label
-    the protocol spells them as)."""
-    spelled = {m: lab for lab, ms in table.members.items() for m in ms}
-    index = {lab: i for i, lab in enumerate(table.labels)}
-    counts = np.zeros(len(table.labels), dtype=np.int64)
-    for lab, n in chosen.counts.items():
-        counts[index[spelled.get(lab, lab)]] += n
-    return counts
-
-
 def _build_group(
     store: Store,
     cfg: SplitConfig,
@@ -432,18 +308,9 @@ def _build_group(
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group
     (and their Familiarity under each check model: `checks`, model -> (D, Z) similarities)."""
     sims_zd = np.ascontiguousarray(m.T)
-    extra: dict[str, Any] = {}
     checks = checks or {}
-    if cfg.strategy == "familiarity":
-        profile = "familiarity"
-        scores, cuts, fitted, extra = _placed_on_what_is_written(
-            store, cfg, table, m, stage, checks
-        )
-    else:
-        profile, scores, cuts, levels = _by_quantiles(cfg, table, group, m, stage)
-        check_levels(levels, table, cfg)
-        stage("choosing each level's sentences")
-        fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
+    method = strategy(cfg.strategy)
+    placed = method.place(store, cfg, table, group, m, stage, checks)
     model = canonical_name(cfg.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
@@ -463,8 +330,8 @@ def _build_group(
     full = _full(store, cfg, table, fam(table.mentions))
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets = []
-    levels = [lv for lv, _ in fitted]
-    for level, chosen in fitted:
+    levels = [lv for lv, _ in placed.fitted]
+    for level, chosen in placed.fitted:
         name = f"{cfg.source}{suffix}-{level.level}-shift"
         stage(f"materialising {name}")
         subsets.append(_subset(store, cfg, table, level, chosen, name, fam, spill))
@@ -472,124 +339,26 @@ def _build_group(
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
     res = BuildResult(
         config=cfg,
-        profile=profile,
+        profile=placed.profile,
         benchmarks=group,
         full=full,
         subsets=subsets,
         table=table,
-        scores=scores,
-        cuts=cuts,
+        scores=placed.scores,
+        cuts=placed.cuts,
         levels=levels,
-        verdicts=verdicts(full, subsets, kept, min_gap=cfg.min_gap),
-        **extra,
+        verdicts=verdicts(
+            full,
+            subsets,
+            kept,
+            min_gap=method.promised_gap(cfg),
+            order_remedy=method.order_remedy,
+        ),
+        **placed.extra,
     )
     if checks:
         _check(cfg, res, checks)
     return res
-
-
-#: A familiarity placement is measured on the rows the levels write (fitted to their size,
-#: whole sentences) under every model; where a gap falls short of --min-gap there, the levels
-#: are placed again a little smaller (or, at a size given by --level-mentions, with the gap
-#: widened by the shortfall), at most this many placements written in all...
-PLACE_ROUNDS = 8
-#: ...each size this share of the one before (sizes that do not place are stepped past).
-RETRY_STEP = 0.95
-
-
-def _placed_on_what_is_written(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    m: np.ndarray,
-    stage: Callable[[str], None],
-    checks: dict[str, np.ndarray],
-) -> tuple[np.ndarray, dict[str, Any], list[tuple[Level, Selection]], dict[str, Any]]:
-    """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
-    plan (label counts), and the written levels can differ (a whole label's sentences hold
-    more of a frequent label than its cap; a level that cannot fill its size makes every
-    level smaller), so the gaps are checked on what is written. Where one falls short, the
-    levels are placed again: at the largest size (the default) the plan has no slack, so a
-    smaller size is tried, in steps, until the written levels keep every gap; at a given
-    size, the gap is widened by the shortfall. The first placement that keeps every gap is
-    kept, else the one with the smallest shortfall (a Limitation in the verdicts)."""
-    sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
-    gap, size = cfg.min_gap, cfg.level_mentions
-    rounds: list[tuple[float, float, int, Any]] = []  # (shortfall, gap, planned size, levels)
-    while len(rounds) < PLACE_ROUNDS and size != 0:
-        try:
-            found = _by_familiarity(cfg, table, m, sims[0], stage, checks, gap, size)
-        except BuildersError:
-            if not rounds:
-                raise
-            size = _smaller(cfg, size)  # this size does not place: a step smaller
-            continue
-        scores, cuts, levels, extra = found
-        check_levels(levels, table, cfg)
-        stage("choosing each level's sentences")
-        fitted = _equal_sizes(store, cfg, table, [_fitted(store, cfg, table, lv) for lv in levels])
-        short = _gap_shortfall(cfg, table, sims, fitted)
-        planned = int(levels[0].size or 0)
-        rounds.append((short, gap, planned, (scores, cuts, fitted, extra)))
-        if short <= 0 or cfg.targets is not None:
-            break
-        if cfg.level_mentions is not None:
-            gap += short + 0.002  # the same size, windows further apart
-        size = _smaller(cfg, planned)
-        stage(f"a gap on the written levels is {short:.3f} short of --min-gap: placing again")
-    kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
-    _note_rounds(cfg, rounds, kept)
-    return rounds[kept][3]
-
-
-def _smaller(cfg: SplitConfig, size: int | None) -> int:
-    """The next size a re-placement tries: `RETRY_STEP` of `size`, or 0 (stop) at a size
-    given by --level-mentions (kept) or below the least a level may have."""
-    if cfg.level_mentions is not None:
-        return cfg.level_mentions
-    smaller = int((size or 0) * RETRY_STEP)
-    return smaller if smaller >= max(cfg.min_mentions, cfg.k) else 0
-
-
-def _note_rounds(cfg: SplitConfig, rounds: list[tuple[float, float, int, Any]], kept: int) -> None:
-    """Records on the kept levels the gap they were placed with (where widened) and the
-    plans tried and not kept (each plan's size, gap and shortfall on its written levels)."""
-    others = [
-        {"planned": planned, "min_gap": round(gap, 6), "shortfall": round(short, 6)}
-        for i, (short, gap, planned, _) in enumerate(rounds)
-        if i != kept
-    ]
-    gap = rounds[kept][1]
-    for lv, _ in rounds[kept][3][2]:
-        if gap != cfg.min_gap:
-            lv.selection = {**lv.selection, "placed_with_gap": round(gap, 6)}
-        if others:
-            lv.selection["plans_not_kept"] = others
-            if cfg.level_mentions is None and kept > 0:
-                lv.selection["size"] = "stepped"
-
-
-def _gap_shortfall(
-    cfg: SplitConfig,
-    table: LabelTable,
-    sims: list[np.ndarray],
-    fitted: list[tuple[Level, Selection]],
-) -> float:
-    """By how much the written levels' smallest gap (union macro, any model) misses
-    --min-gap (0 or less: none misses); the union as the dial computes a window's."""
-    worst = -1.0
-    for s in sims:
-        union = []
-        for _, chosen in fitted:
-            counts = _table_counts(table, chosen)
-            cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
-            f = closed_form(
-                np.maximum(s[:, cols], 0), counts[cols], np.arange(cols.size), cfg.k, cfg.weighting
-            )
-            union.append(float(np.sort(f).mean()))
-        for a, b in pairwise(union):
-            worst = max(worst, cfg.min_gap - (a - b))
-    return worst
 
 
 def _full(
@@ -606,142 +375,3 @@ def _full(
         labels=len(table.labels),
         familiarity=familiarity,
     )
-
-
-def _by_quantiles(
-    cfg: SplitConfig,
-    table: LabelTable,
-    group: dict[str, tuple[str, ...]],
-    m: np.ndarray,
-    stage: Callable[[str], None],
-) -> tuple[str, np.ndarray, dict[str, Any], list[Level]]:
-    """The paper's strategies: the profile, every label's score, the cuts and the levels."""
-    rule = selection_rule(cfg, len(table.labels))
-    stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
-    scores, cuts = _score_and_cut(cfg, rule, group, m)
-    levels = from_cuts(cuts, cfg.levels, rule.profile)
-    levels = match_levels(levels, scores, table, cfg.strategy, cfg.match)
-    levels = [bound_share(lv, table, cfg.label_share_bound) for lv in levels]
-    return rule.profile, scores, dict(cuts), levels
-
-
-def _by_familiarity(
-    cfg: SplitConfig,
-    table: LabelTable,
-    m: np.ndarray,
-    sims_zd: np.ndarray,
-    stage: Callable[[str], None],
-    checks: dict[str, np.ndarray],
-    min_gap: float | None = None,
-    size: int | None = None,
-) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
-    """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows,
-    placed so that the gaps hold under the build's model and every check model.
-
-    Returns the per-label gains (the scores), each level's window, the levels, and the
-    BuildResult fields it adds (the ranking's columns and the Familiarity along it).
-    """
-    order = _familiarity_levels(cfg, table, m)
-    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
-    ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
-    stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
-    models = [canonical_name(cfg.model), *checks]
-    try:
-        dial, placed = choose(
-            ranking,
-            [sims_zd, *(np.ascontiguousarray(c.T) for c in checks.values())],
-            order,
-            targets=cfg.targets,
-            min_gap=cfg.min_gap if min_gap is None else min_gap,
-            tolerance=TARGET_TOLERANCE,
-            size=size if size is not None else cfg.level_mentions,
-            smallest=cfg.min_mentions,
-            k=cfg.k,
-            weighting=cfg.weighting,
-            min_labels=cfg.min_labels,
-            models=models,
-        )
-    except Unreachable as e:
-        raise BuildersError(f"{cfg.source}: {e}. Nothing was written. {_REMEDY}") from None
-    why = " (the largest that gives them)"
-    if cfg.level_mentions:
-        why = " (--level-mentions)"
-    elif size is not None:
-        why = " (smaller: a larger size's written levels fell short)"
-    stage(f"levels of {dial.size:,} mentions each{why}")
-    after = [p.start for p in placed[1:]] + [len(ranking.order)]
-    levels = [
-        _level(p, table, dial, cfg, ranking, until) for p, until in zip(placed, after, strict=True)
-    ]
-    columns = {"rank": ranking.position, "gain": ranking.gain, "max": ranking.best}
-    curve = [(int(dial.cum[s]), f) for s, f in sorted(dial.evaluated().items())]
-    return ranking.gain, {p.level: p for p in placed}, levels, {"ranking": columns, "curve": curve}
-
-
-def _familiarity_levels(cfg: SplitConfig, table: LabelTable, m: np.ndarray) -> list[str]:
-    """The levels asked for, easy to hard (windows are placed in that order), once the corpus
-    is known to have labels enough and there are evaluation labels to place them by."""
-    order = [lv for lv in LEVELS if lv in cfg.levels]
-    need = len(order) * cfg.min_labels
-    if len(table.labels) < need:
-        raise BuildersError(
-            f"{cfg.source}: {len(table.labels):,} labels cannot give {len(order)} disjoint "
-            f"levels of at least {cfg.min_labels} labels each ({need} labels needed; "
-            "--min-labels sets the least, --levels fewer levels). Nothing was written."
-        )
-    if m.shape[1] == 0:
-        raise BuildersError(f"{cfg.source}: the benchmarks have no labels to place levels by")
-    return order
-
-
-_REMEDY = (
-    "Options that help: --targets (other values), --level-mentions (another size), "
-    "--min-gap (a smaller gap), --levels (fewer levels), or --strategy entropy|max"
-)
-
-
-def _asked(cfg: SplitConfig) -> str:
-    if cfg.targets is None:
-        return ""
-    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.targets)
-
-
-#: How far past its window a level may reach for labels to fill its size on what it writes
-#: (its window's last labels may hold more mentions than the room they were planned for), as
-#: a share of its size; never into another level's window.
-SPARE = 0.5
-
-
-def _level(
-    placed: Placement,
-    table: LabelTable,
-    dial: Dial,
-    cfg: SplitConfig,
-    ranking: Ranking,
-    until: int,
-) -> Level:
-    """A window as a level: labels taken whole, and the others capped at what it takes; its
-    order goes on past the window (up to `until`, the next window's start, and `SPARE` of its
-    size) with labels not in any window, which `_fitted` takes only where the window's own
-    labels leave room."""
-    selection = {
-        **placed.to_dict(),
-        "level_mentions": dial.size,
-        "size": "given" if cfg.level_mentions else "largest",
-        "label_cap": cfg.k,
-        "capped_labels": int((placed.take < table.mentions[placed.labels]).sum()),
-        "min_gap": cfg.min_gap,
-        "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,
-    }
-    if placed.checks:
-        selection["planned_check_familiarity"] = dict(
-            zip(dial.models[1:], placed.checks, strict=True)
-        )
-    spare = ranking.order[placed.stop : until]
-    usable = ranking.usable[spare]
-    spare = spare[: int(np.searchsorted(np.cumsum(usable), SPARE * dial.size)) + 1]
-    level = Level.taking(placed.level, placed.labels, placed.take, table, selection)
-    level.order = np.concatenate([placed.labels, spare])
-    level.take = np.concatenate([placed.take, ranking.usable[spare]])
-    level.size = dial.size
-    return bound_share(level, table, cfg.label_share_bound)

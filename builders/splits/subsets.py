@@ -42,10 +42,11 @@ from builders.hub.folder import (
 )
 from builders.hub.manifest import config_entry, file_sha256
 from builders.hub.outdir import OutLock
-from builders.hub.plots import dial_png, histogram_png, score_plot_title
+from builders.hub.plots import score_plot_title
 from builders.hub.readme import CARD, METHOD, folder_card, load_path, repo_name, write_method
 from builders.names import check_name
 from builders.splits.config import BuildResult, SubsetResult
+from builders.splits.strategies import strategy
 
 
 def build_record(
@@ -204,18 +205,7 @@ def _plot(res: BuildResult, level: str) -> bytes:
     title = score_plot_title(
         cfg.source, cfg.strategy, res.scores.size, list(res.benchmarks), cfg.model, level
     )
-    if cfg.strategy == "familiarity":
-        windows = {lv: (p.offset, p.offset + p.size, p.familiarity) for lv, p in res.cuts.items()}
-        targets = {lv: p.target for lv, p in res.cuts.items()}
-        return dial_png(res.curve, windows, level=level, title=title, targets=targets)
-    return histogram_png(
-        res.scores.ravel(),
-        {lv: list(c.thresholds) for lv, c in res.cuts.items()},
-        cfg.strategy,
-        level=level,
-        title=title,
-        sides={lv: c.side for lv, c in res.cuts.items()},
-    )
+    return strategy(cfg.strategy).plot(res, level, title)
 
 
 def _score_columns(res: BuildResult) -> dict[str, pa.Array]:

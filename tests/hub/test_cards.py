@@ -315,12 +315,12 @@ def test_license_ids() -> None:
 def test_histogram_bytes_are_deterministic() -> None:
     scores = [0.01 * i for i in range(300)]
     cuts = {"low": [0.5], "medium": [1.4, 1.6], "high": [2.8]}
-    a = histogram_png(scores, cuts, "max", level="low")
-    b = histogram_png(scores, cuts, "max", level="low")
+    a = histogram_png(scores, cuts, "max similarity m", level="low")
+    b = histogram_png(scores, cuts, "max similarity m", level="low")
     assert a == b
     assert a.startswith(b"\x89PNG\r\n\x1a\n")
     assert b"Software" not in a and b"matplotlib" not in a
-    assert histogram_png(scores, cuts, "max", level="high") != a  # its own level is drawn solid
+    assert histogram_png(scores, cuts, "max similarity m", level="high") != a  # its own level is drawn solid
 
 
 def test_written_histogram_is_reproducible_from_scores_and_cuts(built: Path) -> None:
@@ -336,7 +336,7 @@ def test_written_histogram_is_reproducible_from_scores_and_cuts(built: Path) -> 
         c["model"], "high",
     )  # fmt: skip
     sides = {lv: c["side"] for lv, c in info["cuts"].items()}
-    png = histogram_png(scores, cuts, "entropy", level="high", title=title, sides=sides)
+    png = histogram_png(scores, cuts, "entropy e", level="high", title=title, sides=sides)
     assert (folder / "scores.png").read_bytes() == png
 
 

@@ -253,7 +253,7 @@ def test_a_corpus_of_eight_labels_is_refused_with_why(tmp_path: Path) -> None:
 def test_a_quantile_build_whose_order_fails_points_to_the_familiarity_strategy(
     sample_results: dict,
 ) -> None:
-    from builders.splits.levels import ORDER_REMEDY
+    from builders.splits.strategies.quantile import ORDER_REMEDY
 
     for strategy in ("entropy", "max"):
         v = sample_results[strategy].verdicts
@@ -356,7 +356,7 @@ def test_a_pointer_to_the_familiarity_strategy_is_a_note(
 ) -> None:
     """An entropy build whose order fails: the failed check is a `limitation:`, the pointer
     to `--strategy familiarity` a `note:`."""
-    from builders.splits.levels import ORDER_REMEDY
+    from builders.splits.strategies.quantile import ORDER_REMEDY
 
     db = tmp_path / "s.duckdb"
     shutil.copy(sample_results["db"], db)
@@ -379,16 +379,16 @@ def test_written_levels_short_of_the_gap_are_placed_again_smaller(
     there), the levels are placed again 5% smaller, and the card and build.json say so; the
     plan not kept is recorded with its shortfall. At a size given by --level-mentions the size
     is kept and the gap widened instead."""
-    import builders.splits.pipeline as pipeline
+    import builders.splits.strategies.familiarity as familiarity
 
-    real = pipeline._gap_shortfall
+    real = familiarity._gap_shortfall
     calls: list[int] = []
 
     def first_short(cfg, table, sims, fitted):  # the first plan's written levels fall short
         calls.append(len(calls))
         return 0.004 if len(calls) == 1 else real(cfg, table, sims, fitted)
 
-    monkeypatch.setattr(pipeline, "_gap_shortfall", first_short)
+    monkeypatch.setattr(familiarity, "_gap_shortfall", first_short)
     db = tmp_path / "s.duckdb"
     shutil.copy(familiarity_build["db"], db)
     largest = familiarity_build["result"].subsets[0].selection["level_mentions"]

@@ -1,0 +1,89 @@
+"""Levels fitted to what they write: the sentences a level keeps, its size counted on its
+rows, and levels of one size brought to agree (METHOD.md section 4).
+
+    level, chosen = fit(store, cfg, table, level)      # one level: its labels and sentences
+    levels = equal_sizes(store, cfg, table, [fit(...) for level in levels])
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from builders.shift.report import LabelTable
+from builders.splits.config import SplitConfig
+from builders.splits.levels import Level
+from builders.store import Store
+from builders.store.subsets import Selection
+
+
+def choose_sentences(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> Selection:
+    """The sentences the level keeps (a seeded draw for its capped labels)."""
+    whole = table.stored(level.labels(table))
+    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.seed)
+
+
+#: Levels cut to one size whose written sizes differ by more than this share of the smallest
+#: are all fitted again to the smallest (a level's own labels may not fill the size: the
+#: sentences of its whole labels can hold more of a capped label than its cap).
+EQUAL_WITHIN = 0.004
+EQUAL_ROUNDS = 4
+
+
+def equal_sizes(
+    store: Store, cfg: SplitConfig, table: LabelTable, levels: list[tuple[Level, Selection]]
+) -> list[tuple[Level, Selection]]:
+    """The fitted levels, fitted again to the smallest one's written size while they differ
+    by more than `EQUAL_WITHIN` (a level fitted to a smaller size can write less than it:
+    sizes only fall, a few rounds at most; levels not cut to a size are left as they are)."""
+    for _ in range(EQUAL_ROUNDS):
+        sized = [chosen.mentions for lv, chosen in levels if lv.take is not None]
+        if len(sized) < 2 or max(sized) <= min(sized) * (1 + EQUAL_WITHIN):
+            break
+        smallest = min(sized)
+        out = []
+        for lv, chosen in levels:
+            if lv.take is not None and chosen.mentions > smallest * (1 + EQUAL_WITHIN):
+                lv, chosen = fit(store, cfg, table, replace(lv, size=smallest))
+            out.append((lv, chosen))
+        levels = out
+    return levels
+
+
+def fit(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> tuple[Level, Selection]:
+    """The level and its sentences. A level cut to a size (familiarity windows, `--match
+    mentions`) holds that size counted on what it writes: the sentences of its whole labels
+    may hold more of a capped label than its cap, and those mentions are kept, so its labels
+    are taken along its order while they fit (`Store.fit_level`)."""
+    if level.take is None or level.order is None:
+        return level, choose_sentences(store, cfg, table, level)
+    size = level.size if level.size is not None else int(level.take.sum())
+    order = [table.labels[i] for i in level.order.tolist()]
+    whole, caps = store.fit_level(cfg.source, order, level.take, size)
+    index = {lab: i for i, lab in enumerate(table.labels)}
+    done = level.realised([index[lab] for lab in whole], {index[k]: v for k, v in caps.items()})
+    chosen = choose_sentences(store, cfg, table, done)
+    done.selection = {
+        **level.selection,
+        "written": {
+            "mentions": chosen.mentions,
+            "planned": size,
+            "labels_planned": level.n_labels(),  # the window's (or cut's) labels
+            "labels": done.n_labels(),
+            "over_cap": chosen.over(done.capped(table)),
+            "sentences_drawn": chosen.drawn,
+        },
+    }
+    return done, chosen
+
+
+def table_counts(table: LabelTable, chosen: Selection) -> np.ndarray:
+    """The selection's mentions per label of the table (stored labels summed into the label
+    the protocol spells them as)."""
+    spelled = {m: lab for lab, ms in table.members.items() for m in ms}
+    index = {lab: i for i, lab in enumerate(table.labels)}
+    counts = np.zeros(len(table.labels), dtype=np.int64)
+    for lab, n in chosen.counts.items():
+        counts[index[spelled.get(lab, lab)]] += n
+    return counts

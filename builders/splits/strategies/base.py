@@ -1,0 +1,110 @@
+"""The protocol every splitting strategy follows (`Strategy`), and what placing returns.
+
+A strategy owns, in its one module: the options only it reads (refused with any other
+strategy), the levels it places (`place`: scores, cuts and the levels fitted to what they
+write), the gap its levels promise, the default bound on a label's share of a level, and how
+its levels are described in the printed table and drawn in `scores.png`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from builders.errors import BuildersError
+
+if TYPE_CHECKING:
+    from builders.shift.report import LabelTable
+    from builders.splits.config import BuildResult, SplitConfig
+    from builders.splits.levels import Level
+    from builders.store import Store
+    from builders.store.subsets import Selection
+
+
+@dataclass
+class Placed:
+    """A strategy's levels for one benchmark group: the profile it names, every label's
+    score, each level's cut (or window), the levels with the sentences each keeps, and the
+    `BuildResult` fields it adds (e.g. the familiarity ranking and curve)."""
+
+    profile: str
+    scores: np.ndarray
+    cuts: dict[str, Any]
+    fitted: list[tuple[Level, Selection]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Strategy:
+    """A way of choosing label-shift levels (`builders.splits.strategies` lists them)."""
+
+    #: The name `--strategy` and a repo folder's config use.
+    name: str = ""
+    #: `SplitConfig` fields that only this strategy reads: field -> (option, default).
+    options: ClassVar[Mapping[str, tuple[str, Any]]] = {}
+    #: What those options do, for the refusal of them under another strategy
+    #: ("--targets place levels by Familiarity: use --strategy familiarity").
+    purpose: str = ""
+    #: Parameters a recorded command names even at their defaults, beside the method's own.
+    always_named: tuple[str, ...] = ()
+    #: The default most of a level's mentions one label may hold (None: no bound).
+    label_share: float | None = None
+    #: What `check_levels` suggests when levels come out too small.
+    size_remedy: str = ""
+    #: A pointer printed when the levels' order fails (None: the strategy promises it).
+    order_remedy: str | None = None
+
+    def validate(self, cfg: SplitConfig, others: list[Strategy]) -> None:
+        """Refuse options that belong to another strategy (`others`: every registered
+        strategy), then check this one's own."""
+        for other in others:
+            if other.options is self.options:
+                continue
+            given = changed(cfg, other.options)
+            if given:
+                raise BuildersError(self.foreign(other, given))
+        self.check(cfg)
+
+    def foreign(self, owner: Strategy, given: list[str]) -> str:
+        """Why options of `owner` are refused here."""
+        return f"{', '.join(given)} {owner.purpose}: use --strategy {owner.name}"
+
+    def check(self, cfg: SplitConfig) -> None:
+        """This strategy's own options, checked together."""
+
+    def place(
+        self,
+        store: Store,
+        cfg: SplitConfig,
+        table: LabelTable,
+        group: dict[str, tuple[str, ...]],
+        m: np.ndarray,
+        stage: Callable[[str], None],
+        checks: dict[str, np.ndarray],
+    ) -> Placed:
+        """The levels of one benchmark group (`m`: training x evaluation similarities;
+        `checks`: each check model's), fitted to what they write."""
+        raise NotImplementedError
+
+    def promised_gap(self, cfg: SplitConfig) -> float | None:
+        """The Familiarity gap consecutive levels promise (None: no gap is promised)."""
+        return None
+
+    def size_text(self, res: BuildResult) -> str:
+        """How the levels' sizes came about, for the printed table's title."""
+        return f"{res.profile} profile"
+
+    def selection_text(self, sel: dict[str, Any]) -> str:
+        """How a level was chosen, in one printed line."""
+        raise NotImplementedError
+
+    def plot(self, res: BuildResult, level: str, title: str) -> bytes:
+        """The config's `scores.png`."""
+        raise NotImplementedError
+
+
+def changed(cfg: SplitConfig, options: Mapping[str, tuple[str, Any]]) -> list[str]:
+    """The options given a value other than their default."""
+    return [opt for name, (opt, default) in options.items() if getattr(cfg, name) != default]

@@ -1,0 +1,362 @@
+"""The `familiarity` strategy (METHOD.md section 8): the training labels ranked by what they
+add to Familiarity, then levels of one size placed as windows of that ranking so that their
+Familiarity falls from low to high by at least --min-gap (or meets --targets) under the build's
+model and every check model, measured again on the rows the levels write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from itertools import pairwise
+from typing import Any, ClassVar
+
+import numpy as np
+
+from builders.defaults import LEVELS, MIN_GAP, TARGET_TOLERANCE
+from builders.errors import BuildersError
+from builders.hub.plots import dial_png
+from builders.shift.coverage import Ranking, familiarity_ranking
+from builders.shift.embedder import canonical_name
+from builders.shift.familiarity import closed_form
+from builders.shift.report import LabelTable
+from builders.splits.config import BuildResult, SplitConfig
+from builders.splits.dial import Dial, Placement, Unreachable, choose
+from builders.splits.fitting import equal_sizes, fit, table_counts
+from builders.splits.levels import Level, bound_share, check_levels
+from builders.splits.strategies.base import Placed, Strategy
+from builders.store import Store
+from builders.store.subsets import Selection
+
+#: What `check_levels` suggests when levels come out too small.
+SIZE_REMEDY = "--level-mentions (another size), "
+
+
+class Familiarity(Strategy):
+    """Levels placed by their Familiarity: equal in size, ordered by construction."""
+
+    name = "familiarity"
+    options: ClassVar[Mapping[str, tuple[str, Any]]] = {
+        "targets": ("--targets", None),
+        "level_mentions": ("--level-mentions", None),
+        "min_gap": ("--min-gap", MIN_GAP),
+    }
+    purpose = "place levels by Familiarity"
+    always_named = ("min_gap",)
+    label_share = 0.3  # the shared corpora's levels hold 13-26% of one label (METHOD.md s. 4)
+    size_remedy = SIZE_REMEDY
+
+    def foreign(self, owner: Strategy, given: list[str]) -> str:
+        return (
+            f"--strategy familiarity places levels of equal size by their Familiarity "
+            f"(METHOD.md section 8); {', '.join(given)} {owner.purpose}: leave them out, or "
+            f"choose one of those strategies"
+        )
+
+    def check(self, cfg: SplitConfig) -> None:
+        if not 0 <= cfg.min_gap < 1:
+            raise BuildersError(f"--min-gap must be in [0, 1), got {cfg.min_gap}")
+        if cfg.level_mentions is not None and cfg.level_mentions < cfg.min_mentions:
+            raise BuildersError(
+                f"--level-mentions {cfg.level_mentions} is below --min-mentions {cfg.min_mentions}"
+            )
+        if cfg.targets is not None:
+            _check_targets(cfg, cfg.targets)
+
+    def place(
+        self,
+        store: Store,
+        cfg: SplitConfig,
+        table: LabelTable,
+        group: dict[str, tuple[str, ...]],
+        m: np.ndarray,
+        stage: Callable[[str], None],
+        checks: dict[str, np.ndarray],
+    ) -> Placed:
+        scores, cuts, fitted, extra = _placed_on_what_is_written(
+            store, cfg, table, m, stage, checks
+        )
+        return Placed("familiarity", scores, cuts, fitted, extra)
+
+    def promised_gap(self, cfg: SplitConfig) -> float | None:
+        return cfg.min_gap
+
+    def size_text(self, res: BuildResult) -> str:
+        """The levels' size as the rows hold it: one size is planned, and the last sentence
+        of a label kept in part may pass it by a few mentions."""
+        planned = res.subsets[0].selection["level_mentions"]
+        sizes = [s.mentions for s in res.subsets]
+        if min(sizes) == max(sizes) == planned:
+            return f"levels of {planned:,} mentions"
+        low, high = min(sizes), max(sizes)
+        written = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+        return f"levels of {written} mentions, {planned:,} planned"
+
+    def selection_text(self, sel: dict[str, Any]) -> str:
+        first, last = sel["mentions"]
+        target = f", target {sel['target']:g}" if sel.get("target") is not None else ""
+        n = sel["capped_labels"]
+        return (
+            f"ranking mentions {first:,}-{last:,} ({sel['level_mentions']:,} a level, "
+            f"{n:,} label{'' if n == 1 else 's'} capped at {sel['label_cap']:,}){target}"
+        )
+
+    def plot(self, res: BuildResult, level: str, title: str) -> bytes:
+        windows = {lv: (p.offset, p.offset + p.size, p.familiarity) for lv, p in res.cuts.items()}
+        targets = {lv: p.target for lv, p in res.cuts.items()}
+        return dial_png(res.curve, windows, level=level, title=title, targets=targets)
+
+
+def _check_targets(cfg: SplitConfig, targets: tuple[float, ...]) -> None:
+    """One Familiarity per level, in the levels' order, falling by the gap."""
+    order = [lv for lv in LEVELS if lv in cfg.levels]
+    if list(cfg.levels) != order:
+        raise BuildersError(
+            f"--levels {','.join(cfg.levels)} with --targets: name the levels in the order "
+            f"{','.join(order)}"
+        )
+    if len(targets) != len(cfg.levels):
+        raise BuildersError(
+            f"--targets gives {len(targets)} values for {len(cfg.levels)} levels "
+            f"({','.join(cfg.levels)}): give one Familiarity per level, in that order"
+        )
+    if not all(0 <= t <= 1 for t in targets):
+        raise BuildersError(f"--targets must lie in [0, 1], got {_shown(targets)}")
+    for (a, ta), (b, tb) in pairwise(zip(cfg.levels, targets, strict=True)):
+        if ta - tb < cfg.min_gap:
+            raise BuildersError(
+                f"--targets {_shown(targets)}: {a} ({ta:g}) must be at least "
+                f"--min-gap {cfg.min_gap:g} above {b} ({tb:g})"
+            )
+
+
+def _shown(values: tuple[float, ...]) -> str:
+    return ",".join(f"{v:g}" for v in values)
+
+
+#: A familiarity placement is measured on the rows the levels write (fitted to their size,
+#: whole sentences) under every model; where a gap falls short of --min-gap there, the levels
+#: are placed again a little smaller (or, at a size given by --level-mentions, with the gap
+#: widened by the shortfall), at most this many placements written in all...
+PLACE_ROUNDS = 8
+#: ...each size this share of the one before (sizes that do not place are stepped past).
+RETRY_STEP = 0.95
+
+
+def _placed_on_what_is_written(
+    store: Store,
+    cfg: SplitConfig,
+    table: LabelTable,
+    m: np.ndarray,
+    stage: Callable[[str], None],
+    checks: dict[str, np.ndarray],
+) -> tuple[np.ndarray, dict[str, Any], list[tuple[Level, Selection]], dict[str, Any]]:
+    """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
+    plan (label counts), and the written levels can differ (a whole label's sentences hold
+    more of a frequent label than its cap; a level that cannot fill its size makes every
+    level smaller), so the gaps are checked on what is written. Where one falls short, the
+    levels are placed again: at the largest size (the default) the plan has no slack, so a
+    smaller size is tried, in steps, until the written levels keep every gap; at a given
+    size, the gap is widened by the shortfall. The first placement that keeps every gap is
+    kept, else the one with the smallest shortfall (a Limitation in the verdicts)."""
+    sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
+    gap, size = cfg.min_gap, cfg.level_mentions
+    rounds: list[tuple[float, float, int, Any]] = []  # (shortfall, gap, planned size, levels)
+    while len(rounds) < PLACE_ROUNDS and size != 0:
+        try:
+            found = _by_familiarity(cfg, table, m, sims[0], stage, checks, gap, size)
+        except BuildersError:
+            if not rounds:
+                raise
+            size = _smaller(cfg, size)  # this size does not place: a step smaller
+            continue
+        scores, cuts, levels, extra = found
+        check_levels(levels, table, cfg, SIZE_REMEDY)
+        stage("choosing each level's sentences")
+        fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
+        short = _gap_shortfall(cfg, table, sims, fitted)
+        planned = int(levels[0].size or 0)
+        rounds.append((short, gap, planned, (scores, cuts, fitted, extra)))
+        if short <= 0 or cfg.targets is not None:
+            break
+        if cfg.level_mentions is not None:
+            gap += short + 0.002  # the same size, windows further apart
+        size = _smaller(cfg, planned)
+        stage(f"a gap on the written levels is {short:.3f} short of --min-gap: placing again")
+    kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
+    _note_rounds(cfg, rounds, kept)
+    return rounds[kept][3]
+
+
+def _smaller(cfg: SplitConfig, size: int | None) -> int:
+    """The next size a re-placement tries: `RETRY_STEP` of `size`, or 0 (stop) at a size
+    given by --level-mentions (kept) or below the least a level may have."""
+    if cfg.level_mentions is not None:
+        return cfg.level_mentions
+    smaller = int((size or 0) * RETRY_STEP)
+    return smaller if smaller >= max(cfg.min_mentions, cfg.k) else 0
+
+
+def _note_rounds(cfg: SplitConfig, rounds: list[tuple[float, float, int, Any]], kept: int) -> None:
+    """Records on the kept levels the gap they were placed with (where widened) and the
+    plans tried and not kept (each plan's size, gap and shortfall on its written levels)."""
+    others = [
+        {"planned": planned, "min_gap": round(gap, 6), "shortfall": round(short, 6)}
+        for i, (short, gap, planned, _) in enumerate(rounds)
+        if i != kept
+    ]
+    gap = rounds[kept][1]
+    for lv, _ in rounds[kept][3][2]:
+        if gap != cfg.min_gap:
+            lv.selection = {**lv.selection, "placed_with_gap": round(gap, 6)}
+        if others:
+            lv.selection["plans_not_kept"] = others
+            if cfg.level_mentions is None and kept > 0:
+                lv.selection["size"] = "stepped"
+
+
+def _gap_shortfall(
+    cfg: SplitConfig,
+    table: LabelTable,
+    sims: list[np.ndarray],
+    fitted: list[tuple[Level, Selection]],
+) -> float:
+    """By how much the written levels' smallest gap (union macro, any model) misses
+    --min-gap (0 or less: none misses); the union as the dial computes a window's."""
+    worst = -1.0
+    for s in sims:
+        union = []
+        for _, chosen in fitted:
+            counts = table_counts(table, chosen)
+            cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
+            f = closed_form(
+                np.maximum(s[:, cols], 0), counts[cols], np.arange(cols.size), cfg.k, cfg.weighting
+            )
+            union.append(float(np.sort(f).mean()))
+        for a, b in pairwise(union):
+            worst = max(worst, cfg.min_gap - (a - b))
+    return worst
+
+
+def _by_familiarity(
+    cfg: SplitConfig,
+    table: LabelTable,
+    m: np.ndarray,
+    sims_zd: np.ndarray,
+    stage: Callable[[str], None],
+    checks: dict[str, np.ndarray],
+    min_gap: float | None = None,
+    size: int | None = None,
+) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
+    """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows,
+    placed so that the gaps hold under the build's model and every check model.
+
+    Returns the per-label gains (the scores), each level's window, the levels, and the
+    BuildResult fields it adds (the ranking's columns and the Familiarity along it).
+    """
+    order = _familiarity_levels(cfg, table, m)
+    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
+    ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
+    stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
+    models = [canonical_name(cfg.model), *checks]
+    try:
+        dial, placed = choose(
+            ranking,
+            [sims_zd, *(np.ascontiguousarray(c.T) for c in checks.values())],
+            order,
+            targets=cfg.targets,
+            min_gap=cfg.min_gap if min_gap is None else min_gap,
+            tolerance=TARGET_TOLERANCE,
+            size=size if size is not None else cfg.level_mentions,
+            smallest=cfg.min_mentions,
+            k=cfg.k,
+            weighting=cfg.weighting,
+            min_labels=cfg.min_labels,
+            models=models,
+        )
+    except Unreachable as e:
+        raise BuildersError(f"{cfg.source}: {e}. Nothing was written. {_REMEDY}") from None
+    why = " (the largest that gives them)"
+    if cfg.level_mentions:
+        why = " (--level-mentions)"
+    elif size is not None:
+        why = " (smaller: a larger size's written levels fell short)"
+    stage(f"levels of {dial.size:,} mentions each{why}")
+    after = [p.start for p in placed[1:]] + [len(ranking.order)]
+    levels = [
+        _level(p, table, dial, cfg, ranking, until) for p, until in zip(placed, after, strict=True)
+    ]
+    columns = {"rank": ranking.position, "gain": ranking.gain, "max": ranking.best}
+    curve = [(int(dial.cum[s]), f) for s, f in sorted(dial.evaluated().items())]
+    return ranking.gain, {p.level: p for p in placed}, levels, {"ranking": columns, "curve": curve}
+
+
+def _familiarity_levels(cfg: SplitConfig, table: LabelTable, m: np.ndarray) -> list[str]:
+    """The levels asked for, easy to hard (windows are placed in that order), once the corpus
+    is known to have labels enough and there are evaluation labels to place them by."""
+    order = [lv for lv in LEVELS if lv in cfg.levels]
+    need = len(order) * cfg.min_labels
+    if len(table.labels) < need:
+        raise BuildersError(
+            f"{cfg.source}: {len(table.labels):,} labels cannot give {len(order)} disjoint "
+            f"levels of at least {cfg.min_labels} labels each ({need} labels needed; "
+            "--min-labels sets the least, --levels fewer levels). Nothing was written."
+        )
+    if m.shape[1] == 0:
+        raise BuildersError(f"{cfg.source}: the benchmarks have no labels to place levels by")
+    return order
+
+
+_REMEDY = (
+    "Options that help: --targets (other values), --level-mentions (another size), "
+    "--min-gap (a smaller gap), --levels (fewer levels), or --strategy entropy|max"
+)
+
+
+def _asked(cfg: SplitConfig) -> str:
+    if cfg.targets is None:
+        return ""
+    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.targets)
+
+
+#: How far past its window a level may reach for labels to fill its size on what it writes
+#: (its window's last labels may hold more mentions than the room they were planned for), as
+#: a share of its size; never into another level's window.
+SPARE = 0.5
+
+
+def _level(
+    placed: Placement,
+    table: LabelTable,
+    dial: Dial,
+    cfg: SplitConfig,
+    ranking: Ranking,
+    until: int,
+) -> Level:
+    """A window as a level: labels taken whole, and the others capped at what it takes; its
+    order goes on past the window (up to `until`, the next window's start, and `SPARE` of its
+    size) with labels not in any window, which `fit` takes only where the window's own
+    labels leave room."""
+    selection = {
+        **placed.to_dict(),
+        "level_mentions": dial.size,
+        "size": "given" if cfg.level_mentions else "largest",
+        "label_cap": cfg.k,
+        "capped_labels": int((placed.take < table.mentions[placed.labels]).sum()),
+        "min_gap": cfg.min_gap,
+        "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,
+    }
+    if placed.checks:
+        selection["planned_check_familiarity"] = dict(
+            zip(dial.models[1:], placed.checks, strict=True)
+        )
+    spare = ranking.order[placed.stop : until]
+    usable = ranking.usable[spare]
+    spare = spare[: int(np.searchsorted(np.cumsum(usable), SPARE * dial.size)) + 1]
+    level = Level.taking(placed.level, placed.labels, placed.take, table, selection)
+    level.order = np.concatenate([placed.labels, spare])
+    level.take = np.concatenate([placed.take, ranking.usable[spare]])
+    level.size = dial.size
+    return bound_share(level, table, cfg.label_share_bound)
+
+
+FAMILIARITY = Familiarity()

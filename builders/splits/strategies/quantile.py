@@ -1,0 +1,147 @@
+"""The paper's strategies, `entropy` and `max` (METHOD.md sections 2-4): every training label
+scored against the benchmark labels (softmax entropy at T, or max similarity), the scores cut
+at the paper's quantiles for the corpus's profile, each cut a level; `--match` cuts every level
+to one size in score order. They promise no order: a build whose order fails points to the
+`familiarity` strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from builders.defaults import DEFAULT_PROTOCOL
+from builders.errors import BuildersError
+from builders.hub.plots import histogram_png
+from builders.labels import union_labels
+from builders.shift.report import LabelTable
+from builders.shift.scoring import (
+    SelectionResult,
+    SelectionRule,
+    default_rule,
+    entropy_scores,
+    max_scores,
+    paper_scores,
+    profile_for,
+    select,
+    select_pooled,
+)
+from builders.splits.config import BuildResult, SplitConfig
+from builders.splits.fitting import equal_sizes, fit
+from builders.splits.levels import bound_share, check_levels, from_cuts, match_levels
+from builders.splits.strategies.base import Placed, Strategy
+from builders.store import Store
+
+#: Named sources whose quantile profile is fixed by the paper, whatever their label count.
+SOURCE_PROFILES = {"pilener": "pilener", "pilener-sample": "pilener", "nuner": "nuner"}
+
+#: Said when a build's levels do not fall in order (the quantile strategies promise no order).
+ORDER_REMEDY = (
+    "`--strategy familiarity` places levels of equal size by their Familiarity, so that it "
+    "falls from level to level by construction (METHOD.md section 8)."
+)
+
+#: The options of the quantile strategies: field -> (option, default).
+QUANTILE_OPTIONS = {
+    "low_quantile": ("--low-quantile", None),
+    "high_quantile": ("--high-quantile", None),
+    "medium_band": ("--medium-band", None),
+    "profile": ("--profile", None),
+    "match": ("--match", "none"),
+    "protocol": ("--protocol", DEFAULT_PROTOCOL),
+}
+
+
+class Quantile(Strategy):
+    """A paper strategy: one score per label (per label and benchmark under the paper
+    protocol), cut at quantiles."""
+
+    options = QUANTILE_OPTIONS
+    purpose = "belong to the quantile strategies (entropy, max)"
+    size_remedy = "--low-quantile, --high-quantile and --medium-band (wider cuts), "
+    order_remedy = ORDER_REMEDY
+
+    def __init__(self, name: str, symbol: str, familiar_high: bool):
+        self.name = name
+        self.symbol = symbol  # the score's name on the plot's axis
+        self.familiar_high = familiar_high  # the labels closest to the benchmarks score high
+
+    def scores(self, m: np.ndarray, temperature: float) -> np.ndarray:
+        """Every training label's score against the evaluation labels (`m`: D x Z)."""
+        return max_scores(m) if self.familiar_high else entropy_scores(m, temperature)
+
+    def place(
+        self,
+        store: Store,
+        cfg: SplitConfig,
+        table: LabelTable,
+        group: dict[str, tuple[str, ...]],
+        m: np.ndarray,
+        stage: Callable[[str], None],
+        checks: dict[str, np.ndarray],
+    ) -> Placed:
+        """The profile, every label's score, the cuts and the levels, fitted."""
+        rule = selection_rule(cfg, len(table.labels))
+        stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
+        scores, cuts = self._score_and_cut(cfg, rule, group, m)
+        levels = from_cuts(cuts, cfg.levels, rule.profile)
+        levels = match_levels(levels, scores, table, self.familiar_high, cfg.match)
+        levels = [bound_share(lv, table, cfg.label_share_bound) for lv in levels]
+        check_levels(levels, table, cfg, self.size_remedy)
+        stage("choosing each level's sentences")
+        fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
+        return Placed(rule.profile, scores, dict(cuts), fitted)
+
+    def _score_and_cut(
+        self,
+        cfg: SplitConfig,
+        rule: SelectionRule,
+        group: dict[str, tuple[str, ...]],
+        m: np.ndarray,
+    ) -> tuple[np.ndarray, dict[str, SelectionResult]]:
+        """Our protocol: one score per label against the union, cut at its quantiles. The
+        paper's: one score per (label, benchmark), cut at the pooled quantiles, a label kept
+        if it qualifies for any benchmark (scores of shape (D, B))."""
+        if cfg.protocol != "paper":
+            scores = self.scores(m, cfg.temperature)
+            return scores, select(scores, cfg.strategy, rule)
+        evals = union_labels(group)
+        cols = [np.array([evals.index(z) for z in labels]) for labels in group.values()]
+        rows = paper_scores(m, cols, cfg.strategy, cfg.temperature)
+        return rows, select_pooled(rows, cfg.strategy, rule)
+
+    def check(self, cfg: SplitConfig) -> None:
+        if cfg.protocol == "paper" and cfg.match != "none":
+            raise BuildersError(
+                "--match needs one score per label; the paper protocol scores every "
+                "(label, benchmark) pair: use --protocol ours with --match"
+            )
+
+    def selection_text(self, sel: dict[str, Any]) -> str:
+        return f"{sel['side']} q{sel['quantiles']} = " + ", ".join(
+            f"{t:.4g}" for t in sel["thresholds"]
+        )
+
+    def plot(self, res: BuildResult, level: str, title: str) -> bytes:
+        return histogram_png(
+            res.scores.ravel(),
+            {lv: list(c.thresholds) for lv, c in res.cuts.items()},
+            self.symbol,
+            level=level,
+            title=title,
+            sides={lv: c.side for lv, c in res.cuts.items()},
+        )
+
+
+def selection_rule(cfg: SplitConfig, n_labels: int) -> SelectionRule:
+    """The paper's quantiles for the source's profile, with the config's overrides."""
+    profile = cfg.profile or SOURCE_PROFILES.get(cfg.source) or profile_for(n_labels)
+    return default_rule(profile, cfg.strategy).with_overrides(
+        cfg.low_quantile, cfg.high_quantile, cfg.medium_band
+    )
+
+
+ENTROPY = Quantile("entropy", "entropy e", familiar_high=False)
+MAX = Quantile("max", "max similarity m", familiar_high=True)

@@ -1,0 +1,99 @@
+"""The splitting strategies' one seam: a registry of modules behind one protocol, and nothing
+outside them branching on a strategy's name."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import builders
+from builders.errors import BuildersError
+from builders.splits import SplitConfig
+from builders.splits.strategies import NAMES, every, strategy
+from builders.splits.strategies.base import Strategy
+
+ROOT = Path(builders.__file__).parent
+HOME = ROOT / "splits" / "strategies"
+#: The paper's label scores share their strategies' names: `shift/scoring.py` computes and
+#: cuts scores by score kind (`SCORES`), below the splitter; no other module may compare.
+SCORES = ROOT / "shift" / "scoring.py"
+
+
+def _name_comparisons(path: Path) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}: {hit}"
+        for hit in _name_comparisons_text(path.read_text(encoding="utf-8"))
+    ]
+
+
+def _name_comparisons_text(text: str) -> list[str]:
+    """`cfg.strategy == "familiarity"`, `strategy != "max"`, `s.strategy in ("entropy", ...)`:
+    a strategy compared with a strategy's name (a metric called `familiarity` is not one)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        named = any(
+            isinstance(c, ast.Constant) and c.value in NAMES
+            for side in sides
+            for c in [side, *getattr(side, "elts", [])]
+        )
+        if named and any("strategy" in ast.unparse(side) for side in sides):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_nothing_outside_a_strategy_branches_on_its_name() -> None:
+    found = [
+        hit
+        for path in sorted(ROOT.rglob("*.py"))
+        if HOME not in path.parents and path != SCORES
+        for hit in _name_comparisons(path)
+    ]
+    assert not found, "branch on a strategy's name outside builders/splits/strategies:\n" + (
+        "\n".join(found)
+    )
+
+
+def test_the_scan_finds_a_branch() -> None:
+    """The check can fail: lines like the old pipeline's and verdicts' are caught."""
+    for text in ('if cfg.strategy == "familiarity": pass', 'x = s.strategy != "max"'):
+        assert _name_comparisons_text(text), text
+    assert not _name_comparisons_text('if m in ("familiarity",): pass')  # a metric's name
+
+
+def test_the_registry_names_every_strategy_once() -> None:
+    assert NAMES == ("entropy", "max", "familiarity")  # entropy first: the default
+    for name, s in zip(NAMES, every(), strict=True):
+        assert isinstance(s, Strategy) and s.name == name and strategy(name) is s
+    with pytest.raises(KeyError):
+        strategy("random")
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("entropy", {"targets": "0.6,0.5,0.4"}, "--targets place levels by Familiarity: use "),
+        ("max", {"level_mentions": 500}, "--level-mentions place levels by Familiarity"),
+        ("familiarity", {"match": "mentions"}, "--match belong to the quantile strategies"),
+        ("familiarity", {"medium_band": (0.4, 0.6)}, "--medium-band belong to the quantile"),
+    ],
+)
+def test_a_strategy_refuses_the_options_of_another(name: str, options: dict, message: str) -> None:
+    """Each strategy owns its options; given with another strategy they are refused, naming
+    the strategy that reads them."""
+    with pytest.raises(BuildersError, match=message):
+        SplitConfig("pilener-sample", name, **options)
+
+
+def test_each_strategy_states_its_promises() -> None:
+    fam = SplitConfig("pilener-sample", "familiarity", min_gap=0.07)
+    ent = SplitConfig("pilener-sample", "entropy")
+    assert strategy("familiarity").promised_gap(fam) == 0.07
+    assert strategy("entropy").promised_gap(ent) is None
+    assert strategy("entropy").order_remedy and strategy("familiarity").order_remedy is None
+    assert (fam.label_share_bound, ent.label_share_bound) == (0.3, None)
+    assert "--min-gap" in fam.command_line() and "--min-gap" not in ent.command_line()
