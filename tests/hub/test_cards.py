@@ -320,7 +320,9 @@ def test_histogram_bytes_are_deterministic() -> None:
     assert a == b
     assert a.startswith(b"\x89PNG\r\n\x1a\n")
     assert b"Software" not in a and b"matplotlib" not in a
-    assert histogram_png(scores, cuts, "max similarity m", level="high") != a  # its own level is drawn solid
+    assert (
+        histogram_png(scores, cuts, "max similarity m", level="high") != a
+    )  # its own level is drawn solid
 
 
 def test_written_histogram_is_reproducible_from_scores_and_cuts(built: Path) -> None:
