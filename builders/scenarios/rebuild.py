@@ -61,6 +61,7 @@ def rebuild_splits(
     results = build(store, cfg, None, progress=progress, on_stage=stage)
     logs = {}
     for res in results:
+        moved = _moved(out, cfg.strategy, res)
         for sub in res.subsets:
             folder = out / sub.name
             new = build_record(res, sub)
@@ -71,12 +72,15 @@ def rebuild_splits(
                 after = res.selected(sub.level)
                 rep.labels_added[sub.name] = sorted(set(after) - set(before))
                 rep.labels_removed[sub.name] = sorted(set(before) - set(after))
-            extra = {
+            extra: dict[str, Any] = {
                 "labels_added": rep.labels_added.get(sub.name, []),
                 "labels_removed": rep.labels_removed.get(sub.name, []),
             }
-            if not has_changes(changes, extra):  # the folder keeps its changelog as it is
-                continue
+            if moved.get(sub.name):
+                rep.moved[sub.name] = moved[sub.name]
+                extra |= moved[sub.name]
+            if not has_changes(changes, extra) and not rep.inputs:
+                continue  # the folder keeps its changelog as it is
             logs[sub.name] = with_entry(
                 read_json(folder / CHANGELOG) or [],
                 run,
@@ -84,8 +88,33 @@ def rebuild_splits(
                 changes,
                 note=f"{sc.name}: {rep.reason}",
                 extra=extra,
+                inputs=rep.inputs,
             )
     write_results(out, results, command=_command(sc), scenario=record, changelogs=logs)
+
+
+def _moved(out: Path, strategy: str, res: Any) -> dict[str, dict[str, dict[str, str]]]:
+    """Per level folder, the labels that moved between the levels of one build: `moved_in`
+    (label -> the level that held it before) and `moved_out` (label -> the level holding it
+    now). Labels that enter or leave every level are `labels_added` / `labels_removed`."""
+    subs = list(res.subsets)
+    before = {s.level: selected_labels(out / s.name, strategy) for s in subs}
+    if all(v is None for v in before.values()):
+        return {}
+    after = {s.level: set(res.selected(s.level)) for s in subs}
+    was = {lab: lv for lv, labs in before.items() for lab in labs or []}
+    now = {lab: lv for lv, labs in after.items() for lab in labs}
+    out_: dict[str, dict[str, dict[str, str]]] = {}
+    for s in subs:
+        inn = {lab: was[lab] for lab in sorted(after[s.level]) if was.get(lab, s.level) != s.level}
+        gone = {
+            lab: now[lab]
+            for lab in sorted(before[s.level] or [])
+            if now.get(lab, s.level) != s.level
+        }
+        if inn or gone:
+            out_[s.name] = {"moved_in": inn, "moved_out": gone}
+    return out_
 
 
 def rebuild_fewnerd(
@@ -126,8 +155,10 @@ def rebuild_fewnerd(
     changes = compare(fewnerd_metrics(read_json(folder / "summary.json")), fewnerd_metrics(new))
     rep.changes[folder.name] = changes
     log = read_json(folder / CHANGELOG) or []
-    if has_changes(changes):
-        log = with_entry(log, run, p["mode"], changes, f"{sc.name}: {rep.reason}")
+    if has_changes(changes) or rep.inputs:
+        log = with_entry(
+            log, run, p["mode"], changes, f"{sc.name}: {rep.reason}", inputs=rep.inputs
+        )
     extra: dict[str, Any] = {SCENARIO_FILE: {"scenario": record}}
     if log:
         extra[CHANGELOG] = log
