@@ -197,7 +197,7 @@ def regenerate_cmd(
         rows.append([r.name, r.status, ", ".join(r.folders) or "", lines[0]])
         rows += [["", "", "", line] for line in lines[1:]]
     print_table("Scenarios", ["scenario", "status", "folders", "changes"], rows)
-    pushed = [p for r in reports for p in r.published]
+    pushed = list({p["repo_id"]: p for r in reports for p in r.published}.values())
     if publish_org and not pushed:
         click.echo("nothing to publish: no scenario was rebuilt")
     for p in pushed:

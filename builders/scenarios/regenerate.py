@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError
 from builders.hub.outdir import OutLock
 from builders.labels import benchmarks, label_map, union_labels
-from builders.scenarios.book import Scenario
+from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
 from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, read_label_map, resolve
@@ -443,9 +444,26 @@ def _one(
     if previous is not None and "inputs" in previous:
         rep.inputs = input_changes(previous["inputs"], inputs)
     record = {"name": sc.name, "key": key, "parts": parts, "inputs": inputs}
-    if sc.kind == "fewnerd":
-        rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
-    else:
-        rebuild_splits(store, sc, out, record, rep, run, progress, stage)
+    try:
+        if sc.kind == "fewnerd":
+            rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
+        else:
+            rebuild_splits(store, sc, out, record, rep, run, progress, stage)
+    except BuildersError as exc:
+        raise BuildersError(f"scenario {sc.name!r}: {as_keys(str(exc), sc)}") from exc
     rep.status = "rebuilt" if previous else "built"
     return rep
+
+
+def as_keys(message: str, sc: Scenario) -> str:
+    """A build's refusal as the scenario's author fixes it: each option of build-splits (or
+    fewnerd-splits) that is a key of the scenario is named as that key (`--min-labels` ->
+    `min_labels`), since the scenario, not a command line, sets it."""
+    keys = set(SPLIT_KEYS if sc.kind == "splits" else FEWNERD_KEYS)
+
+    def key(m: re.Match[str]) -> str:
+        name = m[1].replace("-", "_")
+        return f"`{name}`" if name in keys else m[0]
+
+    text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", key, message)
+    return text.replace("Options that help:", "Scenario keys that help:")

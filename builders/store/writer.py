@@ -298,7 +298,7 @@ def _decide(
     if append and old.loader_version not in (None, spec.loader_version):
         return (
             f"{source}/{split} was read by version {old.loader_version} of the {plan.module} "
-            f"reader, which now reads differently (version {spec.loader_version}); --append "
+            f"reader, which now reads differently (version {spec.loader_version}); {fix['append']} "
             f"would mix the two: re-read the split with {fix['replace']}"
         )
     if append:
@@ -306,7 +306,7 @@ def _decide(
         changed = [i for i in inputs if i.key in stored and stored[i.key] != i.fingerprint]
         if changed:
             return (
-                f"{source}/{split}: {_names(changed)} changed since it was stored; --append "
+                f"{source}/{split}: {_names(changed)} changed since it was stored; {fix['append']} "
                 f"only adds new inputs: re-read the split with {fix['replace']}"
             )
         new = [i for i in inputs if i.key not in stored]

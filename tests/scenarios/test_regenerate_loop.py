@@ -1,0 +1,313 @@
+"""The regenerate loop a corpus owner runs: new data arrives, `regenerate` follows it.
+
+Scenarios over a folder of GLiNER shards (the bundled Pile-NER sample in GLiNER's training
+layout), a MIT Movie excerpt with a test split, and the bundled sample evaluated against that
+test split. A shard is added, one removed, the benchmark changed; after each, exactly the
+scenarios that read the changed input (or evaluate against it) rebuild, their rows follow the
+data, their changelogs say what changed, and the others keep their bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from helpers import DATA, LABELS_A, bio_corpus, json_result
+
+from builders.cli.main import cli
+from builders.errors import BuildersError
+from builders.scenarios.book import load_scenarios, parse_scenarios
+from builders.scenarios.regenerate import regenerate
+from builders.store import Store
+from builders.store.ingest import ingest
+
+BOOK = """
+[defaults]
+out = "out"
+model = "all-MiniLM-L6-v2"
+benchmarks = "crossner-ai,mit-movie"
+min_labels = 1
+min_mentions = 1
+leakage = false
+
+[[scenario]]
+name = "med-max"
+source = "gliner"
+store_as = "med"
+path = "med"
+strategy = "max"
+levels = ["low", "high"]
+
+[[scenario]]
+name = "movie-max"
+source = "columns"
+store_as = "movie"
+path = "movie"
+strategy = "max"
+levels = ["low", "high"]
+benchmarks = "crossner-ai"  # not mit-movie: its own labels would all score 1, tied
+low_quantile = 0.5  # 6 labels: the top half, and the bottom 40%
+high_quantile = 0.4
+
+[[scenario]]
+name = "sample-max"
+source = "pilener-sample"
+strategy = "max"
+levels = ["low", "high"]
+benchmarks = "crossner-ai,movie:test"
+
+[[scenario]]
+name = "sample-entropy"
+source = "pilener-sample"
+strategy = "entropy"
+levels = ["low", "high"]
+"""
+
+SHARD = 300  # records per GLiNER shard
+
+
+def gliner_shards(tmp: Path) -> list[Path]:
+    """Three GLiNER training shards of the bundled sample's first 900 passages, as GLiNER's
+    training json has them (`tokenized_text`, `ner` with inclusive ends, the raw types)."""
+    with Store(tmp / "export.duckdb") as store:
+        ingest(store, "pilener-sample")
+        sentences = store.con.execute(
+            "SELECT idx, tokens FROM sentences WHERE source = 'pilener-sample' ORDER BY idx "
+            f"LIMIT {3 * SHARD}"
+        ).fetchall()
+        spans: dict[int, list[list[Any]]] = {}
+        for idx, start, stop, raw in store.con.execute(
+            "SELECT idx, start, stop, raw_label FROM mentions WHERE source = 'pilener-sample' "
+            "ORDER BY idx, start, stop, raw_label"
+        ).fetchall():
+            spans.setdefault(idx, []).append([start, stop - 1, raw])
+    records = [{"tokenized_text": list(t), "ner": spans.get(i, [])} for i, t in sentences]
+    paths = []
+    for n in range(3):
+        path = tmp / f"part{n + 1}.json"
+        path.write_text(json.dumps(records[n * SHARD : (n + 1) * SHARD]), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def tree(out: Path, pattern: str = "**/*") -> dict[str, bytes]:
+    """The repo folders' files (not `out`'s manifest, which every build updates)."""
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in out.glob(pattern)
+        if p.is_file() and not p.relative_to(out).as_posix().startswith(".")
+    }
+
+
+def config_files(out: Path, strategy: str, source: str) -> dict[str, bytes]:
+    """The files of one scenario's config folders (its part of the level folders)."""
+    return tree(out, f"{source}-*-shift/{strategy}/*")
+
+
+def statuses(reports: list[Any]) -> dict[str, str]:
+    return {r["name"]: r["status"] for r in reports}
+
+
+def run(book: Path, db: Path, *extra: str) -> list[dict[str, Any]]:
+    res = CliRunner().invoke(
+        cli, ["regenerate", "--scenarios", str(book), "--db", str(db), "--json", "-q", *extra]
+    )
+    assert res.exit_code == 0, res.output
+    return json_result(res.stdout, "regenerate")
+
+
+def build_json(out: Path, folder: str, strategy: str) -> dict[str, Any]:
+    return json.loads((out / folder / strategy / "build.json").read_text(encoding="utf-8"))
+
+
+def changelog(out: Path, folder: str) -> list[dict[str, Any]]:
+    return json.loads((out / folder / "changelog.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_regenerate_follows_new_data(tmp_path: Path) -> None:
+    part1, part2, part3 = gliner_shards(tmp_path)
+    med = tmp_path / "med"
+    med.mkdir()
+    for p in (part1, part2):
+        shutil.copy(p, med / p.name)
+    movie = tmp_path / "movie"
+    movie.mkdir()
+    for name in ("engtrain.excerpt.bio", "engtest.bio"):
+        shutil.copy(DATA / "mit-movie" / name, movie / name)
+    book = tmp_path / "scenarios.toml"
+    book.write_text(BOOK, encoding="utf-8")
+    db, out = tmp_path / "store.duckdb", tmp_path / "out"
+
+    first = run(book, db)
+    assert set(statuses(first).values()) == {"built"}
+    assert build_json(out, "med-low-shift", "max")["full"]["sentences"] == 2 * SHARD
+    before = tree(out)
+    again = run(book, db)
+    assert set(statuses(again).values()) == {"reused"}
+    assert tree(out) == before  # reused: same bytes
+
+    # 1. a shard added: only the scenario reading `med` rebuilds, over 900 sentences
+    shutil.copy(part3, med / part3.name)
+    others = {k: v for k, v in tree(out).items() if not k.startswith("med-")}
+    added = run(book, db)
+    assert statuses(added) == {
+        "med-max": "rebuilt",
+        "movie-max": "reused",
+        "sample-max": "reused",
+        "sample-entropy": "reused",
+    }
+    assert {k: v for k, v in tree(out).items() if not k.startswith("med-")} == others
+    full = build_json(out, "med-low-shift", "max")["full"]
+    assert full["sentences"] == 3 * SHARD
+    rep = {r["name"]: r for r in added}["med-max"]
+    with Store(db) as store:
+        [(_, n_sent, n_ment)] = [
+            (s, v.sentences, v.mentions) for s, v in store.stored_splits("med").items()
+        ]
+    train = rep["inputs"]["med"]["train"]
+    assert train["files_added"] == ["part3.json"] and not train["files_removed"]
+    assert train["sentences"] == [2 * SHARD, 3 * SHARD] and train["mentions"][1] == n_ment
+    assert n_sent == 3 * SHARD and train["mentions"][0] < n_ment
+    log = changelog(out, "med-low-shift")
+    assert log[0]["input"] == rep["inputs"]
+    rows = log[0]["changes"]["max"]["rows"]
+    assert rows == rep["changes"]["med-low-shift"]["rows"] and rows[0] < rows[1]
+    assert rows[1] == build_json(out, "med-low-shift", "max")["subset"]["sentences"]
+    fam = log[0]["changes"]["max"]["familiarity"]
+    assert fam[1] == round(build_json(out, "med-low-shift", "max")["subset"]["familiarity"][
+        "union_macro"], 4)  # fmt: skip
+    card = (out / "med-low-shift" / "README.md").read_text(encoding="utf-8")
+    assert "med/train: +part3.json" in card and f"{2 * SHARD} -> {3 * SHARD} sentences" in card
+
+    # 2. a shard removed (ingest = "replace", the default): its sentences leave the store
+    (med / "part1.json").unlink()
+    removed = run(book, db)
+    assert statuses(removed)["med-max"] == "rebuilt"
+    assert {n for n, s in statuses(removed).items() if s != "reused"} == {"med-max"}
+    train = {r["name"]: r for r in removed}["med-max"]["inputs"]["med"]["train"]
+    assert train["files_removed"] == ["part1.json"] and train["sentences"] == [900, 600]
+    assert build_json(out, "med-low-shift", "max")["full"]["sentences"] == 2 * SHARD
+    assert changelog(out, "med-low-shift")[0]["input"]["med"]["train"]["files_removed"] == [
+        "part1.json"
+    ]
+    assert len(changelog(out, "med-low-shift")) == 3
+
+    # 3. the benchmark changed (its last test sentence dropped): the scenarios reading it or
+    # evaluating against it rebuild, and only their repos are published (dry run)
+    test = movie / "engtest.bio"
+    blocks = test.read_text(encoding="utf-8").strip("\n").split("\n\n")
+    test.write_text("\n\n".join(blocks[:-1]) + "\n", encoding="utf-8")
+    med_files = tree(out, "med-*/**/*")
+    entropy = config_files(out, "entropy", "pilener-sample")
+    changed = run(book, db, "--publish", "testorg", "--dry-run")
+    assert statuses(changed) == {
+        "med-max": "reused",
+        "movie-max": "rebuilt",
+        "sample-max": "rebuilt",
+        "sample-entropy": "reused",
+    }
+    assert tree(out, "med-*/**/*") == med_files
+    assert config_files(out, "entropy", "pilener-sample") == entropy
+    reps = {r["name"]: r for r in changed}
+    assert "benchmark changed" in reps["sample-max"]["reason"]
+    bench = reps["sample-max"]["inputs"]["movie"]["test"]
+    assert bench["files_changed"] == ["engtest.bio"]
+    assert bench["sentences"][1] == bench["sentences"][0] - 1 == len(blocks) - 1
+    assert changelog(out, "pilener-sample-low-shift")[0]["input"] == reps["sample-max"]["inputs"]
+    pushed = {p["repo_id"] for r in changed for p in r["published"]}
+    assert sorted(pushed) == [
+        "testorg/movie-high-shift",
+        "testorg/movie-low-shift",
+        "testorg/pilener-sample-high-shift",
+        "testorg/pilener-sample-low-shift",
+    ]
+    low = next(p for p in reps["sample-max"]["published"] if p["repo_id"].endswith("low-shift"))
+    assert low["dry_run"] and "max/build.json" in low["paths"]
+    assert "movie/test: ~engtest.bio" in low["message"]
+
+
+def test_shared_sources_must_agree() -> None:
+    doc = {
+        "scenario": [
+            {"name": "a", "source": "gliner", "store_as": "med", "path": "/x/med"},
+            {"name": "b", "source": "gliner", "store_as": "med", "path": "/x/med",
+             "ingest": "append"},
+        ]
+    }  # fmt: skip
+    with pytest.raises(BuildersError) as err:
+        parse_scenarios(doc)
+    assert "scenarios 'a' and 'b' both store their input as 'med'" in str(err.value)
+    assert "disagree on `ingest`" in str(err.value) and "`store_as`" in str(err.value)
+    with pytest.raises(BuildersError, match=r"unknown ingest 'merge'\. Valid: replace, append"):
+        parse_scenarios({"scenario": [{"name": "a", "source": "columns", "ingest": "merge"}]})
+
+
+APPEND = """
+[defaults]
+out = "out"
+model = "all-MiniLM-L6-v2"
+benchmarks = "crossner-ai"
+min_labels = 1
+min_mentions = 1
+leakage = false
+
+[[scenario]]
+name = "shards-entropy"
+source = "columns"
+store_as = "shards"
+path = "shards"
+ingest = "append"
+strategy = "entropy"
+levels = ["low", "high"]
+"""
+
+
+def test_append_keeps_what_it_read_and_refuses_a_changed_file(tmp_path: Path) -> None:
+    """`ingest = "append"`: a new file is added, a file gone is kept (and said so), a changed
+    one is refused naming the scenario key that reads it again."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "a1.txt", LABELS_A, 40)
+    (tmp_path / "scenarios.toml").write_text(APPEND, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    with Store(tmp_path / "s.duckdb") as store:
+        [first] = regenerate(store, book.scenarios, book.out)
+        assert first.status == "built"
+        bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
+        [grown] = regenerate(store, book.scenarios, book.out)
+        assert (grown.status, grown.ingest) == ("rebuilt", "appended")
+        assert grown.inputs["shards"]["train"]["files_added"] == ["a2.txt"]
+        assert grown.inputs["shards"]["train"]["sentences"] == [40, 80]
+        (shards / "a1.txt").unlink()
+        [kept] = regenerate(store, book.scenarios, book.out)
+        assert kept.status == "reused" and store.stored_splits("shards")["train"].sentences == 80
+        assert any("a1.txt" in n and 'ingest = "replace"' in n for n in kept.notes)
+        bio_corpus(shards / "a2.txt", LABELS_A, 30)
+        with pytest.raises(BuildersError) as err:
+            regenerate(store, book.scenarios, book.out)
+    text = str(err.value)
+    assert "changed since it was stored" in text
+    assert "`ingest = \"replace\"` in scenario 'shards-entropy'" in text and "--" not in text
+
+
+def test_the_table_puts_each_line_of_a_change_on_its_own_row(tmp_path: Path) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "a1.txt", LABELS_A, 40)
+    book = tmp_path / "scenarios.toml"
+    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert "\\n" not in res.stdout
+    lines = res.stdout.splitlines()
+    assert any("shards-entropy" in ln and "rebuilt" in ln for ln in lines)
+    assert any("input shards/train: +a2.txt; 40 -> 80 sentences" in ln for ln in lines)
+    assert any("shards-low-shift: rows" in ln for ln in lines)
