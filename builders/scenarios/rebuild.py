@@ -11,7 +11,9 @@ record, changelog and card go in with one swap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,26 @@ def recorded(out: Path, sc: Scenario, folder: str) -> dict[str, Any] | None:
     return rec.get("scenario") if isinstance(rec, dict) else None
 
 
+def key_of(parts: Mapping[str, Any]) -> str:
+    """A scenario's key: the sha256 of its parts (`regenerate.scenario_key`)."""
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def settle_models(record: dict[str, Any], ran: str | None = None) -> None:
+    """After a build, the runtime each model of the record's key ran (the build model's as its
+    provenance says; `auto.expected_backend` remembers the choice now), and the key again."""
+    from builders.shift.auto import expected_backend
+
+    models = record["parts"].get("models") or []
+    for i, m in enumerate(models):
+        if i == 0 and ran:
+            m["runtime"] = ran
+        elif m.get("runtime") is None and m.get("weights"):
+            m["runtime"] = expected_backend(m["name"], m["weights"], m.get("precision", "fp32"))
+    record["key"] = key_of(record["parts"])
+
+
 def _command(sc: Scenario) -> str:
     return f"builders regenerate --only {sc.name}"
 
@@ -59,6 +81,9 @@ def rebuild_splits(
     """Build the scenario's subsets, then write every folder with its changelog entry."""
     cfg = SplitConfig(source=sc.stored, **sc.params)
     results = build(store, cfg, None, progress=progress, on_stage=stage)
+    prov = results[0].provenance if results else None
+    settle_models(record, ((prov or {}).get("model") or {}).get("backend"))
+    rep.key = record["key"]
     logs = {}
     for res in results:
         moved = _moved(out, cfg.strategy, res)
@@ -151,6 +176,8 @@ def rebuild_fewnerd(
         f"builders fewnerd-splits --mode {p['mode']} --assignment {p['assignment']} "
         f"--seed {p['seed']} --source {sc.stored}"
     )
+    settle_models(record)
+    rep.key = record["key"]
     new = {**built.summary(), **({"familiarity": fam.to_dict()} if fam is not None else {})}
     changes = compare(fewnerd_metrics(read_json(folder / "summary.json")), fewnerd_metrics(new))
     rep.changes[folder.name] = changes

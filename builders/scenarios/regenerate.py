@@ -36,7 +36,7 @@ from builders.errors import BuildersError
 from builders.hub.outdir import OutLock
 from builders.labels import benchmarks, label_map, union_labels
 from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
-from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
+from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, read_label_map, resolve
 from builders.store import Store
@@ -69,16 +69,45 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         )
         sets = {s.name: s.labels for s in evalsets}
         parts["eval_labels"] = {name: list(labels) for name, labels in sets.items()}
+        parts["n_eval"] = len(union_labels(sets))
         stored = {s.name: s.sentences for s in evalsets if s.kind == "store" and s.sentences}
         if stored:  # a stored source evaluated against: its data, leakage or not
             fps = {src: dict((sp, fp) for _, sp, fp in store.fingerprints(src)) for src, _ in
                    stored.values()}  # fmt: skip
             parts["benchmark_sources"] = {n: fps[src].get(sp) for n, (src, sp) in stored.items()}
-        parts["n_eval"] = len(union_labels(sets))
         if sc.params.get("leakage") or sc.params.get("decontaminate"):
             parts["benchmark_fingerprints"] = _sentence_fingerprints(store, evalsets)
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest(), parts
+    models = _models(sc)
+    if models:
+        parts["models"] = [
+            model_part(m, sc.params["backend"], sc.params["precision"]) for m in models
+        ]
+    return key_of(parts), parts
+
+
+def _models(sc: Scenario) -> list[str]:
+    """The models a scenario embeds with: its model, then its check models."""
+    p = sc.params
+    if sc.kind == "fewnerd":
+        return [p["model"]] if p["familiarity"] else []
+    check = p.get("check_model")
+    return [p["model"], *([check] if isinstance(check, str) else list(check or []))]
+
+
+def model_part(model: str, backend: str, precision: str) -> dict[str, Any]:
+    """A model as a key sees it: its canonical name, its weights' hash (remembered by file
+    stamps, so hashed once), and the runtime that will embed with it (`--backend auto`
+    resolved as `auto.expected_backend` knows it; None until it has checked once)."""
+    from builders.shift.auto import expected_backend
+    from builders.shift.models import canonical_name, resolve_model, weights_fingerprint
+
+    name = canonical_name(model)
+    folder = Path(resolve_model(model).path_or_name)
+    weights = weights_fingerprint(folder) if folder.is_dir() else None
+    runtime = backend if backend != "auto" else None
+    if runtime is None and weights is not None:
+        runtime = expected_backend(name, weights, precision)
+    return {"name": name, "weights": weights, "runtime": runtime, "precision": precision}
 
 
 def _sentence_fingerprints(store: Store, evalsets: list[EvalSet]) -> dict[str, str | None]:
@@ -118,11 +147,29 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
     moved = sorted(n for n in set(was) | set(now) if was.get(n) != now.get(n))
     if moved:
         reasons.append(f"benchmark changed ({', '.join(moved)})")
+    reasons += _model_reasons(old.get("models"), new.get("models"))
     if old.get("toolkit_version") != new["toolkit_version"]:
         reasons.append(f"toolkit {old.get('toolkit_version')} -> {new['toolkit_version']}")
     if not reasons:
         reasons.append("forced" if force else "output missing or incomplete")
     return "; ".join(reasons)
+
+
+def _model_reasons(old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None) -> list[str]:
+    """Why a scenario's models make it rebuild: another model, weights or runtime."""
+    if old == new or new is None:
+        return []
+    if old is None:
+        return ["its models' weights and runtime not yet recorded"]
+    out = []
+    for a, b in zip(old, new, strict=False):
+        if a.get("name") != b.get("name"):
+            continue  # the `model` parameter changed: said with the parameters
+        if a.get("weights") != b.get("weights"):
+            out.append(f"model {b['name']} weights {a.get('weights')} -> {b.get('weights')}")
+        if a.get("runtime") != b.get("runtime"):
+            out.append(f"model {b['name']} runtime {a.get('runtime')} -> {b.get('runtime')}")
+    return out
 
 
 # ---------------------------------------------------------------------------- regenerate
@@ -432,13 +479,19 @@ def _one(
         t = taken[name]
         rep.notes += t.notes if isinstance(t, _Taken) else [str(t)]
     key, parts = scenario_key(store, sc)
-    rep.key = key
     olds = {f: recorded(out, sc, f) for f in rep.folders}
+    previous = next((o for o in olds.values() if o), None)
+    was = ((previous or {}).get("parts") or {}).get("models") or []
+    for m, w in zip(parts.get("models") or [], was, strict=False):
+        if m["runtime"] is None and (w.get("name"), w.get("weights")) == (m["name"], m["weights"]):
+            m["runtime"] = w.get("runtime")  # not checked on this machine yet: as it ran
+    key = key_of(parts)
+    rep.key = key
+    rep.models = parts.get("models") or []
     if not force and all(o is not None and o.get("key") == key for o in olds.values()):
         rep.status = "reused"
         rep.reason = "unchanged" + (f" ({mine.why})" if mine.why else "")
         return rep
-    previous = next((o for o in olds.values() if o), None)
     rep.reason = _why(previous.get("parts") if previous else None, parts, force)
     inputs = inputs_now(store, [sc.stored, *benches], taken)
     if previous is not None and "inputs" in previous:

@@ -23,6 +23,8 @@ class ScenarioReport:
     #: folder -> {"moved_in": {label: level before}, "moved_out": {label: level after}}
     moved: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: The models of the scenario's key: name, weights' hash, the runtime that embeds.
+    models: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

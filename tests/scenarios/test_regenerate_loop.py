@@ -311,3 +311,42 @@ def test_the_table_puts_each_line_of_a_change_on_its_own_row(tmp_path: Path) -> 
     assert any("shards-entropy" in ln and "rebuilt" in ln for ln in lines)
     assert any("input shards/train: +a2.txt; 40 -> 80 sentences" in ln for ln in lines)
     assert any("shards-low-shift: rows" in ln for ln in lines)
+
+
+def test_the_models_weights_and_runtime_are_reasons_to_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key holds each model's weights' hash and the runtime that embeds (`auto`
+    resolved); a change of either is named. The build records the runtime that ran."""
+    import builders.shift.auto as auto
+    import builders.shift.models as models
+    from builders.scenarios.regenerate import _why, scenario_key
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "a1.txt", LABELS_A, 40)
+    (tmp_path / "scenarios.toml").write_text(APPEND, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    [sc] = book.scenarios
+    assert sc.params["backend"] == "auto"
+    with Store(tmp_path / "s.duckdb") as store:
+        [built] = regenerate(store, book.scenarios, book.out)
+        [model] = built.models
+        assert model["name"] == "sentence-transformers/all-MiniLM-L6-v2"
+        assert model["runtime"] == "torch"  # LABELSHIFT_BACKEND=torch in the tests
+        record = build_json(book.out, "shards-low-shift", "entropy")
+        assert record["scenario"]["parts"]["models"] == [model]
+        assert record["provenance"]["model"]["backend"] == "torch"
+        assert record["provenance"]["model"]["cache_key"].endswith("|" + model["weights"])
+        _, before = scenario_key(store, sc)
+        monkeypatch.setattr(auto, "expected_backend", lambda *a: "openvino")
+        _, faster = scenario_key(store, sc)
+        assert _why(before, faster, False) == (
+            "model sentence-transformers/all-MiniLM-L6-v2 runtime torch -> openvino"
+        )
+        monkeypatch.setattr(models, "weights_fingerprint", lambda folder: "0123456789ab")
+        _, other = scenario_key(store, sc)
+        assert _why(faster, other, False) == (
+            f"model sentence-transformers/all-MiniLM-L6-v2 weights {model['weights']} "
+            "-> 0123456789ab"
+        )
