@@ -165,7 +165,9 @@ def commit_message(folder: str, log: list[Mapping[str, Any]]) -> str:
     lines += [f"input {x}" for x in describe_inputs(e.get("input") or {})]
     for config, metrics in (e.get("changes") or {}).items():
         moved = [
-            f"{m} {_v(a)} -> {_v(b)}" for m, (a, b) in metrics.items() if a != b and (m in HEADLINE)
+            f"{m} {_v(metrics[m][0])} -> {_v(metrics[m][1])}"
+            for m in HEADLINE
+            if m in metrics and metrics[m][0] != metrics[m][1]
         ]
         if moved:
             lines.append(f"{config}: " + ", ".join(moved))

@@ -223,9 +223,11 @@ def _selected(scenarios: list[Scenario], only: list[str] | None) -> list[Scenari
 def _run_id(store: Store, scenarios: list[Scenario], tag: str | None) -> dict[str, str]:
     """The run's changelog version and id. Deterministic: the same regeneration gives the same
     changelog and card bytes, and entries of one run (e.g. entropy and max into one folder)
-    merge by this id."""
+    merge by this id. It holds the scenarios as asked and the store's fingerprints, so two runs
+    with other parameters or data are two entries."""
     version = tag or f"untagged (toolkit {__version__})"
-    ident = json.dumps([version, sorted(s.name for s in scenarios), store.fingerprints()])
+    asked = sorted((s.name, s.to_dict()) for s in scenarios)  # its parameters too: a run
+    ident = json.dumps([version, asked, store.fingerprints()], default=str, sort_keys=True)
     return {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
 
 

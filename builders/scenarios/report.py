@@ -53,7 +53,12 @@ class ScenarioReport:
                 ]
                 parts.append(f"{folder}: {', '.join(head)}")
                 continue
-            diffs = [f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in metrics.items() if a != b]
+            moved_m = [m for m, (a, b) in metrics.items() if a != b]
+            per_bench = [m for m in moved_m if m.startswith("familiarity ")]
+            diffs = [f"{m} {_fmt(metrics[m][0])} -> {_fmt(metrics[m][1])}" for m in moved_m
+                     if m not in per_bench]  # fmt: skip
+            if per_bench:  # each benchmark's figure: in --json and the card's changelog
+                diffs.append(f"familiarity moved on {len(per_bench)} benchmark(s)")
             added, removed = self.labels_added.get(folder), self.labels_removed.get(folder)
             if added:
                 diffs.append("+" + ", +".join(added[:5]) + (" ..." if len(added) > 5 else ""))

@@ -350,3 +350,41 @@ def test_the_models_weights_and_runtime_are_reasons_to_rebuild(
             f"model sentence-transformers/all-MiniLM-L6-v2 weights {model['weights']} "
             "-> 0123456789ab"
         )
+
+
+def test_labels_moved_between_levels_are_named(tmp_path: Path) -> None:
+    """A rebuild's labels that left one level for another: `moved_in` (from where) in the
+    level that holds them now, `moved_out` (to where) in the level that held them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from builders.hub.cards import _changelog_view
+    from builders.scenarios.rebuild import _moved
+
+    before = {"low": ["person", "city"], "high": ["protein", "enzyme"]}
+    after = {"low": ["person", "protein"], "high": ["enzyme", "river"]}
+    for level, labels in before.items():
+        (tmp_path / f"c-{level}-shift" / "max").mkdir(parents=True)
+        table = pa.table({"label": [*labels, "x"], "selected": [True] * len(labels) + [False]})
+        pq.write_table(table, tmp_path / f"c-{level}-shift" / "max" / "scores.parquet")
+
+    class Sub:
+        def __init__(self, level: str) -> None:
+            self.level, self.name = level, f"c-{level}-shift"
+
+    class Res:
+        def __init__(self) -> None:
+            self.subsets = [Sub("low"), Sub("high")]
+
+        def selected(self, level: str) -> list[str]:
+            return after[level]
+
+    moved = _moved(tmp_path, "max", Res())
+    assert moved == {
+        "c-low-shift": {"moved_in": {"protein": "high"}, "moved_out": {}},
+        "c-high-shift": {"moved_in": {}, "moved_out": {"protein": "low"}},
+    }
+    [view] = _changelog_view(
+        [{"version": "v2", "changes": {}, "details": {"max": moved["c-low-shift"]}}]
+    )
+    assert view["labels"] == ["`max`: 1 label moved between levels: protein (from high)"]
