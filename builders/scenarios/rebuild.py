@@ -50,15 +50,19 @@ def key_of(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def settle_models(record: dict[str, Any], ran: str | None = None) -> None:
-    """After a build, the runtime each model of the record's key ran (the build model's as its
-    provenance says; `auto.expected_backend` remembers the choice now), and the key again."""
+def settle_models(record: dict[str, Any], ran: Mapping[str, Any] | None = None) -> None:
+    """After a build, each model of the record's key as it ran: the build model's runtime and
+    weights as its provenance says (`ran`: build.json's `provenance.model`; its cache key ends
+    in the weights' hash), the others' runtime as `auto.expected_backend` now remembers it;
+    then the key again."""
     from builders.shift.auto import expected_backend
 
     models = record["parts"].get("models") or []
     for i, m in enumerate(models):
         if i == 0 and ran:
-            m["runtime"] = ran
+            m["runtime"] = ran.get("backend") or m.get("runtime")
+            key = str(ran.get("cache_key") or "").split("|")
+            m["weights"] = m.get("weights") or (key[-1] if len(key) > 1 else None)
         elif m.get("runtime") is None and m.get("weights"):
             m["runtime"] = expected_backend(m["name"], m["weights"], m.get("precision", "fp32"))
     record["key"] = key_of(record["parts"])
@@ -82,7 +86,7 @@ def rebuild_splits(
     cfg = SplitConfig(source=sc.stored, **sc.params)
     results = build(store, cfg, None, progress=progress, on_stage=stage)
     prov = results[0].provenance if results else None
-    settle_models(record, ((prov or {}).get("model") or {}).get("backend"))
+    settle_models(record, (prov or {}).get("model"))
     rep.key = record["key"]
     logs = {}
     for res in results:

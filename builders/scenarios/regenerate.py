@@ -11,13 +11,15 @@ files added, removed or changed under `path` are read again and the split replac
 
 A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
 evaluation label sets, the fingerprints of the stored sources it evaluates against, those of
-the benchmarks' evaluation sentences (when leakage is measured) and the toolkit version. A
-scenario is rebuilt only when no folder records its key; otherwise nothing is loaded, embedded
-or written. The record also keeps the inputs it was built from (file names, fingerprints,
-sentences, mentions), so the next rebuild says what changed in them. A rebuild (`builders.scenarios.rebuild`) is compared with the
-previous build (rows, mentions, labels, Familiarity macro and per benchmark) and the
-comparison is prepended to the folder's `changelog.json` (`builders.hub.changelog`), which the
-dataset card shows.
+the benchmarks' evaluation sentences (when leakage is measured), each model's weights hash
+and the runtime that embeds with it, and the toolkit version. A scenario is rebuilt only when
+no folder records its key; otherwise no model is loaded and nothing is embedded or written.
+The record also keeps the inputs it was built from (file names, fingerprints, sentences,
+mentions), so the next rebuild says what changed in them. A rebuild
+(`builders.scenarios.rebuild`) is compared with the previous build (rows, mentions, labels,
+Familiarity macro and per benchmark, labels moved between levels) and the comparison is
+prepended to the folder's `changelog.json` (`builders.hub.changelog`), which the dataset card
+shows. `--publish` pushes the folders this run built or rebuilt.
 """
 
 from __future__ import annotations
@@ -102,8 +104,11 @@ def model_part(model: str, backend: str, precision: str) -> dict[str, Any]:
     from builders.shift.models import canonical_name, resolve_model, weights_fingerprint
 
     name = canonical_name(model)
-    folder = Path(resolve_model(model).path_or_name)
-    weights = weights_fingerprint(folder) if folder.is_dir() else None
+    try:
+        folder = Path(resolve_model(model).path_or_name)
+    except BuildersError:  # not on this machine: a scenario may still be reused (`_one`)
+        folder = None
+    weights = weights_fingerprint(folder) if folder is not None and folder.is_dir() else None
     runtime = backend if backend != "auto" else None
     if runtime is None and weights is not None:
         runtime = expected_backend(name, weights, precision)
@@ -485,6 +490,9 @@ def _one(
     previous = next((o for o in olds.values() if o), None)
     was = ((previous or {}).get("parts") or {}).get("models") or []
     for m, w in zip(parts.get("models") or [], was, strict=False):
+        if m["weights"] is None and w.get("name") == m["name"]:  # not here to hash: as built
+            m["weights"] = w.get("weights")
+            rep.notes.append(f"model {m['name']}: not found here; its weights taken as built")
         if m["runtime"] is None and (w.get("name"), w.get("weights")) == (m["name"], m["weights"]):
             m["runtime"] = w.get("runtime")  # not checked on this machine yet: as it ran
     key = key_of(parts)

@@ -338,6 +338,15 @@ def test_the_models_weights_and_runtime_are_reasons_to_rebuild(
         assert record["scenario"]["parts"]["models"] == [model]
         assert record["provenance"]["model"]["backend"] == "torch"
         assert record["provenance"]["model"]["cache_key"].endswith("|" + model["weights"])
+        with monkeypatch.context() as mp:  # a store whose model is not on this machine
+
+            def gone(name: str) -> None:
+                raise BuildersError(f"{name}: no such model here")
+
+            mp.setattr(models, "resolve_model", gone)
+            [again] = regenerate(store, book.scenarios, book.out)
+        assert again.status == "reused" and again.models == [model]
+        assert any("not found here; its weights taken as built" in n for n in again.notes)
         _, before = scenario_key(store, sc)
         monkeypatch.setattr(auto, "expected_backend", lambda *a: "openvino")
         _, faster = scenario_key(store, sc)
