@@ -199,7 +199,7 @@ def regenerate_cmd(
     print_table("Scenarios", ["scenario", "status", "folders", "changes"], rows)
     pushed = list({p["repo_id"]: p for r in reports for p in r.published}.values())
     if publish_org and not pushed:
-        click.echo("nothing to publish: no scenario was rebuilt")
+        click.echo(f"nothing to publish: {publish_org} has every build as it is here")
     for p in pushed:
         verb = "would push" if p.get("dry_run") else "pushed"
         click.echo(

@@ -205,8 +205,8 @@ def regenerate(
             reports.append(
                 _one(store, sc, out, force, taken, run=run, progress=progress, stage=stage)
             )
-    if publish_org:
-        _publish(picked, reports, out, publish_org, tag, publish_kwargs)
+        if publish_org:  # under the lock: it records what it pushed in `out`
+            _publish(picked, reports, out, publish_org, tag, publish_kwargs)
     return reports
 
 
@@ -378,6 +378,10 @@ def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict
 
 
 # ---------------------------------------------------------------------------- publish
+#: In `out`: per org, per folder, the keys of the scenarios whose builds were last pushed there.
+PUBLISHED = ".labelshift-published.json"
+
+
 def _publish(
     scenarios: list[Scenario],
     reports: list[ScenarioReport],
@@ -386,17 +390,32 @@ def _publish(
     tag: str | None,
     publish_kwargs: dict[str, Any] | None,
 ) -> None:
-    """Push the folders of every scenario rebuilt (or built) by this run that is published,
-    each folder once, one commit each with its newest changelog entry as the message, and
-    record each push on the reports of the scenarios writing that folder."""
+    """Push the folders this run built or rebuilt, and those rebuilt since their last push to
+    `publish_org` (a dry run, or a push that failed, pushed nothing), of the scenarios that
+    are published: each folder once, one commit each with its newest changelog entry as the
+    message. Each push is recorded on the reports of the scenarios writing that folder, and in
+    `out/.labelshift-published.json` (not for a dry run)."""
     from builders.hub.changelog import CHANGELOG, commit_message
-    from builders.hub.folder import read_json
-    from builders.hub.publish import plan_publishes, publish
+    from builders.hub.folder import read_json, write_json
+    from builders.hub.publish import PublishError, plan_publishes, publish
 
-    folders: list[str] = []
+    record = read_json(out / PUBLISHED) or {}
+    last = record.get(publish_org) or {}
+    keys: dict[str, dict[str, str | None]] = {}  # folder -> scenario -> key, as built now
     for sc, rep in zip(scenarios, reports, strict=True):
-        if rep.status in ("built", "rebuilt") and sc.publish:
-            folders += [f for f in rep.folders if f not in folders]
+        if rep.status != "skipped" and sc.publish:
+            for f in rep.folders:
+                keys.setdefault(f, {})[sc.name] = rep.key
+    folders = [
+        f
+        for f, now in keys.items()
+        if any(
+            rep.status in ("built", "rebuilt") and f in rep.folders
+            for rep in reports
+            if rep.name in now
+        )
+        or any((last.get(f) or {}).get(name) != key for name, key in now.items())
+    ]
     if not folders:
         return
     plans = plan_publishes([out / f for f in folders], publish_org)
@@ -404,7 +423,15 @@ def _publish(
         p.repo_id: commit_message(p.folder.name, read_json(p.folder / CHANGELOG) or [])
         for p in plans
     }
-    results = publish(plans, tag=tag, messages=messages, **(publish_kwargs or {}))
+    dry = bool((publish_kwargs or {}).get("dry_run"))
+    try:
+        results = publish(plans, tag=tag, messages=messages, **(publish_kwargs or {}))
+    except PublishError as exc:
+        if not dry:
+            _record_pushed(out, record, publish_org, exc.published, keys, write_json)
+        raise
+    if not dry:
+        _record_pushed(out, record, publish_org, [r.repo_id for r in results], keys, write_json)
     pushed = {}
     for plan, r in zip(plans, results, strict=False):
         paths = [f["path"] for f in plan.to_dict()["files"]]
@@ -413,6 +440,22 @@ def _publish(
         rep.published = [
             pushed[f"{publish_org}/{f}"] for f in rep.folders if f"{publish_org}/{f}" in pushed
         ]
+
+
+def _record_pushed(
+    out: Path,
+    record: dict[str, Any],
+    org: str,
+    repos: list[str],
+    keys: Mapping[str, Mapping[str, str | None]],
+    write: Callable[[Path, Any], None],
+) -> None:
+    """Note in `out/.labelshift-published.json` which builds of each pushed folder `org` has."""
+    mine = dict(record.get(org) or {})
+    for repo in repos:
+        folder = repo.split("/", 1)[1]
+        mine[folder] = {**(mine.get(folder) or {}), **keys.get(folder, {})}
+    write(out / PUBLISHED, {**record, org: mine})
 
 
 # ---------------------------------------------------------------------------- one scenario

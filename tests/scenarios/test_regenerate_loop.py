@@ -129,7 +129,11 @@ def changelog(out: Path, folder: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_regenerate_follows_new_data(tmp_path: Path) -> None:
+def test_regenerate_follows_new_data(
+    tmp_path: Path, hub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers import TOKEN
+
     part1, part2, part3 = gliner_shards(tmp_path)
     med = tmp_path / "med"
     med.mkdir()
@@ -197,8 +201,14 @@ def test_regenerate_follows_new_data(tmp_path: Path) -> None:
     ]
     assert len(changelog(out, "med-low-shift")) == 3
 
+    # everything published (to the fake Hub): 6 repos (the sample's two hold two configs)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    published = run(book, db, "--publish", "testorg", "--tag", "v1")
+    assert len({p["repo_id"] for r in published for p in r["published"]}) == 6
+    heads = {rid: repo.head for rid, repo in hub.repos.items()}
+
     # 3. the benchmark changed (its last test sentence dropped): the scenarios reading it or
-    # evaluating against it rebuild, and only their repos are published (dry run)
+    # evaluating against it rebuild, and only their repos are published (dry run, then real)
     test = movie / "engtest.bio"
     blocks = test.read_text(encoding="utf-8").strip("\n").split("\n\n")
     test.write_text("\n\n".join(blocks[:-1]) + "\n", encoding="utf-8")
@@ -229,6 +239,12 @@ def test_regenerate_follows_new_data(tmp_path: Path) -> None:
     low = next(p for p in reps["sample-max"]["published"] if p["repo_id"].endswith("low-shift"))
     assert low["dry_run"] and "max/build.json" in low["paths"]
     assert "movie/test: ~engtest.bio" in low["message"]
+    assert {rid: repo.head for rid, repo in hub.repos.items()} == heads  # a dry run
+    pushed_now = run(book, db, "--publish", "testorg", "--tag", "v2")
+    assert set(statuses(pushed_now).values()) == {"reused"}
+    assert {p["repo_id"] for r in pushed_now for p in r["published"]} == pushed
+    moved = {rid for rid, repo in hub.repos.items() if repo.head != heads[rid]}
+    assert moved == pushed and all(hub.repos[r].tags.get("v2") for r in moved)
 
 
 def test_shared_sources_must_agree() -> None:
@@ -397,3 +413,47 @@ def test_labels_moved_between_levels_are_named(tmp_path: Path) -> None:
         [{"version": "v2", "changes": {}, "details": {"max": moved["c-low-shift"]}}]
     )
     assert view["labels"] == ["`max`: 1 label moved between levels: protein (from high)"]
+
+
+def test_a_dry_run_then_the_push_of_what_was_rebuilt(
+    tmp_path: Path, hub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--publish ORG --dry-run` pushes nothing; the next `--publish ORG` pushes what was
+    rebuilt since its last push (not only in its own run), one commit per repo whose message
+    is the changelog entry; then nothing is left to push."""
+    from helpers import TOKEN
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "a1.txt", LABELS_A, 40)
+    book = tmp_path / "scenarios.toml"
+    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
+    dry = CliRunner().invoke(cli, [*args, "--json", "--publish", "org", "--tag", "v2", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    [rep] = json_result(dry.stdout)
+    assert rep["status"] == "rebuilt" and hub.calls == []
+    assert [p["repo_id"] for p in rep["published"]] == [
+        "org/shards-low-shift",
+        "org/shards-high-shift",
+    ]
+    real = CliRunner().invoke(cli, [*args, "--json", "--publish", "org", "--tag", "v2"])
+    assert real.exit_code == 0, real.output
+    [rep] = json_result(real.stdout)
+    assert rep["status"] == "reused"  # rebuilt by the dry run's regenerate, not pushed then
+    assert [p["repo_id"] for p in rep["published"]] == [
+        "org/shards-low-shift",
+        "org/shards-high-shift",
+    ]
+    low = hub.repos["org/shards-low-shift"]
+    assert low.tags == {"v2": low.head}
+    commit = low.commits[-1]
+    assert commit.summary == "Publish shards-low-shift v2"
+    assert "input shards/train: +a2.txt; 40 -> 80 sentences" in commit.description
+    again = CliRunner().invoke(cli, [*args, "--publish", "org"])
+    assert again.exit_code == 0, again.output
+    assert "nothing to publish: org has every build as it is here" in again.stdout
+    assert len(hub.repos["org/shards-low-shift"].commits) == len(low.commits)
