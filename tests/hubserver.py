@@ -58,6 +58,7 @@ class Commit:
     files: dict[str, bytes]  # the whole tree after this commit
     added: list[str]
     deleted: list[str]
+    description: str = ""
 
 
 @dataclass
@@ -170,7 +171,14 @@ class HubServer(ThreadingHTTPServer):
                 else:
                     raise ValueError(f"unsupported commit line {line['key']!r}")
             oid = _oid(repo.head, json.dumps(sorted(added)), json.dumps(sorted(deleted)))
-            commit = Commit(oid, header.get("summary", ""), files, added, deleted)
+            commit = Commit(
+                oid,
+                header.get("summary", ""),
+                files,
+                added,
+                deleted,
+                header.get("description", ""),
+            )
             repo.commits.append(commit)
             return commit
 

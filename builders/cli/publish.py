@@ -154,12 +154,16 @@ def regenerate_cmd(
 ) -> None:
     """Rebuild the published scenarios listed in scenarios.toml; reuse what has not changed.
 
-    A scenario is reused when its source fingerprints and parameters match the last build
-    (nothing is loaded or embedded); otherwise it is rebuilt and the change against the
-    previous build (rows, labels, Familiarity) is reported and added to the folder's
-    changelog. Scenarios whose input is absent are skipped (an error with --only).
+    Each scenario's input (`path`) is read again where it changed: with `ingest = "replace"`
+    (the default) files added, removed or changed replace what is stored, with `ingest =
+    "append"` new files are added. A scenario is reused when its source fingerprints and
+    parameters match the last build (nothing is loaded or embedded); otherwise it is rebuilt,
+    with every scenario that reads the same source or evaluates against it, and the change
+    (files, sentences, mentions; rows, labels moved, Familiarity) is reported and added to the
+    folder's changelog. Scenarios whose input is absent are skipped (an error with --only).
+    --publish ORG pushes what this run rebuilt, one commit per repo with its changelog entry.
 
-    Example: builders regenerate --only pilener-sample-entropy --json
+    Example: builders regenerate --publish my-org --tag v1.1 --dry-run
     """
     from builders.scenarios.book import load_scenarios
     from builders.scenarios.regenerate import regenerate
@@ -188,6 +192,23 @@ def regenerate_cmd(
     from builders.cli.common import print_table
 
     rows: list[list[Any]] = []
-    for r in reports:
-        rows.append([r.name, r.status, ", ".join(r.folders) or "", r.describe()])
+    for r in reports:  # a row per line of the change: a cell holds no line break
+        lines = r.lines() or [""]
+        rows.append([r.name, r.status, ", ".join(r.folders) or "", lines[0]])
+        rows += [["", "", "", line] for line in lines[1:]]
     print_table("Scenarios", ["scenario", "status", "folders", "changes"], rows)
+    pushed = list({p["repo_id"]: p for r in reports for p in r.published}.values())
+    if publish_org and not pushed:
+        click.echo(f"nothing to publish: {publish_org} has every build as it is here")
+    for p in pushed:
+        verb = "would push" if p.get("dry_run") else "pushed"
+        click.echo(
+            f"{verb} {p['repo_id']}: {p['files']} files"
+            + (f", tag {p['tag']}" if p.get("tag") else "")
+            + (f", commit {p['commit_oid']}" if p.get("commit_oid") else "")
+        )
+        for line in str(p.get("message", "")).splitlines():
+            click.echo(f"  | {line}" if line else "  |")
+        if p.get("dry_run"):
+            for f in p.get("paths") or []:
+                click.echo(f"  {f}")

@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from builders.defaults import LEVELS
+from builders.hub.changelog import describe_inputs
 from builders.hub.folder import SUBSET_FEATURES
 from builders.hub.templating import (
     card_header,
@@ -280,6 +281,16 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
                         f"`{config}`: {len(names):,} label{'s' if len(names) > 1 else ''} "
                         f"{verb}: {shown}" + (f" and {more:,} more" if more > 0 else "")
                     )
+            for key, verb in (("moved_in", "from"), ("moved_out", "to")):
+                pairs = sorted((d.get(key) or {}).items())
+                if pairs:
+                    shown = ", ".join(f"{cell(n)} ({verb} {lv})" for n, lv in pairs[:_MAX_LISTED])
+                    more = len(pairs) - _MAX_LISTED
+                    labels.append(
+                        f"`{config}`: {len(pairs):,} label{'s' if len(pairs) > 1 else ''} "
+                        f"moved between levels: {shown}"
+                        + (f" and {more:,} more" if more > 0 else "")
+                    )
         out.append(
             {
                 "version": str(entry["version"]),
@@ -287,6 +298,7 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
                 "rows": rows,
                 "compared": bool(entry.get("changes")),
                 "labels": labels,
+                "inputs": [cell(x) for x in describe_inputs(entry.get("input") or {})],
             }
         )
     return out

@@ -1,8 +1,12 @@
 """A folder's history: what changed between two builds, kept in `changelog.json`, newest first.
 
     [{"version": "v2 (toolkit 0.1.0)", "run": "3f2a...", "note": "...",
+      "input": {source: {split: {"files_added": [...], "files_removed": [...],
+                                 "files_changed": [...], "sentences": [before, after],
+                                 "mentions": [before, after]}}},
       "changes": {config: {metric: [before, after]}},
-      "details": {config: {"labels_added": [...], "labels_removed": [...]}}}, ...]
+      "details": {config: {"labels_added": [...], "labels_removed": [...],
+                           "moved_in": {label: level}, "moved_out": {label: level}}}}, ...]
 
 Metrics come from a subset's `build.json` (rows, mentions, labels) or a Few-NERD folder's
 `summary.json` (per part), and from their Familiarity report (union macro and per benchmark,
@@ -97,6 +101,83 @@ def has_changes(changes: Mapping[str, list[Any]], extra: Mapping[str, Any] | Non
     )
 
 
+def input_changes(
+    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """What changed in a build's inputs: source -> split -> files added, removed and changed
+    (by name and fingerprint), sentences and mentions [before, after]. `before` and `after`
+    are scenario records' `inputs` (source -> split -> {inputs, sentences, mentions}); only
+    the sources and splits that changed are listed (a split gone has after None)."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in sorted(set(before) | set(after)):
+        old, new = before.get(source) or {}, after.get(source) or {}
+        splits: dict[str, Any] = {}
+        for split in sorted(set(old) | set(new)):
+            a, b = old.get(split) or {}, new.get(split) or {}
+            fa = {i["input"]: i["fingerprint"] for i in a.get("inputs", [])}
+            fb = {i["input"]: i["fingerprint"] for i in b.get("inputs", [])}
+            if fa == fb and a.get("sentences") == b.get("sentences"):
+                continue
+            splits[split] = {
+                "files_added": [n for n in fb if n not in fa],
+                "files_removed": [n for n in fa if n not in fb],
+                "files_changed": [n for n in fb if n in fa and fa[n] != fb[n]],
+                "sentences": [a.get("sentences"), b.get("sentences")],
+                "mentions": [a.get("mentions"), b.get("mentions")],
+            }
+        if splits:
+            out[source] = splits
+    return out
+
+
+def describe_inputs(changes: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per changed split: `med/train: +part3.json; 500 -> 750 sentences, ...`."""
+    lines = []
+    for source, splits in changes.items():
+        for split, c in splits.items():
+            files = [f"+{n}" for n in c["files_added"]] + [f"-{n}" for n in c["files_removed"]]
+            files += [f"~{n}" for n in c["files_changed"]]
+            shown = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+            counts = [
+                f"{_n(c[k][0])} -> {_n(c[k][1])} {k}"
+                for k in ("sentences", "mentions")
+                if c[k][0] != c[k][1]
+            ]
+            lines.append(
+                f"{source}/{split}: " + "; ".join(x for x in (shown, ", ".join(counts)) if x)
+            )
+    return lines
+
+
+def _n(v: Any) -> str:
+    return "-" if v is None else f"{v:,}"
+
+
+def commit_message(folder: str, log: list[Mapping[str, Any]]) -> str:
+    """A push's commit message: the folder and its newest changelog entry (its version, note,
+    input changes and the headline metrics that moved), one line each."""
+    if not log:
+        return f"Publish {folder}"
+    e = log[0]
+    lines = [f"Publish {folder} {e.get('version', '')}".rstrip(), ""]
+    if e.get("note"):
+        lines.append(str(e["note"]))
+    lines += [f"input {x}" for x in describe_inputs(e.get("input") or {})]
+    for config, metrics in (e.get("changes") or {}).items():
+        moved = [
+            f"{m} {_v(metrics[m][0])} -> {_v(metrics[m][1])}"
+            for m in HEADLINE
+            if m in metrics and metrics[m][0] != metrics[m][1]
+        ]
+        if moved:
+            lines.append(f"{config}: " + ", ".join(moved))
+    return "\n".join(lines).rstrip()
+
+
+def _v(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else _n(v)
+
+
 def with_entry(
     log: list[dict[str, Any]],
     run: Mapping[str, str],
@@ -104,10 +185,12 @@ def with_entry(
     changes: dict[str, list[Any]],
     note: str,
     extra: dict[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The changelog with this run's entry first (merged if the run already has one).
 
-    Entries of one run (e.g. entropy and max into one folder) merge by `run["id"]`.
+    Entries of one run (e.g. entropy and max into one folder) merge by `run["id"]`;
+    `inputs` (`input_changes`) is what changed in the build's input.
     """
     log = [dict(e) for e in log]
     if log and log[0].get("run") == run["id"]:
@@ -116,6 +199,8 @@ def with_entry(
     else:
         entry = {"version": run["version"], "run": run["id"], "note": note, "changes": {}}
         log.insert(0, entry)
+    if inputs:
+        entry["input"] = {**entry.get("input", {}), **inputs}
     entry["changes"] = {**entry.get("changes", {}), config: changes}
     if extra:
         entry["details"] = {**entry.get("details", {}), config: extra}

@@ -31,7 +31,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from email.utils import parsedate_to_datetime
@@ -298,8 +298,12 @@ def publish(
     dry_run: bool = False,
     api: Any = None,
     message: str | None = None,
+    messages: Mapping[str, str] | None = None,
 ) -> list[PublishResult]:
     """Push each plan as one commit to its dataset repo (created if needed), then tag it.
+
+    The commit message is `messages[repo_id]` (regenerate: the folder's changelog entry),
+    else `message`, else `Publish FOLDER (labelshift-builders VERSION)`.
 
     Repos are pushed one after the other; if one fails, the ones before it stay published and
     the error (a `PublishError`) names both lists. A taken tag on any repo stops the push
@@ -322,7 +326,8 @@ def publish(
     results: list[PublishResult] = []
     for plan in plans:
         try:
-            results.append(_publish_one(api, plan, secret, private, tag, message))
+            text = (messages or {}).get(plan.repo_id, message)
+            results.append(_publish_one(api, plan, secret, private, tag, text))
         except _TagFailed as exc:
             results.append(exc.result)
             raise _tag_failed(plans, results, tag, exc.cause, secret) from None
@@ -413,14 +418,17 @@ def _publish_one(
         with_retries(call(api.update_repo_settings, rid, private=private, **kw), f"{rid}: settings")
     before = set(api.list_repo_files(rid, **kw))
     log.info("%s: committing %d files (%d bytes)", rid, len(plan.files), plan.total_bytes)
+    title, _, body = (
+        message or f"Publish {plan.folder.name} (labelshift-builders {__version__})"
+    ).partition("\n")
+    files = f"{len(plan.files)} files" + (f", tag {tag}" if tag else "")
     with staged(plan) as stage:
         info = api.upload_folder(
             repo_id=rid,
             folder_path=stage,
             delete_patterns="*",
-            commit_message=message
-            or f"Publish {plan.folder.name} (labelshift-builders {__version__})",
-            commit_description=f"{len(plan.files)} files" + (f", tag {tag}" if tag else ""),
+            commit_message=title,  # the first line; the rest is the commit's description
+            commit_description="\n\n".join(x for x in (body.strip(), files) if x),
             **kw,
         )
     after = set(api.list_repo_files(rid, revision=info.oid, **kw))

@@ -4,6 +4,12 @@
     [[scenario]]                    name, source, strategy, levels (kind = "splits", default)
     [[scenario]]                    name, kind = "fewnerd", mode = "intra" | "inter"
 
+A scenario owns its input (`source`, `path`, `options`, `ingest_label_map`, stored as
+`store_as`): `ingest` says how new input is taken, `replace` (the default: `path` names the
+whole input, so files added, removed or changed are read again) or `append` (new files are
+added to what is stored; a changed one is refused). Scenarios that store their input under
+one name must agree on all of these, else the file is refused before anything is read.
+
 A scenario's parameters are its keys, each taken from the scenario, else `[defaults]`, else
 the built-in default below; an unknown key is an error. `builders.scenarios.regenerate` rebuilds them.
 """
@@ -19,6 +25,7 @@ from typing import Any
 
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION, SEED, K
 from builders.errors import BuildersError
+from builders.names import check_name
 from builders.splits.config import SplitConfig
 
 KINDS = ("splits", "fewnerd")
@@ -42,9 +49,13 @@ FEWNERD_KEYS = {
     "precision": DEFAULT_PRECISION,
 }
 COMMON_KEYS = {
-    "name", "kind", "source", "path", "store_as", "options", "ingest_label_map", "description",
-    "publish",
+    "name", "kind", "source", "path", "store_as", "options", "ingest_label_map", "ingest",
+    "description", "publish",
 }  # fmt: skip
+#: How a scenario takes new input (`ingest`): its `path` is the whole input, or is added to.
+INGEST_MODES = ("replace", "append")
+#: The keys that say how a scenario's input is read: scenarios storing one source share them.
+INPUT_KEYS = ("source", "path", "options", "ingest_label_map", "ingest")
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,8 @@ class Scenario:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: The ingest's `--label-map` (a path): raw tags of the source -> labels.
     ingest_label_map: str | None = None
+    #: How new input is taken: `replace` (the input is `path`, whole) or `append`.
+    ingest: str = "replace"
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     publish: bool = True
@@ -67,6 +80,11 @@ class Scenario:
         if self.kind not in KINDS:
             raise BuildersError(
                 f"scenario {self.name!r}: unknown kind {self.kind!r}. Valid: {', '.join(KINDS)}"
+            )
+        if self.ingest not in INGEST_MODES:
+            raise BuildersError(
+                f"scenario {self.name!r}: unknown ingest {self.ingest!r}. "
+                f"Valid: {', '.join(INGEST_MODES)}"
             )
         if self.kind == "fewnerd" and self.params.get("mode") not in ("intra", "inter"):
             raise BuildersError(
@@ -150,6 +168,7 @@ def parse_scenarios(
                 store_as=raw.get("store_as"),
                 options=dict(raw.get("options", {})),
                 ingest_label_map=_relative_path(raw.get("ingest_label_map"), base),
+                ingest=raw.get("ingest", defaults.get("ingest", "replace")),
                 params=params,
                 description=raw.get("description", ""),
                 publish=bool(raw.get("publish", True)),
@@ -157,11 +176,36 @@ def parse_scenarios(
         )
         if not scenarios[-1].source:
             raise BuildersError(f"{origin}: scenario {name!r} has no source")
+        check_name(
+            scenarios[-1].stored, f"{origin}: scenario {name!r}: source name", "set `store_as`"
+        )
     names = [s.name for s in scenarios]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise BuildersError(f"{origin}: scenario name {dup[0]!r} is used twice")
+    _check_shared_inputs(scenarios, origin)
     return ScenarioBook(scenarios, out, None)
+
+
+def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:
+    """Scenarios that store their input under one name read it the same way.
+
+    Raises:
+        BuildersError: naming the two scenarios, the key they disagree on and the fix.
+    """
+    first: dict[str, Scenario] = {}
+    for sc in scenarios:
+        other = first.setdefault(sc.stored, sc)
+        for key in INPUT_KEYS if other is not sc else ():
+            a, b = getattr(other, key), getattr(sc, key)
+            if (dict(a) if isinstance(a, Mapping) else a) != (
+                dict(b) if isinstance(b, Mapping) else b
+            ):
+                raise BuildersError(
+                    f"{origin}: scenarios {other.name!r} and {sc.name!r} both store their input "
+                    f"as {sc.stored!r} but disagree on `{key}` ({a!r} and {b!r}): give them the "
+                    f"same `{key}`, or store one apart with `store_as`"
+                )
 
 
 def _relative(entry: str, base: Path) -> str:

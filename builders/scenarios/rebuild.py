@@ -11,7 +11,9 @@ record, changelog and card go in with one swap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,30 @@ def recorded(out: Path, sc: Scenario, folder: str) -> dict[str, Any] | None:
     return rec.get("scenario") if isinstance(rec, dict) else None
 
 
+def key_of(parts: Mapping[str, Any]) -> str:
+    """A scenario's key: the sha256 of its parts (`regenerate.scenario_key`)."""
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def settle_models(record: dict[str, Any], ran: Mapping[str, Any] | None = None) -> None:
+    """After a build, each model of the record's key as it ran: the build model's runtime and
+    weights as its provenance says (`ran`: build.json's `provenance.model`; its cache key ends
+    in the weights' hash), the others' runtime as `auto.expected_backend` now remembers it;
+    then the key again."""
+    from builders.shift.auto import expected_backend
+
+    models = record["parts"].get("models") or []
+    for i, m in enumerate(models):
+        if i == 0 and ran:
+            m["runtime"] = ran.get("backend") or m.get("runtime")
+            key = str(ran.get("cache_key") or "").split("|")
+            m["weights"] = m.get("weights") or (key[-1] if len(key) > 1 else None)
+        elif m.get("runtime") is None and m.get("weights"):
+            m["runtime"] = expected_backend(m["name"], m["weights"], m.get("precision", "fp32"))
+    record["key"] = key_of(record["parts"])
+
+
 def _command(sc: Scenario) -> str:
     return f"builders regenerate --only {sc.name}"
 
@@ -59,8 +85,12 @@ def rebuild_splits(
     """Build the scenario's subsets, then write every folder with its changelog entry."""
     cfg = SplitConfig(source=sc.stored, **sc.params)
     results = build(store, cfg, None, progress=progress, on_stage=stage)
+    prov = results[0].provenance if results else None
+    settle_models(record, (prov or {}).get("model"))
+    rep.key = record["key"]
     logs = {}
     for res in results:
+        moved = _moved(out, cfg.strategy, res)
         for sub in res.subsets:
             folder = out / sub.name
             new = build_record(res, sub)
@@ -71,12 +101,15 @@ def rebuild_splits(
                 after = res.selected(sub.level)
                 rep.labels_added[sub.name] = sorted(set(after) - set(before))
                 rep.labels_removed[sub.name] = sorted(set(before) - set(after))
-            extra = {
+            extra: dict[str, Any] = {
                 "labels_added": rep.labels_added.get(sub.name, []),
                 "labels_removed": rep.labels_removed.get(sub.name, []),
             }
-            if not has_changes(changes, extra):  # the folder keeps its changelog as it is
-                continue
+            if moved.get(sub.name):
+                rep.moved[sub.name] = moved[sub.name]
+                extra |= moved[sub.name]
+            if not has_changes(changes, extra) and not rep.inputs:
+                continue  # the folder keeps its changelog as it is
             logs[sub.name] = with_entry(
                 read_json(folder / CHANGELOG) or [],
                 run,
@@ -84,8 +117,33 @@ def rebuild_splits(
                 changes,
                 note=f"{sc.name}: {rep.reason}",
                 extra=extra,
+                inputs=rep.inputs,
             )
     write_results(out, results, command=_command(sc), scenario=record, changelogs=logs)
+
+
+def _moved(out: Path, strategy: str, res: Any) -> dict[str, dict[str, dict[str, str]]]:
+    """Per level folder, the labels that moved between the levels of one build: `moved_in`
+    (label -> the level that held it before) and `moved_out` (label -> the level holding it
+    now). Labels that enter or leave every level are `labels_added` / `labels_removed`."""
+    subs = list(res.subsets)
+    before = {s.level: selected_labels(out / s.name, strategy) for s in subs}
+    if all(v is None for v in before.values()):
+        return {}
+    after = {s.level: set(res.selected(s.level)) for s in subs}
+    was = {lab: lv for lv, labs in before.items() for lab in labs or []}
+    now = {lab: lv for lv, labs in after.items() for lab in labs}
+    out_: dict[str, dict[str, dict[str, str]]] = {}
+    for s in subs:
+        inn = {lab: was[lab] for lab in sorted(after[s.level]) if was.get(lab, s.level) != s.level}
+        gone = {
+            lab: now[lab]
+            for lab in sorted(before[s.level] or [])
+            if now.get(lab, s.level) != s.level
+        }
+        if inn or gone:
+            out_[s.name] = {"moved_in": inn, "moved_out": gone}
+    return out_
 
 
 def rebuild_fewnerd(
@@ -122,12 +180,16 @@ def rebuild_fewnerd(
         f"builders fewnerd-splits --mode {p['mode']} --assignment {p['assignment']} "
         f"--seed {p['seed']} --source {sc.stored}"
     )
+    settle_models(record)
+    rep.key = record["key"]
     new = {**built.summary(), **({"familiarity": fam.to_dict()} if fam is not None else {})}
     changes = compare(fewnerd_metrics(read_json(folder / "summary.json")), fewnerd_metrics(new))
     rep.changes[folder.name] = changes
     log = read_json(folder / CHANGELOG) or []
-    if has_changes(changes):
-        log = with_entry(log, run, p["mode"], changes, f"{sc.name}: {rep.reason}")
+    if has_changes(changes) or rep.inputs:
+        log = with_entry(
+            log, run, p["mode"], changes, f"{sc.name}: {rep.reason}", inputs=rep.inputs
+        )
     extra: dict[str, Any] = {SCENARIO_FILE: {"scenario": record}}
     if log:
         extra[CHANGELOG] = log

@@ -3,21 +3,32 @@
     book = load_scenarios("scenarios.toml")          (parsing: `builders.scenarios.book`)
     regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
 
+A scenario owns its input: `regenerate` first reads the input of every scenario it runs, and of
+every scenario whose stored source one of them evaluates against (`benchmarks = "med:test"`),
+once per stored source: unchanged input is a no-op; with `ingest = "replace"` (the default)
+files added, removed or changed under `path` are read again and the split replaced, with
+`ingest = "append"` new files are added. A stored source no scenario names is never touched.
+
 A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
-evaluation label sets, the fingerprints of the benchmarks' evaluation sentences (when leakage
-is measured) and the toolkit version. `regenerate` ingests each source (a no-op when
-unchanged) and rebuilds a scenario only when no folder records its key; otherwise nothing is
-loaded, embedded or written. A rebuild (`builders.scenarios.rebuild`) is compared with the
-previous build (rows, mentions, labels, Familiarity macro and per benchmark) and the
-comparison is prepended to the folder's `changelog.json` (`builders.hub.changelog`), which the
-dataset card shows.
+evaluation label sets, the fingerprints of the stored sources it evaluates against, those of
+the benchmarks' evaluation sentences (when leakage is measured), each model's weights hash
+and the runtime that embeds with it, and the toolkit version. A scenario is rebuilt only when
+no folder records its key; otherwise no model is loaded and nothing is embedded or written.
+The record also keeps the inputs it was built from (file names, fingerprints, sentences,
+mentions), so the next rebuild says what changed in them. A rebuild
+(`builders.scenarios.rebuild`) is compared with the previous build (rows, mentions, labels,
+Familiarity macro and per benchmark, labels moved between levels) and the comparison is
+prepended to the folder's `changelog.json` (`builders.hub.changelog`), which the dataset card
+shows. `--publish` pushes the folders this run built or rebuilt.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +36,9 @@ from builders import __version__
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError
 from builders.hub.outdir import OutLock
-from builders.labels import label_map, union_labels
-from builders.scenarios.book import Scenario
-from builders.scenarios.rebuild import rebuild_fewnerd, rebuild_splits, recorded
+from builders.labels import benchmarks, label_map, union_labels
+from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
+from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, read_label_map, resolve
 from builders.store import Store
@@ -61,10 +72,47 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         sets = {s.name: s.labels for s in evalsets}
         parts["eval_labels"] = {name: list(labels) for name, labels in sets.items()}
         parts["n_eval"] = len(union_labels(sets))
+        stored = {s.name: s.sentences for s in evalsets if s.kind == "store" and s.sentences}
+        if stored:  # a stored source evaluated against: its data, leakage or not
+            fps = {src: dict((sp, fp) for _, sp, fp in store.fingerprints(src)) for src, _ in
+                   stored.values()}  # fmt: skip
+            parts["benchmark_sources"] = {n: fps[src].get(sp) for n, (src, sp) in stored.items()}
         if sc.params.get("leakage") or sc.params.get("decontaminate"):
             parts["benchmark_fingerprints"] = _sentence_fingerprints(store, evalsets)
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest(), parts
+    models = _models(sc)
+    if models:
+        parts["models"] = [
+            model_part(m, sc.params["backend"], sc.params["precision"]) for m in models
+        ]
+    return key_of(parts), parts
+
+
+def _models(sc: Scenario) -> list[str]:
+    """The models a scenario embeds with: its model, then its check models."""
+    p = sc.params
+    if sc.kind == "fewnerd":
+        return [p["model"]] if p["familiarity"] else []
+    check = p.get("check_model")
+    return [p["model"], *([check] if isinstance(check, str) else list(check or []))]
+
+
+def model_part(model: str, backend: str, precision: str) -> dict[str, Any]:
+    """A model as a key sees it: its canonical name, its weights' hash (remembered by file
+    stamps, so hashed once), and the runtime that will embed with it (`--backend auto`
+    resolved as `auto.expected_backend` knows it; None until it has checked once)."""
+    from builders.shift.auto import expected_backend
+    from builders.shift.models import canonical_name, resolve_model, weights_fingerprint
+
+    name = canonical_name(model)
+    try:
+        folder = Path(resolve_model(model).path_or_name)
+    except BuildersError:  # not on this machine: a scenario may still be reused (`_one`)
+        folder = None
+    weights = weights_fingerprint(folder) if folder is not None and folder.is_dir() else None
+    runtime = backend if backend != "auto" else None
+    if runtime is None and weights is not None:
+        runtime = expected_backend(name, weights, precision)
+    return {"name": name, "weights": weights, "runtime": runtime, "precision": precision}
 
 
 def _sentence_fingerprints(store: Store, evalsets: list[EvalSet]) -> dict[str, str | None]:
@@ -100,11 +148,33 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
         reasons.append("benchmark label sets changed")
     if old.get("benchmark_fingerprints") != new.get("benchmark_fingerprints"):
         reasons.append("benchmark sentences changed")
+    was, now = old.get("benchmark_sources") or {}, new.get("benchmark_sources") or {}
+    moved = sorted(n for n in set(was) | set(now) if was.get(n) != now.get(n))
+    if moved:
+        reasons.append(f"benchmark changed ({', '.join(moved)})")
+    reasons += _model_reasons(old.get("models"), new.get("models"))
     if old.get("toolkit_version") != new["toolkit_version"]:
         reasons.append(f"toolkit {old.get('toolkit_version')} -> {new['toolkit_version']}")
     if not reasons:
         reasons.append("forced" if force else "output missing or incomplete")
     return "; ".join(reasons)
+
+
+def _model_reasons(old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None) -> list[str]:
+    """Why a scenario's models make it rebuild: another model, weights or runtime."""
+    if old == new or new is None:
+        return []
+    if old is None:
+        return ["its models' weights and runtime not yet recorded"]
+    out = []
+    for a, b in zip(old, new, strict=False):
+        if a.get("name") != b.get("name"):
+            continue  # the `model` parameter changed: said with the parameters
+        if a.get("weights") != b.get("weights"):
+            out.append(f"model {b['name']} weights {a.get('weights')} -> {b.get('weights')}")
+        if a.get("runtime") != b.get("runtime"):
+            out.append(f"model {b['name']} runtime {a.get('runtime')} -> {b.get('runtime')}")
+    return out
 
 
 # ---------------------------------------------------------------------------- regenerate
@@ -121,29 +191,22 @@ def regenerate(
     on_stage: Callable[[str], None] | None = None,
     publish_kwargs: dict[str, Any] | None = None,
 ) -> list[ScenarioReport]:
-    """Rebuild what changed, reuse the rest, report per scenario; then push if asked."""
+    """Read the scenarios' inputs again where they changed, rebuild the scenarios whose key
+    changed, reuse the rest, report per scenario; then push what was rebuilt if asked."""
     out = Path(out)
     stage = on_stage or (lambda s: None)
-    scenarios = _selected(scenarios, only)
-    run = _run_id(store, scenarios, tag)
+    picked = _selected(scenarios, only)
     reports = []
     with OutLock(out, "builders regenerate"):
-        for sc in scenarios:
+        taken = _take_inputs(store, scenarios, picked, explicit=bool(only), stage=stage)
+        run = _run_id(store, picked, tag)
+        for sc in picked:
             stage(f"scenario {sc.name}")
             reports.append(
-                _one(
-                    store,
-                    sc,
-                    out,
-                    force,
-                    explicit=bool(only),
-                    run=run,
-                    progress=progress,
-                    stage=stage,
-                )
+                _one(store, sc, out, force, taken, run=run, progress=progress, stage=stage)
             )
-    if publish_org:
-        _publish(scenarios, reports, out, publish_org, tag, publish_kwargs)
+        if publish_org:  # under the lock: it records what it pushed in `out`
+            _publish(picked, reports, out, publish_org, tag, publish_kwargs)
     return reports
 
 
@@ -165,10 +228,158 @@ def _selected(scenarios: list[Scenario], only: list[str] | None) -> list[Scenari
 def _run_id(store: Store, scenarios: list[Scenario], tag: str | None) -> dict[str, str]:
     """The run's changelog version and id. Deterministic: the same regeneration gives the same
     changelog and card bytes, and entries of one run (e.g. entropy and max into one folder)
-    merge by this id."""
+    merge by this id. It holds the scenarios as asked and the store's fingerprints, so two runs
+    with other parameters or data are two entries."""
     version = tag or f"untagged (toolkit {__version__})"
-    ident = json.dumps([version, sorted(s.name for s in scenarios), store.fingerprints()])
+    asked = sorted((s.name, s.to_dict()) for s in scenarios)  # its parameters too: a run
+    ident = json.dumps([version, asked, store.fingerprints()], default=str, sort_keys=True)
     return {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
+
+
+# ---------------------------------------------------------------------------- inputs
+@dataclass
+class _Taken:
+    """What reading one stored source's input did: `status` ingested | appended | unchanged |
+    stored (the store's copy, its input not at hand) | unavailable; `why` says why not read."""
+
+    status: str
+    why: str = ""
+    notes: list[str] = field(default_factory=list)
+    base: Path | None = None  # the input's folder: file names are given relative to it
+
+
+def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
+    """The stored sources among `owned` that a scenario evaluates against (`med`,
+    `med:test`, `NAME=med:test`); a packaged benchmark's name wins, as in `resolve`."""
+    if sc.kind != "splits":
+        return []
+    packaged = benchmarks()
+    found = []
+    for item in sc.params["benchmarks"]:
+        entry = item.partition("=")[2] if "=" in item else item
+        src = entry.strip().partition(":")[0]
+        if src in owned and src not in packaged and not entry.startswith("file:"):
+            found.append(src)
+    return list(dict.fromkeys(found))
+
+
+def _take_inputs(
+    store: Store,
+    book: list[Scenario],
+    picked: list[Scenario],
+    *,
+    explicit: bool,
+    stage: Callable[[str], None],
+) -> dict[str, _Taken | _Unavailable]:
+    """Read the input of each stored source the picked scenarios build from or evaluate
+    against, once, as its first scenario in the book says (they all agree: `book` checked
+    it). Sources no scenario names are not touched."""
+    owners: dict[str, Scenario] = {}
+    for sc in book:
+        owners.setdefault(sc.stored, sc)
+    needed = [sc.stored for sc in picked]
+    for sc in picked:
+        needed += benchmark_sources(sc, owners)
+    taken: dict[str, _Taken | _Unavailable] = {}
+    for name in dict.fromkeys(needed):
+        owner = owners[name]
+        try:
+            where, why = _available(store, owner)
+        except _Unavailable as exc:
+            if explicit and any(sc.stored == name for sc in picked):
+                raise
+            taken[name] = exc
+            continue
+        stage(f"input of {name}")
+        taken[name] = _take(store, owner, where, why)
+    return taken
+
+
+def _take(store: Store, sc: Scenario, where: str | Path | None, why: str) -> _Taken:
+    """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged)."""
+    from builders.store.ingest import ingest, plan_ingest
+    from builders.store.writer import unit_key
+
+    mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
+    base = Path(where) if isinstance(where, Path) else None
+    base = base if base is None or base.is_dir() else base.parent
+    if where is None and store.has_source(sc.stored):
+        _check_stored_map(store, sc, mapping)
+        return _Taken("stored", why, base=base)
+    fixes = {
+        "replace": f'`ingest = "replace"` in scenario {sc.name!r}',
+        "append": f'`ingest = "append"` in scenario {sc.name!r}',
+        "name": f"`store_as` in scenario {sc.name!r}",
+    }
+    res = ingest(
+        store,
+        sc.source,
+        where,
+        name=sc.stored,
+        options=dict(sc.options),
+        label_map=mapping,
+        exact=sc.ingest == "replace",
+        append=sc.ingest == "append",
+        fixes=fixes,
+    )
+    taken = _Taken(res.status, why, base=base)
+    taken.notes += [n for n in res.notes if "no longer in the input" in n]
+    if sc.ingest == "append" and where is not None:  # stored inputs no longer there: kept
+        _, plan = plan_ingest(sc.source, where, options=dict(sc.options), label_map=mapping)
+        now = {unit_key(u) for units in plan.units.values() for u in units}
+        for split, stored in sorted(store.stored_splits(sc.stored).items()):
+            gone = [i["input"] for i in stored.inputs if i["input"] not in now]
+            if gone:
+                names = ", ".join(input_name(g, base) for g in gone)
+                taken.notes.append(
+                    f"{sc.stored}/{split}: {len(gone):,} input(s) no longer under `path` "
+                    f'kept in the store ({names}): `ingest = "append"` keeps what it read; '
+                    f'set `ingest = "replace"` in scenario {sc.name!r} to drop them'
+                )
+    return taken
+
+
+def input_name(key: str, base: Path | None) -> str:
+    """How a changelog names an input: its path under the scenario's `path`, else its file
+    name, else (a Hub dataset split) as stored. No absolute path goes into a card."""
+    p = Path(key)
+    if base is not None:
+        try:
+            return p.relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return p.name if p.is_absolute() else key
+
+
+def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict[str, Any]:
+    """What each stored source holds now, per split: its inputs (name, fingerprint,
+    sentences), sentences and mentions: kept in the scenario's record, so that the next
+    rebuild can say what changed (`hub.changelog.input_changes`)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        t = taken.get(name)
+        base = t.base if isinstance(t, _Taken) else None
+        out[name] = {
+            split: {
+                "inputs": [
+                    {
+                        "input": input_name(i["input"], base),
+                        "fingerprint": i["fingerprint"],
+                        "sentences": i["sentences"],
+                    }
+                    for i in s.inputs
+                ],
+                "sentences": s.sentences,
+                "mentions": s.mentions,
+            }
+            for split, s in sorted(store.stored_splits(name).items())
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------- publish
+#: In `out`: per org, per folder, the keys of the scenarios whose builds were last pushed there.
+PUBLISHED = ".labelshift-published.json"
 
 
 def _publish(
@@ -179,22 +390,75 @@ def _publish(
     tag: str | None,
     publish_kwargs: dict[str, Any] | None,
 ) -> None:
-    """Push the folders of every scenario that was not skipped and is published (each folder
-    once), and record each push's result on the reports of the scenarios writing that folder."""
-    from builders.hub.publish import plan_publishes, publish
+    """Push the folders this run built or rebuilt, and those rebuilt since their last push to
+    `publish_org` (a dry run, or a push that failed, pushed nothing), of the scenarios that
+    are published: each folder once, one commit each with its newest changelog entry as the
+    message. Each push is recorded on the reports of the scenarios writing that folder, and in
+    `out/.labelshift-published.json` (not for a dry run)."""
+    from builders.hub.changelog import CHANGELOG, commit_message
+    from builders.hub.folder import read_json, write_json
+    from builders.hub.publish import PublishError, plan_publishes, publish
 
-    folders: list[str] = []
+    record = read_json(out / PUBLISHED) or {}
+    last = record.get(publish_org) or {}
+    keys: dict[str, dict[str, str | None]] = {}  # folder -> scenario -> key, as built now
     for sc, rep in zip(scenarios, reports, strict=True):
         if rep.status != "skipped" and sc.publish:
-            folders += [f for f in rep.folders if f not in folders]
+            for f in rep.folders:
+                keys.setdefault(f, {})[sc.name] = rep.key
+    folders = [
+        f
+        for f, now in keys.items()
+        if any(
+            rep.status in ("built", "rebuilt") and f in rep.folders
+            for rep in reports
+            if rep.name in now
+        )
+        or any((last.get(f) or {}).get(name) != key for name, key in now.items())
+    ]
+    if not folders:
+        return
     plans = plan_publishes([out / f for f in folders], publish_org)
-    results = {r.repo_id: r.to_dict() for r in publish(plans, tag=tag, **(publish_kwargs or {}))}
+    messages = {
+        p.repo_id: commit_message(p.folder.name, read_json(p.folder / CHANGELOG) or [])
+        for p in plans
+    }
+    dry = bool((publish_kwargs or {}).get("dry_run"))
+    try:
+        results = publish(plans, tag=tag, messages=messages, **(publish_kwargs or {}))
+    except PublishError as exc:
+        if not dry:
+            _record_pushed(out, record, publish_org, exc.published, keys, write_json)
+        raise
+    if not dry:
+        _record_pushed(out, record, publish_org, [r.repo_id for r in results], keys, write_json)
+    pushed = {}
+    for plan, r in zip(plans, results, strict=False):
+        paths = [f["path"] for f in plan.to_dict()["files"]]
+        pushed[r.repo_id] = {**r.to_dict(), "paths": paths, "message": messages[r.repo_id]}
     for rep in reports:
         rep.published = [
-            results[f"{publish_org}/{f}"] for f in rep.folders if f"{publish_org}/{f}" in results
+            pushed[f"{publish_org}/{f}"] for f in rep.folders if f"{publish_org}/{f}" in pushed
         ]
 
 
+def _record_pushed(
+    out: Path,
+    record: dict[str, Any],
+    org: str,
+    repos: list[str],
+    keys: Mapping[str, Mapping[str, str | None]],
+    write: Callable[[Path, Any], None],
+) -> None:
+    """Note in `out/.labelshift-published.json` which builds of each pushed folder `org` has."""
+    mine = dict(record.get(org) or {})
+    for repo in repos:
+        folder = repo.split("/", 1)[1]
+        mine[folder] = {**(mine.get(folder) or {}), **keys.get(folder, {})}
+    write(out / PUBLISHED, {**record, org: mine})
+
+
+# ---------------------------------------------------------------------------- one scenario
 def _available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
     """Where to ingest from (None: use the stored copy), or raise with why it is unavailable."""
     from builders.sources import get_source, is_hub_id
@@ -215,8 +479,7 @@ def _available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
         return None, f"{where}; using the copy already in the store"
     raise _Unavailable(
         f"source {sc.source!r} of scenario {sc.name!r} is not available: {where}. "
-        f"Give its files with `path = ...` in the scenarios file, set LABELSHIFT_DATA, "
-        f"or ingest it first (`builders ingest {sc.source} --path ...`)"
+        f"Give its files with `path = ...` in the scenarios file, or set LABELSHIFT_DATA"
     )
 
 
@@ -237,9 +500,8 @@ def _check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None
             raise BuildersError(
                 f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
                 f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
-                "input is not at hand to read again: give its files with `path = ...`, or "
-                f"ingest it again (`builders ingest {sc.source} --path ... --name {sc.stored} "
-                f"--label-map {sc.ingest_label_map or 'FILE'} --replace`)"
+                "input is not at hand to read again: give its files with `path = ...` in the "
+                "scenario, or set its `ingest_label_map` to the map it was read with"
             )
 
 
@@ -248,44 +510,66 @@ def _one(
     sc: Scenario,
     out: Path,
     force: bool,
+    taken: Mapping[str, _Taken | _Unavailable],
     *,
-    explicit: bool,
     run: dict[str, str],
     progress: bool,
     stage: Callable[[str], None],
 ) -> ScenarioReport:
-    from builders.store.ingest import ingest
+    from builders.hub.changelog import input_changes
 
     rep = ScenarioReport(sc.name, "skipped", folders=sc.folders())
-    try:
-        where, note = _available(store, sc)
-    except _Unavailable as exc:
-        if explicit:
-            raise
-        rep.reason = str(exc)
+    mine = taken[sc.stored]
+    if isinstance(mine, _Unavailable):
+        rep.reason = str(mine)
         return rep
-    mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
-    if where is not None or not store.has_source(sc.stored):
-        res = ingest(
-            store, sc.source, where, name=sc.stored, options=dict(sc.options), label_map=mapping
-        )
-        rep.ingest = res.status
-    else:
-        _check_stored_map(store, sc, mapping)
-        rep.ingest = "stored"
+    rep.ingest = mine.status
+    benches = benchmark_sources(sc, taken)
+    for name in [sc.stored, *benches]:
+        t = taken[name]
+        rep.notes += t.notes if isinstance(t, _Taken) else [str(t)]
     key, parts = scenario_key(store, sc)
-    rep.key = key
     olds = {f: recorded(out, sc, f) for f in rep.folders}
+    previous = next((o for o in olds.values() if o), None)
+    was = ((previous or {}).get("parts") or {}).get("models") or []
+    for m, w in zip(parts.get("models") or [], was, strict=False):
+        if m["weights"] is None and w.get("name") == m["name"]:  # not here to hash: as built
+            m["weights"] = w.get("weights")
+            rep.notes.append(f"model {m['name']}: not found here; its weights taken as built")
+        if m["runtime"] is None and (w.get("name"), w.get("weights")) == (m["name"], m["weights"]):
+            m["runtime"] = w.get("runtime")  # not checked on this machine yet: as it ran
+    key = key_of(parts)
+    rep.key = key
+    rep.models = parts.get("models") or []
     if not force and all(o is not None and o.get("key") == key for o in olds.values()):
         rep.status = "reused"
-        rep.reason = "unchanged" + (f" ({note})" if note else "")
+        rep.reason = "unchanged" + (f" ({mine.why})" if mine.why else "")
         return rep
-    previous = next((o for o in olds.values() if o), None)
     rep.reason = _why(previous.get("parts") if previous else None, parts, force)
-    record = {"name": sc.name, "key": key, "parts": parts}
-    if sc.kind == "fewnerd":
-        rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
-    else:
-        rebuild_splits(store, sc, out, record, rep, run, progress, stage)
+    inputs = inputs_now(store, [sc.stored, *benches], taken)
+    if previous is not None and "inputs" in previous:
+        rep.inputs = input_changes(previous["inputs"], inputs)
+    record = {"name": sc.name, "key": key, "parts": parts, "inputs": inputs}
+    try:
+        if sc.kind == "fewnerd":
+            rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
+        else:
+            rebuild_splits(store, sc, out, record, rep, run, progress, stage)
+    except BuildersError as exc:
+        raise BuildersError(f"scenario {sc.name!r}: {as_keys(str(exc), sc)}") from exc
     rep.status = "rebuilt" if previous else "built"
     return rep
+
+
+def as_keys(message: str, sc: Scenario) -> str:
+    """A build's refusal as the scenario's author fixes it: each option of build-splits (or
+    fewnerd-splits) that is a key of the scenario is named as that key (`--min-labels` ->
+    `min_labels`), since the scenario, not a command line, sets it."""
+    keys = set(SPLIT_KEYS if sc.kind == "splits" else FEWNERD_KEYS)
+
+    def key(m: re.Match[str]) -> str:
+        name = m[1].replace("-", "_")
+        return f"`{name}`" if name in keys else m[0]
+
+    text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", key, message)
+    return text.replace("Options that help:", "Scenario keys that help:")

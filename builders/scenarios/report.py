@@ -18,15 +18,30 @@ class ScenarioReport:
     labels_added: dict[str, list[str]] = field(default_factory=dict)
     labels_removed: dict[str, list[str]] = field(default_factory=dict)
     published: list[dict[str, Any]] = field(default_factory=list)
+    #: What changed in the inputs since the last build (`hub.changelog.input_changes`).
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: folder -> {"moved_in": {label: level before}, "moved_out": {label: level after}}
+    moved: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: The models of the scenario's key: name, weights' hash, the runtime that embeds.
+    models: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def describe(self) -> str:
-        """One line per folder of what changed, e.g. `low: rows 120 -> 98, familiarity ...`."""
+        """The lines of `lines()`, joined."""
+        return "\n".join(self.lines())
+
+    def lines(self) -> list[str]:
+        """The reason, then one line per changed input split and one per folder of what
+        changed, e.g. `low: rows 120 -> 98, familiarity ...`; then the notes."""
+        from builders.hub.changelog import describe_inputs
+
         if self.status in ("reused", "skipped"):
-            return self.reason
-        parts = []
+            return [self.reason, *self.notes]
+        parts = [self.reason] if self.reason else []
+        parts += [f"input {x}" for x in describe_inputs(self.inputs)]
         for folder, metrics in self.changes.items():
             if all(a is None for a, _ in metrics.values()):  # a first build: the headline only
                 head = [
@@ -38,14 +53,25 @@ class ScenarioReport:
                 ]
                 parts.append(f"{folder}: {', '.join(head)}")
                 continue
-            diffs = [f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in metrics.items() if a != b]
+            moved_m = [m for m, (a, b) in metrics.items() if a != b]
+            per_bench = [m for m in moved_m if m.startswith("familiarity ")]
+            diffs = [f"{m} {_fmt(metrics[m][0])} -> {_fmt(metrics[m][1])}" for m in moved_m
+                     if m not in per_bench]  # fmt: skip
+            if per_bench:  # each benchmark's figure: in --json and the card's changelog
+                diffs.append(f"familiarity moved on {len(per_bench)} benchmark(s)")
             added, removed = self.labels_added.get(folder), self.labels_removed.get(folder)
             if added:
                 diffs.append("+" + ", +".join(added[:5]) + (" ..." if len(added) > 5 else ""))
             if removed:
                 diffs.append("-" + ", -".join(removed[:5]) + (" ..." if len(removed) > 5 else ""))
+            moved = self.moved.get(folder) or {}
+            for key, word in (("moved_in", "from"), ("moved_out", "to")):
+                pairs = sorted((moved.get(key) or {}).items())
+                if pairs:
+                    shown = ", ".join(f"{lab} {word} {lv}" for lab, lv in pairs[:5])
+                    diffs.append(f"moved: {shown}" + (" ..." if len(pairs) > 5 else ""))
             parts.append(f"{folder}: {'; '.join(diffs) if diffs else 'no change in the numbers'}")
-        return (self.reason + "\n" if self.reason else "") + "\n".join(parts)
+        return parts + self.notes
 
 
 def _fmt(v: Any) -> str:

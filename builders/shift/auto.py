@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from builders.errors import BuildersError, BuildersNote
-from builders.shift.models import model_cache_dir
+from builders.shift.models import auto_device, model_cache_dir
 from builders.shift.runtime import EXTRA_MODULES
 
 #: A `builders.shift.embedder.Embedder`, which imports this module (so it is not imported here).
@@ -89,6 +89,26 @@ def choose_backend(emb: Embedder) -> str:
     _write_memo(memo, {"backend": backend, "installed": installed, "cosines": cosines})
     _announce(emb, backend, cosines)
     return backend
+
+
+def expected_backend(model: str, weights: str, precision: str) -> str | None:
+    """The runtime `choose_backend` would run for `model` (canonical name, weights' hash) on
+    this machine's device, from what it remembers, without loading the model; None when it
+    would have to check the runtimes first (`regenerate` keys a scenario on it)."""
+    pinned = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if precision != "fp32" or pinned == "torch":
+        return "torch"
+    installed = installed_runtimes()
+    if not installed and pinned not in AUTO_ORDER:
+        return "torch"
+    if auto_device() != "cpu":
+        return "torch"
+    if pinned in AUTO_ORDER:
+        return pinned
+    seen = _read_memo(_memo_path(model, weights))
+    if seen is not None and seen.get("installed") == installed:
+        return str(seen["backend"])
+    return None
 
 
 def _check(emb: Embedder, candidates: list[str]) -> tuple[str, dict[str, Any]]:

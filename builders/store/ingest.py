@@ -41,6 +41,8 @@ def ingest(
     name: str | None = None,
     replace: bool = False,
     append: bool = False,
+    exact: bool = False,
+    fixes: Mapping[str, str] | None = None,
     options: dict[str, Any] | None = None,
     label_map: Mapping[str, str] | None = None,
     progress: Callable[[int], None] | None = None,
@@ -54,5 +56,13 @@ def ingest(
     """
     spec, plan = plan_ingest(source, path, split=split, options=options, label_map=label_map)
     return write_source(
-        store, spec, plan, name=name, replace=replace, append=append, progress=progress
+        store,
+        spec,
+        plan,
+        name=name,
+        replace=replace,
+        append=append,
+        exact=exact,
+        fixes=fixes,
+        progress=progress,
     )

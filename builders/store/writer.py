@@ -26,7 +26,7 @@ import datetime as _dt
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,9 @@ from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
 from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
+
+#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys.
+FIXES = {"replace": "--replace", "append": "--append", "name": "--name NAME"}
 
 
 @dataclass
@@ -168,6 +171,8 @@ def write_source(
     name: str | None = None,
     replace: bool = False,
     append: bool = False,
+    exact: bool = False,
+    fixes: Mapping[str, str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Ingest the splits of a read plan (`SourceSpec.plan`) in one transaction.
@@ -178,41 +183,68 @@ def write_source(
         name: the name to store it under (default: the source name).
         replace: replace what a split holds, even an unchanged input.
         append: add the plan's new inputs to what a split holds.
+        exact: the plan is the source's whole input (a scenario's `ingest = "replace"`): a
+            split whose input differs is read again, an unchanged one is kept, and a stored
+            split the plan does not name is removed, in the same transaction.
+        fixes: how the caller spells the fixes its refusals name (keys `replace`, `append`,
+            `name`; default the ingest's `--replace`, `--append`, `--name NAME`).
         progress: called with the number of examples read since the last call.
 
     Raises:
         BuildersError: a split holds a different input and neither `replace` nor `append` is
             set; or `append` meets a changed input or other options. Nothing is written then.
     """
+    fix = {**FIXES, **(fixes or {})}
     if replace and append:
-        raise BuildersError("--replace and --append exclude each other: choose one")
-    source = check_name(name or spec.name, "source name", "pass --name NAME")
+        raise BuildersError(f"{fix['replace']} and {fix['append']} exclude each other: choose one")
+    source = check_name(name or spec.name, "source name", f"pass {fix['name']}")
     inputs = {
         split: [_Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]]
         for split in sorted(plan.units, key=split_rank)
     }
-    decide = functools.partial(_decide_all, source, inputs, plan, replace, append, spec)
+    decide = functools.partial(
+        _decide_all,
+        source,
+        inputs,
+        plan,
+        True if replace else "exact" if exact else False,
+        append,
+        spec,
+        fix,
+    )
     stored = store.stored_splits(source)
     jobs, unchanged = decide(stored)
+    dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
     results: dict[str, SplitResult] = {}
-    if jobs:
+    if jobs or dropped:
         with store.transaction():
             # decided again under the write lock: another run may have written the source
             # since (the same benchmark ingested by two builds, two appends at once)
             stored = store.stored_splits(source)
             jobs, unchanged = decide(stored)
+            dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
             for job in jobs:
                 results[job.split] = _write_split(store, spec, plan, source, job, progress)
+            for split in dropped:
+                _clear_split(store, source, split)
+                store.con.execute(
+                    "DELETE FROM sources WHERE source = ? AND split = ?", [source, split]
+                )
     for split in unchanged:
         results[split] = _result(store, source, split, stored[split], "unchanged")
     statuses = {r.status for r in results.values()} - {"unchanged"}
     return IngestResult(
         source=source,
         kind=spec.kind,
-        status="appended" if statuses == {"appended"} else "ingested" if jobs else "unchanged",
+        status="appended"
+        if statuses == {"appended"}
+        else "ingested"
+        if jobs or dropped
+        else "unchanged",
         splits=[results[s] for s in sorted(results, key=split_rank)],
         types=store.count_types(source),
-        notes=list(plan.notes),
+        notes=list(plan.notes)
+        + [f"{source}/{s}: no longer in the input, removed from the store" for s in dropped],
     )
 
 
@@ -220,9 +252,10 @@ def _decide_all(
     source: str,
     inputs: dict[str, list[_Input]],
     plan: ReadPlan,
-    replace: bool,
+    replace: bool | str,  # True, "exact" (`write_source`'s exact) or False
     append: bool,
     spec: SourceSpec,
+    fix: Mapping[str, str],
     stored: dict[str, StoredSplit],
 ) -> tuple[list[_Job], list[str]]:
     """The jobs and the unchanged splits, by `stored` (the source's splits as they are now).
@@ -235,7 +268,7 @@ def _decide_all(
     refusals: list[str] = []
     for split, split_inputs in inputs.items():
         verdict = _decide(
-            source, split, stored.get(split), split_inputs, plan, replace, append, spec
+            source, split, stored.get(split), split_inputs, plan, replace, append, spec, fix
         )
         if isinstance(verdict, str):
             refusals.append(verdict)
@@ -254,26 +287,27 @@ def _decide(
     old: StoredSplit | None,
     inputs: list[_Input],
     plan: ReadPlan,
-    replace: bool,
+    replace: bool | str,
     append: bool,
     spec: SourceSpec,
+    fix: Mapping[str, str] = FIXES,
 ) -> _Job | str | None:
     """A job, None (unchanged) or the reason to refuse (see the module docstring)."""
-    if old is None or replace:
+    if old is None or replace is True:
         return _Job(split, inputs, None)
     if append and old.loader_version not in (None, spec.loader_version):
         return (
             f"{source}/{split} was read by version {old.loader_version} of the {plan.module} "
-            f"reader, which now reads differently (version {spec.loader_version}); --append "
-            "would mix the two: re-read the split with --replace"
+            f"reader, which now reads differently (version {spec.loader_version}); {fix['append']} "
+            f"would mix the two: re-read the split with {fix['replace']}"
         )
     if append:
         stored = {i["input"]: i["fingerprint"] for i in old.inputs}
         changed = [i for i in inputs if i.key in stored and stored[i.key] != i.fingerprint]
         if changed:
             return (
-                f"{source}/{split}: {_names(changed)} changed since it was stored; --append "
-                "only adds new inputs: re-read the split with --replace"
+                f"{source}/{split}: {_names(changed)} changed since it was stored; {fix['append']} "
+                f"only adds new inputs: re-read the split with {fix['replace']}"
             )
         new = [i for i in inputs if i.key not in stored]
         if not new:
@@ -283,18 +317,18 @@ def _decide(
             return (
                 f"{source}/{split} was read with options {json.dumps(old.options, sort_keys=True)}"
                 f", not {json.dumps(options, sort_keys=True)}: append with the same options, "
-                "or re-read everything with --replace"
+                f"or re-read everything with {fix['replace']}"
             )
         return _Job(split, new, old)
     if old.fingerprint == combined([i.fingerprint for i in inputs]):
         return None
-    if [i["input"] for i in old.inputs] == [i.key for i in inputs]:
-        return _Job(split, inputs, None)  # the same files, changed: read them again
+    if replace == "exact" or [i["input"] for i in old.inputs] == [i.key for i in inputs]:
+        return _Job(split, inputs, None)  # the same files changed, or the whole input: read
     return (
         f"{source}/{split} already holds {old.sentences:,} sentences and {old.mentions:,} "
         f"mentions from {_stored_names(old)}; this ingest reads {_names(inputs)}. "
-        "Pass --replace to replace what is stored, --append to add to it"
-        + (", or --name NAME to store it apart" if source == spec.name else "")
+        f"Pass {fix['replace']} to replace what is stored, {fix['append']} to add to it"
+        + (f", or {fix['name']} to store it apart" if source == spec.name else "")
     )
 
 

@@ -290,9 +290,15 @@ def test_paths_and_hub_ids_in_a_scenario(tmp_path: Path) -> None:
     doc = {
         "scenario": [
             {"name": "a", "source": "columns", "path": "a.txt", "ingest_label_map": "m.toml"},
-            {"name": "b", "source": "hf", "path": "org/dataset"},
-            {"name": "c", "source": "hf", "path": "local/folder"},
-            {"name": "d", "source": "columns", "path": "data/a.bio", "ingest_label_map": "m/x"},
+            {"name": "b", "source": "hf", "path": "org/dataset", "store_as": "b"},
+            {"name": "c", "source": "hf", "path": "local/folder", "store_as": "c"},
+            {
+                "name": "d",
+                "source": "columns",
+                "path": "data/a.bio",
+                "ingest_label_map": "m/x",
+                "store_as": "d",
+            },
         ],
     }
     (tmp_path / "local" / "folder").mkdir(parents=True)

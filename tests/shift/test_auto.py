@@ -131,3 +131,29 @@ def test_build_json_and_card_name_the_runtime_that_ran(unpinned: Path, tmp_path:
     assert "|openvino|fp32|" in model["cache_key"]
     card = next(out.glob("*-low-shift/README.md")).read_text()
     assert "| `minilm` | openvino fp32 | 1000 |" in card
+
+
+def test_expected_backend_reads_the_remembered_choice_without_a_model(
+    unpinned: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `regenerate` keys a scenario on: the runtime `auto` would run, from its memo; None
+    when it would have to check first; torch wherever `choose_backend` runs torch."""
+    name, weights = "sentence-transformers/all-MiniLM-L6-v2", "0123456789ab"
+    monkeypatch.setattr(auto, "installed_runtimes", lambda: {"onnx": "1.0"})
+    monkeypatch.setattr(auto, "auto_device", lambda: "cpu")
+    assert auto.expected_backend(name, weights, "fp32") is None  # not checked yet
+    auto._write_memo(
+        auto._memo_path(name, weights), {"backend": "onnx", "installed": {"onnx": "1.0"}}
+    )
+    assert auto.expected_backend(name, weights, "fp32") == "onnx"
+    assert auto.expected_backend(name, "another", "fp32") is None  # other weights
+    assert auto.expected_backend(name, weights, "fp16") == "torch"
+    monkeypatch.setattr(auto, "installed_runtimes", lambda: {"onnx": "2.0"})
+    assert auto.expected_backend(name, weights, "fp32") is None  # another onnxruntime
+    monkeypatch.setattr(auto, "installed_runtimes", lambda: {})
+    assert auto.expected_backend(name, weights, "fp32") == "torch"
+    monkeypatch.setattr(auto, "installed_runtimes", lambda: {"onnx": "1.0"})
+    monkeypatch.setattr(auto, "auto_device", lambda: "cuda")
+    assert auto.expected_backend(name, weights, "fp32") == "torch"
+    monkeypatch.setenv("LABELSHIFT_BACKEND", "torch")
+    assert auto.expected_backend(name, weights, "fp32") == "torch"
