@@ -296,16 +296,18 @@ class SubsetQueries:
         the size. Returns (whole labels, capped labels -> cap); `select_sentences` then draws.
         """
         pos, n, first = self._per_label(source, order, take)
-        whole, caps = _walk(pos, n, first, np.asarray(take, dtype=np.int64), int(size))
+        take = np.asarray(take, dtype=np.int64)
+        whole, caps = _walk(pos.astype(np.int64), n.astype(np.int64), first, take, int(size))
         return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
 
     def _per_label(
         self, source: str, order: list[str], take: object
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`_PER_LABEL`'s rows for `order`: each row's label (its place in `order`) and
-        mentions, and where each sentence's rows start. They are kept while the plan `take`
-        (the same array) lives: a level fitted again to a smaller size (the pipeline's
-        `_equal_sizes`) has the same order and plan, and its rows are read once per build."""
+        mentions (int32, as read), and where each sentence's rows start. They are kept while
+        the plan `take` (the same array) lives: a level fitted again to a smaller size (the
+        pipeline's `_equal_sizes`) has the same order and plan, and its rows are read once
+        per build (about 27 MB for a NuNER level of 2.4M rows)."""
         cache: dict[int, tuple[str, list[str], tuple[np.ndarray, np.ndarray, np.ndarray]]]
         cache = self.__dict__.setdefault("_per_label_cache", {})
         hit = cache.get(id(take))
@@ -316,8 +318,7 @@ class SubsetQueries:
         )
         with self._registered("_selected", selected):
             table = self.con.sql(_PER_LABEL, params=[source]).to_arrow_table()
-        pos = table.column("pos").to_numpy().astype(np.int64)
-        n = table.column("n").to_numpy().astype(np.int64)
+        pos, n = table.column("pos").to_numpy(), table.column("n").to_numpy()
         rows = pos, n, _sentence_starts(table)
         if isinstance(take, np.ndarray):  # an array can be watched: forgotten when it is
             cache[id(take)] = (source, list(order), rows)
