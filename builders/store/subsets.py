@@ -23,6 +23,7 @@ already hold more of it than its cap (that part is counted, not cut).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -294,16 +295,35 @@ class SubsetQueries:
         capped, or left out where even its mentions in the sentences already kept would pass
         the size. Returns (whole labels, capped labels -> cap); `select_sentences` then draws.
         """
+        pos, n, first = self._per_label(source, order, take)
+        take = np.asarray(take, dtype=np.int64)
+        whole, caps = _walk(pos.astype(np.int64), n.astype(np.int64), first, take, int(size))
+        return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
+
+    def _per_label(
+        self, source: str, order: list[str], take: object
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`_PER_LABEL`'s rows for `order`: each row's label (its place in `order`) and
+        mentions (int32, as read), and where each sentence's rows start. They are kept while
+        the plan `take` (the same array) lives: a level fitted again to a smaller size (the
+        pipeline's `_equal_sizes`) has the same order and plan, and its rows are read once
+        per build (about 27 MB for a NuNER level of 2.4M rows)."""
+        cache: dict[int, tuple[str, list[str], tuple[np.ndarray, np.ndarray, np.ndarray]]]
+        cache = self.__dict__.setdefault("_per_label_cache", {})
+        hit = cache.get(id(take))
+        if hit is not None and hit[0] == source and hit[1] == order:
+            return hit[2]
         selected = pa.table(
             {"label": pa.array(order, pa.string()), "pos": pa.array(range(len(order)), pa.int32())}
         )
         with self._registered("_selected", selected):
             table = self.con.sql(_PER_LABEL, params=[source]).to_arrow_table()
-        pos = table.column("pos").to_numpy().astype(np.int64)
-        n = table.column("n").to_numpy().astype(np.int64)
-        first = _sentence_starts(table)
-        whole, caps = _walk(pos, n, first, np.asarray(take, dtype=np.int64), int(size))
-        return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
+        pos, n = table.column("pos").to_numpy(), table.column("n").to_numpy()
+        rows = pos, n, _sentence_starts(table)
+        if isinstance(take, np.ndarray):  # an array can be watched: forgotten when it is
+            cache[id(take)] = (source, list(order), rows)
+            weakref.finalize(take, cache.pop, id(take), None)
+        return rows
 
     @contextmanager
     def source_reader(
@@ -373,43 +393,14 @@ def _sentence_starts(table: pa.Table) -> np.ndarray:
     return np.append(np.flatnonzero(new), idx.size)
 
 
-class _Walk:
-    """`fit_level`'s state: the sentences kept for whole labels, each label's mentions in
-    them (`forced`), and the level's size counted so far: a whole label's every mention, a
-    capped label's cap or, where more, its forced mentions (a draw never cuts those)."""
-
-    def __init__(self, pos: np.ndarray, n: np.ndarray, first: np.ndarray, labels: int):
-        self.pos, self.n, self.first = pos, n, first
-        self.sentence = np.repeat(np.arange(first.size - 1), np.diff(first))
-        self.by_label = np.argsort(pos, kind="stable")
-        self.label_first = np.searchsorted(pos[self.by_label], np.arange(labels + 1))
-        self.totals = np.bincount(pos, weights=n, minlength=labels).astype(np.int64)
-        self.kept = np.zeros(first.size - 1, dtype=bool)
-        self.forced = np.zeros(labels, dtype=np.int64)
-        self.cap = np.full(labels, -1, dtype=np.int64)  # -1: not capped
-        self.size = 0
-
-    def sentences_of(self, j: int) -> np.ndarray:
-        return self.sentence[self.by_label[self.label_first[j] : self.label_first[j + 1]]]
-
-    def added(self, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The labels with mentions in the sentences `new`, and their mentions there (sparse:
-        a window may hold tens of thousands of labels, a label's sentences few of them)."""
-        starts, ends = self.first[new], self.first[new + 1]
-        sizes = ends - starts
-        rows = np.repeat(ends - sizes.cumsum(), sizes) + np.arange(int(sizes.sum()))
-        labels, at = np.unique(self.pos[rows], return_inverse=True)
-        return labels, np.bincount(at, weights=self.n[rows]).astype(np.int64)
-
-    def whole_gain(self, j: int, labels: np.ndarray, more: np.ndarray) -> int:
-        """How much the size grows with label `j` whole: all its mentions, and the capped
-        labels whose forced mentions pass their caps with its sentences."""
-        cap, forced = self.cap[labels], self.forced[labels]
-        capped = cap >= 0
-        cap, forced, more = cap[capped], forced[capped], more[capped]
-        return int(
-            self.totals[j] + (np.maximum(cap, forced + more) - np.maximum(cap, forced)).sum()
-        )
+def _stable_argsort(pos: np.ndarray) -> np.ndarray:
+    """`np.argsort(pos, kind="stable")` of label places (0 <= pos < 2**32), in one or two
+    passes over 16-bit keys, which NumPy sorts by radix (about 3x faster than its merge sort
+    of 64-bit keys at NuNER's 2.4M rows)."""
+    by = np.argsort(pos.astype(np.uint16), kind="stable")  # the low 16 bits
+    if pos.size and int(pos.max()) >= 1 << 16:
+        by = by[np.argsort((pos[by] >> 16).astype(np.uint16), kind="stable")]
+    return by
 
 
 def _walk(
@@ -417,32 +408,68 @@ def _walk(
 ) -> tuple[list[int], dict[int, int]]:
     """`fit_level`'s walk over the labels in order: each taken as planned where the size
     allows it, else capped at what is left of the size (when its forced mentions leave
-    room), else left out."""
-    w = _Walk(pos, n, first, take.size)
+    room), else left out.
+
+    The level's size is counted as it grows: a whole label's every mention, a capped label's
+    cap or, where more, its forced mentions (those in the sentences kept for whole labels: a
+    draw never cuts them). Taking a label whole keeps its sentences not yet kept; they grow
+    the size by its mentions and by the capped labels' forced mentions that pass their caps
+    with them. Only a sentence holding a capped label (`capped_in`) can do the latter, and a
+    label's forced mentions are only read at its turn or once it is capped, so they are
+    counted then (`pos`, `n`: each (sentence, label) row's label and mentions, a sentence's
+    rows together from `first[i]` to `first[i + 1]`)."""
+    labels = take.size
+    sentence = np.repeat(np.arange(first.size - 1), np.diff(first))
+    by_label = _stable_argsort(pos)
+    label_first = np.searchsorted(pos[by_label], np.arange(labels + 1)).tolist()
+    sentences_of, mentions_of = sentence[by_label], n[by_label]  # label by label
+    totals = np.bincount(pos, weights=n, minlength=labels).astype(np.int64).tolist()
+    kept = np.zeros(first.size - 1, dtype=bool)  # the sentences of whole labels
+    capped_in = np.zeros(first.size - 1, dtype=bool)  # the sentences holding a capped label
+    # the capped labels in the order they were capped (slot k >= 1; 0: not capped), each
+    # one's cap and forced mentions (its mentions in `kept`)
+    slot = np.zeros(labels, dtype=np.int64)
+    cap, forced = np.zeros(labels + 1, dtype=np.int64), np.zeros(labels + 1, dtype=np.int64)
+    capped: list[int] = []
+    grown = 0
     whole: list[int] = []
     for j, t in enumerate(take.tolist()):
-        room = size - w.size
+        room = size - grown
         if room <= 0:
             break
         if t <= 0:
             continue
-        if t >= w.totals[j]:
-            sent = w.sentences_of(j)
-            new = sent[~w.kept[sent]]
-            labels, more = w.added(new)
-            gain = w.whole_gain(j, labels, more)
+        lo, hi = label_first[j], label_first[j + 1]
+        sent = sentences_of[lo:hi]
+        was = kept[sent]
+        if t >= totals[j]:
+            new = sent[~was]
+            gain = totals[j]
+            touched = new[capped_in[new]]
+            if touched.size:  # the capped labels' mentions in the new sentences
+                starts, sizes = first[touched], first[touched + 1] - first[touched]
+                rows = np.repeat(starts + sizes - sizes.cumsum(), sizes) + np.arange(sizes.sum())
+                k = len(capped)
+                more = np.bincount(slot[pos[rows]], weights=n[rows], minlength=k + 1)[1:]
+                more = more.astype(np.int64)
+                c, f = cap[1 : k + 1], forced[1 : k + 1]
+                gain += int((np.maximum(c, f + more) - np.maximum(c, f)).sum())
             if gain <= room:
-                w.kept[new] = True
-                w.forced[labels] += more
-                w.size += gain
+                kept[new] = True
+                if touched.size:
+                    forced[1 : k + 1] += more
+                grown += gain
                 whole.append(j)
                 continue
-        cap = min(t, room)  # in part: a draw of its sentences (none past its forced ones)
-        if w.forced[j] <= room:
-            w.cap[j] = cap
-            w.size += max(cap, int(w.forced[j]))
-    caps = {j: int(c) for j, c in enumerate(w.cap.tolist()) if c >= 0}
-    return whole, caps
+        held = int(mentions_of[lo:hi][was].sum())
+        if held <= room:  # in part: a draw of its sentences (none past its forced ones)
+            capped.append(j)
+            slot[j] = len(capped)
+            cap[len(capped)], forced[len(capped)] = min(t, room), held
+            capped_in[sent] = True
+            grown += max(min(t, room), held)
+    caps = {j: int(cap[k]) for k, j in enumerate(capped, start=1)}
+    return whole, dict(sorted(caps.items()))
 
 
 def _selection(table: pa.Table, labels: list[str], cap: np.ndarray) -> Selection:
