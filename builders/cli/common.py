@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from builders.defaults import DB_ENV, DEFAULT_DB, DEFAULT_PROTOCOL, PROTOCOLS
-from builders.errors import BuildersError
+from builders.errors import BuildersError, SourceNotStored
 
 if TYPE_CHECKING:
     from builders.store import Store
@@ -71,9 +71,10 @@ def embedding_options(f: Callable) -> Callable:
 
 
 def handle_errors(f: Callable) -> Callable:
-    """Turn the library's errors (`BuildersError`), the OSErrors a user's machine causes and
-    DuckDB's damage, full-disk and memory errors into one-line `click.ClickException`s.
-    Anything else is a bug: its traceback is printed, with a request to report it."""
+    """Turn the library's errors (`BuildersError`: the store's typed errors too, which it makes
+    of DuckDB's damage, full-disk and memory errors) and the OSErrors a user's machine causes
+    into one-line `click.ClickException`s. Anything else is a bug: its traceback is printed,
+    with a request to report it."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -89,20 +90,6 @@ def handle_errors(f: Callable) -> Callable:
                 raise
             raise click.ClickException(message) from exc
         except Exception as exc:
-            duckdb = sys.modules.get("duckdb")
-            if duckdb is not None and isinstance(exc, duckdb.Error):
-                from builders.store.db import damaged, is_damage, machine_refused, write_failure
-
-                ctx = click.get_current_context(silent=True)
-                path = (ctx.params.get("db") if ctx is not None else None) or "the store"
-                if is_damage(exc):
-                    raise click.ClickException(damaged(path, exc)) from exc
-                if machine_refused(exc):  # a full disk, a size limit, permissions
-                    raise click.ClickException(write_failure(path, exc)) from exc
-            if duckdb is not None and isinstance(exc, duckdb.OutOfMemoryException):
-                from builders.store.db import memory_failure
-
-                raise click.ClickException(memory_failure(exc)) from exc
             raise _bug(exc) from exc
 
     return wrapper
@@ -237,8 +224,7 @@ def open_store(
 
     made = missing_folders(db.parent)
     existed = db.exists()
-    from builders.store import Store
-    from builders.store.db import wal_path
+    from builders.store import Store, store_errors, wal_path
 
     def forget() -> None:  # what this call made
         if not existed:
@@ -254,7 +240,8 @@ def open_store(
         forget()  # a store whose making failed (its first checkpoint, out of memory)
         raise
     try:
-        yield store
+        with store_errors(db):  # DuckDB's errors as the store's typed ones
+            yield store
     except BaseException:
         store.close()
         forget()
@@ -297,7 +284,7 @@ def ensure_ingested(store: Store, source: str, path: str | None, quiet: bool) ->
         warn_older_reads(store, source)
         return
     if path is None and source not in SOURCES:  # a stored name (mistyped, or another --db)
-        raise BuildersError(store.missing_source(source))
+        raise SourceNotStored(store.missing_source(source), source)
     with progress_bar(f"ingest {source}", quiet, unit=" sent") as bar:
         res = ingest(store, source, path, progress=bar)
     new = f"; {store.path} is a new store (none was there)" if store.created else ""

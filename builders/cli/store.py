@@ -279,7 +279,7 @@ def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, qu
     Example: builders stats --db labelshift.duckdb
     """
     from builders.shift.embedder import is_stale_key
-    from builders.store.db import wal_holds_writes, wal_path
+    from builders.store import wal_holds_writes, wal_path
 
     pending = db.is_file() and wal_holds_writes(db)  # a write the disk refused to fold in
     with open_store(db, read_only=not (drop or pending)) as store:
