@@ -36,6 +36,7 @@ from builders.shift.runtime import (
     ensure_export,
     export_dir,
     load_exported,
+    quiet_loss_type,
     require_extra,
 )
 from builders.shift.vector_cache import VectorCache
@@ -205,9 +206,10 @@ class Embedder:
 
             hf_logging.disable_progress_bar()  # its "Loading weights" bar ignores --quiet
             try:
-                self._st = SentenceTransformer(
-                    res.path_or_name, device=self.device, local_files_only=_offline()
-                )
+                with quiet_loss_type():
+                    self._st = SentenceTransformer(
+                        res.path_or_name, device=self.device, local_files_only=_offline()
+                    )
             except Exception as exc:
                 raise BuildersError(
                     f"cannot load model {self.model!r} from {res.path_or_name}: {exc}"
