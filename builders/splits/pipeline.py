@@ -51,6 +51,7 @@ from builders.shift.scoring import (
     select,
     select_pooled,
 )
+from builders.sources import source_profiles
 from builders.splits.composition import describe
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
 from builders.splits.dial import Dial, Placement, Unreachable, choose
@@ -68,7 +69,7 @@ from builders.store import Store
 from builders.store.subsets import Selection
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
-SOURCE_PROFILES = {"pilener": "pilener", "pilener-sample": "pilener", "nuner": "nuner"}
+SOURCE_PROFILES = source_profiles()  # the registry says which corpus uses which profile
 
 
 def label_scores(m: np.ndarray, strategy: str, temperature: float) -> np.ndarray:
