@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION
 from builders.errors import BuildersError
+from builders.shift.auto import choose_backend
 from builders.shift.models import (
     MINILM,
     MPNET,
@@ -139,8 +140,6 @@ class Embedder:
         """The runtime that embeds: as asked, or for `auto` the one `auto.choose_backend`
         picks (decided on first use, remembered per model)."""
         if self._backend is None:
-            from builders.shift.auto import choose_backend
-
             self._backend = choose_backend(self)
         return self._backend
 

@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders import __version__
 from builders.shift.vector_cache import CacheWarning, abandoned, cache_place
 from builders.store.overlap import OverlapTables
 
@@ -55,8 +56,6 @@ _TMP = ".tmp-"
 def scan_key(description: Mapping[str, Any]) -> str:
     """The key of a scan described by `description` (JSON-able; see `Store.scan_inputs`)."""
     import duckdb
-
-    from builders import __version__
 
     versions = {"scan": SCAN_VERSION, "builders": __version__, "duckdb": duckdb.__version__}
     text = json.dumps({**versions, **description}, sort_keys=True)

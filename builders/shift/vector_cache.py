@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from builders.errors import BuildersError, BuildersWarning
 from builders.processes import pid_alive
+from builders.shift.models import cache_root
 
 #: The cache's folder, or `off` to use none.
 EMBEDDINGS_ENV = "LABELSHIFT_EMBEDDINGS"
@@ -326,7 +327,6 @@ def cache_place(env: str, max_env: str, default_max: int, name: str) -> tuple[Pa
     """A per-user cache's folder and size bound: `$env` (`off`, `0`, `none` or `false`: no
     cache, None), else `<cache root>/name` (`models.cache_root`); `$max_env`, else
     `default_max`."""
-    from builders.shift.models import cache_root
 
     where = os.environ.get(env, "").strip()
     if where.lower() in {"off", "0", "none", "false"}:

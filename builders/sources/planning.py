@@ -1,5 +1,5 @@
 """Read planning: which reader reads which units of a source, with its options validated, its
-label map and notes (`plan`, called as `SourceSpec.plan`); the reader's options; the split
+label map and notes (`plan`, called as `PlannedSource.plan`); the reader's options; the split
 names a user may give (`check_split`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from builders.defaults import SPLIT_ALIASES
 from builders.errors import BuildersError, UnknownNameError
@@ -21,8 +21,32 @@ from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand
 from builders.sources.options import ReaderOptions
 
-if TYPE_CHECKING:
-    from builders.sources.spec import SourceSpec
+
+class PlannedSource(Protocol):
+    """What planning reads of a source (`builders.sources.spec.SourceSpec` has it; a
+    protocol, so that planning needs no import of the spec, which imports planning)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def module(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def options(self) -> Mapping[str, object]: ...
+    @property
+    def origin(self) -> str | None: ...
+    @property
+    def origin_config(self) -> str | None: ...
+    @property
+    def local(self) -> str | None: ...
+    @property
+    def splits(self) -> Mapping[str, tuple[str, ...]]: ...
+    @property
+    def label_fn(self) -> str | None: ...
+    @property
+    def hub_options(self) -> Mapping[str, object]: ...
+    def default_path(self) -> Path | None: ...
 
 
 def frozen(d: Mapping | None = None) -> Mapping:
@@ -46,7 +70,7 @@ class ReadPlan:
 
 
 def plan(
-    spec: SourceSpec,
+    spec: PlannedSource,
     path: str | Path | Sequence[str | Path] | None = None,
     split: str | None = None,
     options: Mapping[str, object] | None = None,
@@ -72,7 +96,7 @@ def plan(
     return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
 
 
-def _label_map(spec: SourceSpec, labels: Mapping[str, str] | None) -> dict[str, str]:
+def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[str, str]:
     if labels and spec.label_fn:
         raise BuildersError(
             f"source {spec.name!r} names its types by its own table (Few-NERD's "
@@ -82,7 +106,7 @@ def _label_map(spec: SourceSpec, labels: Mapping[str, str] | None) -> dict[str, 
 
 
 def _read_plan(
-    spec: SourceSpec, path: str | Path | Sequence[str | Path] | None, split: str | None, user: dict
+    spec: PlannedSource, path: str | Path | Sequence[str | Path] | None, split: str | None, user: dict
 ) -> ReadPlan:
     """The reader, its units and options for `path` (see `plan`)."""
     split = check_split(split) if split is not None else None
@@ -114,7 +138,7 @@ def _read_plan(
     )
 
 
-def _origin_plan(spec: SourceSpec, split: str | None, user: dict[str, object]) -> ReadPlan:
+def _origin_plan(spec: PlannedSource, split: str | None, user: dict[str, object]) -> ReadPlan:
     """Read from the Hub origin; offline (or when it fails) say how to give the files."""
     if not spec.origin:
         raise BuildersError(
@@ -137,7 +161,7 @@ def _origin_plan(spec: SourceSpec, split: str | None, user: dict[str, object]) -
 
 
 def _dataset_plan(
-    spec: SourceSpec, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
+    spec: PlannedSource, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
 ) -> ReadPlan:
     opts = {**(spec.hub_options if spec.module != "hf" else {}), **user}
     checked = parse_options("hf", opts)
