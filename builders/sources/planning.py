@@ -1,5 +1,5 @@
 """Read planning: which reader reads which units of a source, with its options validated, its
-label map and notes (`plan`, called as `PlannedSource.plan`); the reader's options; the split
+label map and notes (`plan`, called as `SourceSpec.plan`); the reader's options; the split
 names a user may give (`check_split`)."""
 
 from __future__ import annotations
@@ -106,7 +106,10 @@ def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[st
 
 
 def _read_plan(
-    spec: PlannedSource, path: str | Path | Sequence[str | Path] | None, split: str | None, user: dict
+    spec: PlannedSource,
+    path: str | Path | Sequence[str | Path] | None,
+    split: str | None,
+    user: dict,
 ) -> ReadPlan:
     """The reader, its units and options for `path` (see `plan`)."""
     split = check_split(split) if split is not None else None
