@@ -39,9 +39,8 @@ def test_a_cut_store_is_damaged(sample_results: dict, tmp_path: Path) -> None:
     shutil.copy(sample_results["db"], whole)
     cut = tmp_path / "cut.duckdb"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 3])
-    with pytest.raises(StoreDamaged, match="the store is damaged"):
-        with Store(cut, read_only=True) as store:
-            store.stats()
+    with pytest.raises(StoreDamaged, match="the store is damaged"), Store(cut, True) as store:
+        store.stats()
 
 
 def test_a_file_that_is_no_store_is_unreadable(tmp_path: Path) -> None:
@@ -66,10 +65,10 @@ def test_duckdb_errors_leave_the_store_typed(
     db = tmp_path / "s.duckdb"
     with pytest.raises(kind, match=words) as err, store_errors(db):
         raise error
-    assert err.value.__cause__ is error and str(db) in str(err.value) or kind is StoreOutOfMemory
-    with pytest.raises(kind) as left:  # a `with Store(...)` block is a boundary too
-        with Store(db):
-            raise error
+    assert err.value.__cause__ is error
+    assert str(db) in str(err.value) or kind is StoreOutOfMemory  # DuckDB's limit, not a file
+    with pytest.raises(kind) as left, Store(db):  # a `with Store(...)` block is a boundary too
+        raise error
     assert left.value.__cause__ is error and isinstance(left.value, BuildersError)
 
 
