@@ -24,6 +24,11 @@ class BuildersNote(BuildersWarning):
     prefix = "note"
 
 
+class CacheWarning(BuildersWarning):
+    """A per-user cache (embeddings, leakage scans) could not be read or written; the run goes
+    on without it."""
+
+
 class SourceFormatError(BuildersError):
     """A raw input file does not follow its format.
 

@@ -38,7 +38,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builders import __version__
-from builders.shift.vector_cache import CacheWarning, abandoned, cache_place
+from builders.errors import CacheWarning
+from builders.shift.vector_cache import abandoned, cache_place
 from builders.store.overlap import OverlapTables
 
 #: The cache's folder, or `off` to use none.

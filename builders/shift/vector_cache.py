@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from builders.errors import BuildersError, BuildersWarning
+from builders.errors import BuildersError, CacheWarning
 from builders.processes import pid_alive
 from builders.shift.models import cache_root
 
@@ -55,10 +55,6 @@ STALE_TMP_S = 3600.0
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _KEY_FILE = "key.txt"
 _TMP = ".tmp-"
-
-
-class CacheWarning(BuildersWarning):
-    """The per-user embedding cache could not be read or written; the run goes on without it."""
 
 
 def parse_size(text: str, env: str = MAX_ENV) -> int:
