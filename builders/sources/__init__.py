@@ -1,11 +1,12 @@
 """The registry of sources: one place that maps a source name to its reader and metadata.
 
 `spec` describes a source (`SourceSpec`), `planning` decides what an ingest reads (`ReadPlan`,
-`check_split`), `table` lists the known sources (`SOURCES`, `get_source`). Readers live one
+`check_split`), `table` lists the known sources (`SOURCES`; `get_source` here reads it). Readers live one
 format per module in this package (see `base.py` for the contract) and are imported lazily, so
 listing sources never imports `datasets` or parses anything.
 """
 
+from builders.errors import UnknownNameError
 from builders.sources.planning import (
     ReadPlan,
     check_split,
@@ -14,12 +15,7 @@ from builders.sources.planning import (
     reader_options,
 )
 from builders.sources.spec import Kind, LabelKind, SourceSpec
-from builders.sources.table import (
-    NAME_CREDITS,
-    SOURCES,
-    get_source,
-    source_profiles,
-)
+from builders.sources.table import NAME_CREDITS, SOURCES, source_profiles
 
 __all__ = [
     "NAME_CREDITS",
@@ -35,3 +31,15 @@ __all__ = [
     "reader_options",
     "source_profiles",
 ]
+
+
+def get_source(name: str) -> SourceSpec:
+    """The registered source `name` (looked up in this package's `SOURCES`, the one table
+    every reader of the registry goes through).
+
+    Raises:
+        UnknownNameError: no source of that name, with the valid ones.
+    """
+    if name not in SOURCES:
+        raise UnknownNameError("source", name, list(SOURCES))
+    return SOURCES[name]

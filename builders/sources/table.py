@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from builders.errors import UnknownNameError
 from builders.sources.planning import frozen
 from builders.sources.spec import SourceSpec
 
@@ -219,9 +218,3 @@ def source_profiles() -> dict[str, str]:
     """Source name -> the paper's quantile profile its builds use, for the sources that name
     one (Pile-NER and its sample: `pilener`; NuNER: `nuner`)."""
     return {s.name: s.profile for s in SOURCES.values() if s.profile is not None}
-
-
-def get_source(name: str) -> SourceSpec:
-    if name not in SOURCES:
-        raise UnknownNameError("source", name, list(SOURCES))
-    return SOURCES[name]

@@ -12,9 +12,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from builders import sources as registry  # read at each call (tests stand in a reader)
 from builders.defaults import split_rank
 from builders.errors import SourceNotStored
-from builders.sources import SOURCES
 from builders.store.schema import SPLIT_ORDER_SQL, TABLES, one
 
 
@@ -59,9 +59,9 @@ class CatalogueQueries:
             [source, source],
         ).fetchall()
         return [
-            (src, split, spec, str(ver), SOURCES[spec].loader_version)
+            (src, split, spec, str(ver), registry.SOURCES[spec].loader_version)
             for src, split, spec, ver in rows
-            if spec in SOURCES and str(ver) != SOURCES[spec].loader_version
+            if spec in registry.SOURCES and str(ver) != registry.SOURCES[spec].loader_version
         ]
 
     def older_read_notes(self, source: str | None = None) -> list[str]:
@@ -82,7 +82,7 @@ class CatalogueQueries:
         name where it names a reader, else a reader's with `--name`."""
         known = self.source_names()
         holds = f"it holds: {', '.join(known)}" if known else "it holds no source"
-        if source in SOURCES:
+        if source in registry.SOURCES:
             how = f"`builders ingest {source} --db {self.path}`"
         else:
             how = (
