@@ -24,6 +24,11 @@ class BuildersNote(BuildersWarning):
     prefix = "note"
 
 
+class CacheWarning(BuildersWarning):
+    """A per-user cache (embeddings, leakage scans) could not be read or written; the run goes
+    on without it."""
+
+
 class SourceFormatError(BuildersError):
     """A raw input file does not follow its format.
 
@@ -67,7 +72,75 @@ class UnknownNameError(BuildersError):
 
 
 class StoreError(BuildersError):
-    """The span store cannot do what was asked (missing source, schema mismatch, ...)."""
+    """The span store cannot do what was asked (missing source, schema mismatch, ...).
+
+    The store turns DuckDB's own errors into the kinds below where it meets them
+    (`builders.store.failures.as_store_error`), so that no caller needs DuckDB to tell them
+    apart; each message is one line naming the store and the fix."""
+
+
+class NoStore(StoreError):
+    """No store at the path given, where a command only reads (nothing is made)."""
+
+
+class SourceNotStored(StoreError):
+    """A source the store does not hold; the message names what it holds and the ingest."""
+
+    def __init__(self, message: str, source: str):
+        self.source = source
+        super().__init__(message)
+
+
+class StoreLocked(StoreError):
+    """Another process held the store past the wait (`$LABELSHIFT_LOCK_WAIT`)."""
+
+
+class StoreDamaged(StoreError):
+    """The store file's bytes are damaged or cut short (a checksum or a read failed)."""
+
+
+class StoreUnreadable(StoreError):
+    """The store file cannot be opened: unreadable, or not a store this DuckDB opens."""
+
+
+class StoreWriteRefused(StoreError):
+    """The machine refused a write (full disk, quota, file size limit, permissions); the
+    store was left as it was."""
+
+
+class WritesKeptInWal(StoreWriteRefused):
+    """A committed write stays in the store's `.wal`, which could not be folded into the
+    store file: the message says to keep the `.wal` beside the store."""
+
+
+class StoreOutOfMemory(StoreError):
+    """DuckDB ran out of its memory limit (`$LABELSHIFT_MEMORY_LIMIT`)."""
+
+
+class LevelsUnreachable(BuildersError):
+    """No placement of the levels at this size meets the targets and the gaps
+    (`--strategy familiarity`)."""
+
+    def __init__(self, message: str, low: float, high: float, alone: bool = False):
+        super().__init__(message)
+        self.low, self.high = low, high  # the Familiarity range windows of this size span
+        self.alone = alone  # the build's model alone would place them: another model refuses
+
+
+class LiteralError(InvalidValue):
+    """The text is not a Python list literal of strings (a NuNER CSV cell)."""
+
+
+class NotLoggedInError(BuildersError):
+    """No Hugging Face token: none given, no `HF_TOKEN`, no saved login."""
+
+
+class PublishError(BuildersError):
+    """A push failed; says which repos were published before it and which were not."""
+
+    def __init__(self, message: str, published: list[str], not_published: list[str]):
+        self.published, self.not_published = published, not_published
+        super().__init__(message)
 
 
 def _show(value: object, limit: int = 120) -> str:

@@ -65,3 +65,17 @@ def check_name(value: str, what: str, fix: str = "choose another") -> str:
             f"Names may hold letters, digits, spaces, `-`, `_` and single dots; {fix}"
         )
     return value
+
+
+_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def valid_org(org: str) -> str:
+    """`org` if it can name a Hub user or organisation (letters, digits, `-`, `_`, `.`).
+
+    Raises:
+        BuildersError: otherwise, with the value.
+    """
+    if not _ORG.fullmatch(org or ""):
+        raise BuildersError(f"--org must be a user or organisation name like `my-org`, got {org!r}")
+    return org

@@ -185,3 +185,48 @@ def test_every_method_reference_resolves_to_a_section_of_docs_method() -> None:
             cited |= {int(n) for n in re.findall(r"\d+", ref)}
     assert cited and cited <= have, sorted(cited - have)
     assert (root / "cards" / "METHOD.md").resolve() == (root / "docs" / "METHOD.md").resolve()
+
+
+def _exception_classes(path: Path) -> list[str]:
+    """Public classes of a module that derive from an exception type (by their bases' names:
+    `...Error`, `...Exception`, `...Warning`, `...Note`, or a class of `builders.errors`)."""
+    import builders.errors as errors
+
+    ours = {n for n, v in vars(errors).items() if isinstance(v, type)}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+            continue
+        bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+        if any(b.endswith(("Error", "Exception", "Warning")) or b in ours for b in bases):
+            found.append(node.name)
+    return found
+
+
+def test_every_public_exception_type_is_in_errors_py() -> None:
+    outside = {
+        str(p.relative_to(ROOT)): names
+        for p in sorted(ROOT.rglob("*.py"))
+        if p.name != "errors.py" or p.parent != ROOT
+        if (names := _exception_classes(p))
+    }
+    assert not outside, f"public exception types outside builders/errors.py: {outside}"
+    assert {"StoreError", "LevelsUnreachable"} <= set(_exception_classes(ROOT / "errors.py"))
+
+
+#: The store's rooms behind `builders.store` (its package exports what a caller needs).
+_STORE_INSIDE = {
+    f"builders.store.{m}"
+    for m in ("db", "settings", "connection", "failures", "catalogue", "vectors", "schema")
+}
+
+
+def test_no_cli_module_imports_duckdb_or_the_store_internals() -> None:
+    """The store turns DuckDB's errors into typed ones at its boundary: the command line
+    needs neither DuckDB nor `builders.store.db` to tell them apart."""
+    for path in sorted((ROOT / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        bad = {n for n in names if n.split(".")[0] == "duckdb" or n in _STORE_INSIDE}
+        assert not bad, f"{path.relative_to(ROOT.parent)} imports {sorted(bad)}"

@@ -8,19 +8,16 @@ from typing import Any
 
 import click
 
-from builders.cli.common import (
-    emit_json,
-    handle_errors,
-    human_size,
-    note,
-    output_options,
-    print_table,
-)
+from builders.cli.errors import handle_errors
+from builders.cli.options import output_options
+from builders.cli.output import emit_json, human_size, note, print_table
+from builders.errors import BuildersError
+from builders.shift.models import canonical_name
+from builders.shift.scan_cache import ScanCache
+from builders.shift.vector_cache import EMBEDDINGS_ENV, VectorCache
 
 
 def _cache() -> Any:
-    from builders.errors import BuildersError
-    from builders.shift.vector_cache import EMBEDDINGS_ENV, VectorCache
 
     cache = VectorCache.default()
     if cache is None:
@@ -70,7 +67,6 @@ def cache_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
 
 def _scans_summary() -> dict[str, Any] | None:
     """Where the leakage-scan cache is, how many scans it holds and their size (None: off)."""
-    from builders.shift.scan_cache import ScanCache
 
     scans = ScanCache.default()
     if scans is None:
@@ -105,8 +101,6 @@ def _row(entry: Any) -> dict[str, Any]:
 def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:
     """Remove the cache's vectors: all of them, or one model's (stores keep their own); without
     --model, the cached leakage scans too."""
-    from builders.shift.models import canonical_name
-    from builders.shift.scan_cache import ScanCache
 
     cache = _cache()
     keys, removed = cache.clear(canonical_name(model) if model else None)

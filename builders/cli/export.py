@@ -9,8 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.cli.common import common_options, emit_json, handle_errors, note, open_store
-from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS
+from builders.cli.errors import handle_errors
+from builders.cli.options import common_options
+from builders.cli.output import emit_json, note
+from builders.cli.session import open_store
+from builders.hub.export import (
+    EVAL_FILES,
+    export_gliner,
+    export_gliner_benchmark,
+    export_gliner_source,
+    local_folder,
+)
+from builders.hub.folder import configs_of
+from builders.hub.manifest import check_levels
+from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS, Limits, TokenCount
 from builders.splits.strategies import NAMES
 
 if TYPE_CHECKING:
@@ -130,7 +142,6 @@ def export_gliner_cmd(
     if benchmark is not None:
         _export_benchmark(benchmark, out, db, as_json, quiet)
         return
-    from builders.hub.windows import Limits, TokenCount
 
     limits = Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows)
     count = TokenCount(tokenizer)
@@ -151,7 +162,6 @@ def _export_folder(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    from builders.hub.export import export_gliner, local_folder
 
     where, repo_id = local_folder(folder, config)
     if repo_id:
@@ -175,7 +185,6 @@ def _export_source(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    from builders.hub.export import export_gliner_source
 
     with open_store(db, read_only=True) as store:
         res = export_gliner_source(store, source, out, split=split, limits=limits, count=count)
@@ -238,8 +247,6 @@ def _losses(d: dict[str, int]) -> str:
 
 def _check_level(folder: Path, config: str | None, quiet: bool) -> None:
     """The config to export (the folder's default when None) is the one its build wrote."""
-    from builders.hub.folder import configs_of
-    from builders.hub.manifest import check_levels
 
     if config is None and folder.is_dir():
         config = next(iter(configs_of(folder)), None)
@@ -248,7 +255,6 @@ def _check_level(folder: Path, config: str | None, quiet: bool) -> None:
 
 
 def _export_benchmark(source: str, out: Path, db: Path, as_json: bool, quiet: bool) -> None:
-    from builders.hub.export import EVAL_FILES, export_gliner_benchmark
 
     with open_store(db, read_only=True) as store:
         res = export_gliner_benchmark(store, source, out)

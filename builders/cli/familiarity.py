@@ -7,24 +7,24 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.cli.common import (
+from builders.cli.errors import handle_errors
+from builders.cli.leakage import leakage_options, print_leakage
+from builders.cli.options import (
     benchmarks_option,
     common_options,
     embedding_options,
-    emit_json,
-    ensure_ingested,
-    handle_errors,
     k_option,
     model_option,
-    note,
-    open_store,
-    print_table,
     protocol_option,
     source_options,
     weighting_option,
 )
-from builders.cli.leakage import leakage_options, print_leakage
+from builders.cli.output import emit_json, note, print_table
+from builders.cli.session import ensure_ingested, open_store
 from builders.defaults import SEED
+from builders.labels import paper_table, reference_familiarity
+from builders.shift.runtime import check_choice
+from builders.shift.survey import FamiliarityRequest, survey
 
 if TYPE_CHECKING:
     from builders.shift.report import FamiliarityReport
@@ -81,9 +81,6 @@ def familiarity_cmd(
 
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
-    from builders.labels import reference_familiarity
-    from builders.shift.runtime import check_choice
-    from builders.shift.survey import FamiliarityRequest, survey
 
     check_choice(backend, precision)  # before any ingest or load
     authors = reference_familiarity(reference or source)
@@ -144,7 +141,6 @@ def _reference_json(authors: dict[str, float] | None, corpus: str) -> dict[str, 
     """The authors' figures for the corpus with their source, for `--json`."""
     if authors is None:
         return None
-    from builders.labels import paper_table
 
     return {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
 

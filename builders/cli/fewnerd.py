@@ -10,19 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.cli.common import (
-    common_options,
-    embedding_options,
-    emit_json,
-    handle_errors,
-    k_option,
-    model_option,
-    note,
-    open_store,
-    print_table,
-    progress_bar,
-    warn_older_reads,
-)
+from builders.cli.errors import handle_errors
+from builders.cli.options import common_options, embedding_options, k_option, model_option
+from builders.cli.output import emit_json, note, print_table, progress_bar
+from builders.cli.session import open_store, warn_older_reads
 from builders.defaults import (
     FEWNERD_ASSIGNMENTS,
     FEWNERD_MODES,
@@ -31,7 +22,13 @@ from builders.defaults import (
     canonical_split,
     hub_split,
 )
+from builders.fewnerd.episodes import check_all, episode_record, sample_episodes, write_jsonl
+from builders.fewnerd.folder import read_part, write_split
+from builders.fewnerd.splits import build_split, familiarity_summary, store_examples
 from builders.hub.outdir import OutLock
+from builders.shift.runtime import check_choice
+from builders.sources import SOURCES
+from builders.store.ingest import ingest
 
 if TYPE_CHECKING:
     from builders.fewnerd.episodes import Episode
@@ -45,8 +42,6 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
     """Ingest the source when it is missing (or when files are given); a no-op if unchanged.
 
     A name the registry does not know is stored as a Few-NERD source under that name."""
-    from builders.sources import SOURCES
-    from builders.store.ingest import ingest
 
     if path is None and store.has_source(source):
         warn_older_reads(store, source)
@@ -133,9 +128,6 @@ def fewnerd_splits_cmd(
 
     Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
     """
-    from builders.fewnerd.folder import write_split
-    from builders.fewnerd.splits import build_split, familiarity_summary
-    from builders.shift.runtime import check_choice
 
     check_choice(backend, precision)  # before any ingest or split
     command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
@@ -282,7 +274,6 @@ def fewnerd_episodes_cmd(
 
     Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
     """
-    from builders.fewnerd.episodes import check_all, episode_record, sample_episodes, write_jsonl
 
     part = canonical_split(part)
     examples, where = _read_part(split_dir, source, part, db)
@@ -343,10 +334,7 @@ def _read_part(
 ) -> tuple[list[Example], str]:
     """The part's sentences from a written split folder, or from a stored source's split."""
     if split_dir is not None:
-        from builders.fewnerd.folder import read_part
-
         return read_part(split_dir, part), f"{split_dir}:{part}"
-    from builders.fewnerd.splits import store_examples
 
     with open_store(db, read_only=True) as store:
         return store_examples(store, source, part), f"{source}/{part}"

@@ -10,21 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.cli.common import (
+from builders.cli.errors import handle_errors
+from builders.cli.options import (
     benchmarks_option,
     common_options,
     embedding_options,
-    emit_json,
-    ensure_ingested,
-    handle_errors,
     model_option,
-    note,
-    open_store,
-    print_table,
     source_options,
-    warn_older_benchmarks,
 )
+from builders.cli.output import emit_json, note, print_table
+from builders.cli.session import ensure_ingested, open_store, warn_older_benchmarks
 from builders.defaults import FAMILIAR_SIM, NGRAM
+from builders.hub.folder import atomic_open
+from builders.shift.benchmarks import resolve
+from builders.shift.leakage import scan
+from builders.shift.runtime import check_choice
 
 if TYPE_CHECKING:
     from builders.shift.leakage import LeakageReport
@@ -179,11 +179,6 @@ def leakage_cmd(
     Example: builders leakage --source pilener --benchmarks crossner-ai,crossner-music
     """
     import pyarrow.parquet as pq
-
-    from builders.hub.folder import atomic_open
-    from builders.shift.benchmarks import resolve
-    from builders.shift.leakage import scan
-    from builders.shift.runtime import check_choice
 
     check_choice(backend, precision)  # before any ingest or load
     with open_store(db, create=True, shared=True) as store:

@@ -2,25 +2,94 @@
 
 One module per command group: `store` (sources, ingest, labels, stats), `familiarity`, `splits`
 (build-splits), `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
-(export-gliner) and `publish` (publish, regenerate); `common` holds what they share.
+(export-gliner), `publish` (publish, regenerate) and `cache`; what they share is in `options`
+(the shared options), `output` (JSON, notes, tables), `errors` (one-line failures) and
+`session` (the store opened and closed). The group is lazy (`lazy.LazyGroup`): a command's
+module, and the library it imports at its top, loads only when that command is used.
 """
 
 from __future__ import annotations
 
+import signal
+import warnings
+
 import click
 
 from builders import __version__
-from builders.cli.cache import cache_cmd
-from builders.cli.export import export_gliner_cmd
-from builders.cli.familiarity import familiarity_cmd
-from builders.cli.fewnerd import fewnerd_episodes_cmd, fewnerd_splits_cmd
-from builders.cli.leakage import leakage_cmd
-from builders.cli.publish import publish_cmd, regenerate_cmd
-from builders.cli.splits import build_splits
-from builders.cli.store import ingest_cmd, labels_cmd, sources_cmd, stats_cmd
+from builders.cli.lazy import LazyGroup
+from builders.cli.output import printable_message
+from builders.errors import BuildersWarning
+
+#: Every command: name -> (`module:attribute`, the first sentence of its help). A command's
+#: module is imported only when the command runs or its own help is asked for; `builders
+#: --help` lists them from this table (tests/cli/test_lazy.py keeps it equal to the commands).
+COMMANDS = {
+    "sources": (
+        "builders.cli.store:sources_cmd",
+        "List the sources that can be loaded, their kind, default origin and reader options.",
+    ),
+    "ingest": (
+        "builders.cli.store:ingest_cmd",
+        "Load SOURCE into the span store, all splits in one transaction.",
+    ),
+    "labels": (
+        "builders.cli.store:labels_cmd",
+        "List SOURCE's labels with the raw tags they were verbalised from (`PER` -> person) "
+        "and their mention and sentence counts, most frequent first.",
+    ),
+    "stats": (
+        "builders.cli.store:stats_cmd",
+        "Show what the store holds: sources, splits, counts and cached embeddings, after "
+        "reading every row so that DuckDB verifies the store's checksums (`--no-check` skips "
+        "it).",
+    ),
+    "familiarity": (
+        "builders.cli.familiarity:familiarity_cmd",
+        "How familiar is a training corpus with the benchmarks? (before you report zero-shot F1)",
+    ),
+    "leakage": (
+        "builders.cli.leakage:leakage_cmd",
+        "Is my zero-shot score zero-shot? Benchmark sentences and mentions in a training corpus.",
+    ),
+    "build-splits": (
+        "builders.cli.splits:build_splits",
+        "Build low / medium / high label-shift subsets of a training corpus.",
+    ),
+    "fewnerd-splits": (
+        "builders.cli.fewnerd:fewnerd_splits_cmd",
+        "Rebuild Few-NERD INTRA / INTER train/validation/test parts from a stored source.",
+    ),
+    "fewnerd-episodes": (
+        "builders.cli.fewnerd:fewnerd_episodes_cmd",
+        "Sample N-way K~2K-shot episodes (greedy, Few-NERD's Algorithm 1) from one part.",
+    ),
+    "export-gliner": (
+        "builders.cli.export:export_gliner_cmd",
+        "Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME), or "
+        "a stored corpus (--source), to GLiNER training json; or a stored benchmark to "
+        "GLiNER's evaluation folder.",
+    ),
+    "publish": (
+        "builders.cli.publish:publish_cmd",
+        "Push dataset repo folders to the Hugging Face Hub, one commit per repo.",
+    ),
+    "regenerate": (
+        "builders.cli.publish:regenerate_cmd",
+        "Rebuild the published scenarios listed in scenarios.toml; reuse what has not changed.",
+    ),
+    "cache": (
+        "builders.cli.cache:cache_cmd",
+        "Show the per-user embedding cache: where it is, its bound, and per model and runtime "
+        "how many label vectors it holds.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="builders")
 def cli() -> None:
     """Label-shift toolkit for zero-shot NER.
@@ -32,29 +101,10 @@ def cli() -> None:
     """
 
 
-for _command in (
-    sources_cmd,
-    ingest_cmd,
-    labels_cmd,
-    stats_cmd,
-    familiarity_cmd,
-    leakage_cmd,
-    build_splits,
-    fewnerd_splits_cmd,
-    fewnerd_episodes_cmd,
-    export_gliner_cmd,
-    publish_cmd,
-    regenerate_cmd,
-    cache_cmd,
-):
-    cli.add_command(_command)
-
-
 def _exit_on_sigterm() -> None:
     """SIGTERM (a `kill`, a job scheduler's stop) ends the run as Ctrl-C does: through every
     `finally`, so temporary folders and a half-made store are removed (kill -9 cannot be
     caught: the next run that takes the folder's lock cleans up after it)."""
-    import signal
 
     def stop(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -65,16 +115,10 @@ def _exit_on_sigterm() -> None:
 def _print_our_warnings() -> None:
     """The toolkit's warnings (`BuildersWarning`: what a run went on without) print as one
     line, `warning: ...` or `note: ...`; others as Python prints them."""
-    import warnings
-
-    from builders.errors import BuildersWarning
-
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
         if issubclass(category, BuildersWarning):
-            from builders.cli.common import printable_message
-
             click.echo(f"{category.prefix}: {printable_message(str(message))}", err=True)
             return
         shown(message, category, filename, lineno, file, line)
@@ -92,4 +136,23 @@ def build_splits_main() -> None:
     """Entry point of the stand-alone `build-splits` command."""
     _exit_on_sigterm()
     _print_our_warnings()
-    build_splits(prog_name="build-splits")
+    load_command("build-splits")(prog_name="build-splits")
+
+
+def __getattr__(name: str) -> click.Command:
+    """`from builders.cli.main import build_splits`: the command, its module loaded now."""
+    if name == "build_splits":
+        return load_command("build-splits")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_command(name: str) -> click.Command:
+    """The command `name` of `builders` (its module imported)."""
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None, name
+    return command
+
+
+def all_commands() -> dict[str, click.Command]:
+    """Every command of `builders` by name, their modules imported (for tests and docs)."""
+    return {name: load_command(name) for name in cli.list_commands(click.Context(cli))}

@@ -9,16 +9,13 @@ from typing import Any
 
 import click
 
-from builders.cli.common import (
-    common_options,
-    emit_json,
-    handle_errors,
-    human_size,
-    note,
-    open_store,
-    org_option,
-    output_options,
-)
+from builders.cli.errors import handle_errors
+from builders.cli.options import common_options, org_option, output_options
+from builders.cli.output import emit_json, human_size, note, print_table
+from builders.cli.session import open_store
+from builders.hub.publish import plan_publishes, publish
+from builders.scenarios.book import load_scenarios
+from builders.scenarios.regenerate import regenerate
 
 
 def _log_to_stderr(quiet: bool) -> None:
@@ -81,7 +78,6 @@ def publish_cmd(
 
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
-    from builders.hub.publish import plan_publishes, publish
 
     plans = plan_publishes(folders, org, note=lambda text: note(f"note: {text}", quiet))
     if dry_run:
@@ -165,8 +161,6 @@ def regenerate_cmd(
 
     Example: builders regenerate --publish my-org --tag v1.1 --dry-run
     """
-    from builders.scenarios.book import load_scenarios
-    from builders.scenarios.regenerate import regenerate
 
     if (tag or dry_run or private is not None) and not publish_org:
         raise click.UsageError("--tag, --dry-run, --private and --public go with --publish ORG")
@@ -189,7 +183,6 @@ def regenerate_cmd(
     if as_json:
         emit_json([r.to_dict() for r in reports])
         return
-    from builders.cli.common import print_table
 
     rows: list[list[Any]] = []
     for r in reports:  # a row per line of the change: a cell holds no line break

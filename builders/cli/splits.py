@@ -8,24 +8,21 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from builders import __version__
-from builders.cli.common import (
+from builders.cli.errors import handle_errors
+from builders.cli.leakage import leakage_options, print_build_leakage
+from builders.cli.options import (
     benchmarks_option,
     common_options,
     embedding_options,
-    emit_json,
-    ensure_ingested,
-    handle_errors,
     k_option,
     model_option,
-    note,
-    open_store,
     org_option,
-    print_table,
     protocol_option,
     source_options,
     weighting_option,
 )
-from builders.cli.leakage import leakage_options, print_build_leakage
+from builders.cli.output import emit_json, note, print_table
+from builders.cli.session import ensure_ingested, open_store
 from builders.defaults import (
     DEFAULT_STRATEGY,
     LEVELS,
@@ -37,6 +34,8 @@ from builders.defaults import (
     TARGET_TOLERANCE,
     TEMPERATURE,
 )
+from builders.labels import reference_splits
+from builders.splits import SplitConfig, build
 from builders.splits.strategies import NAMES, strategy
 
 if TYPE_CHECKING:
@@ -53,7 +52,6 @@ def _summary_rows(res: BuildResult) -> tuple[list[str], list[list[Any]]]:
     names = list(res.benchmarks)
     cols = ["set", "sentences", "mentions", "labels", *_COMPOSITION, *map(_short, names)]
     cols += ["union", "paper", "VB.5", "95% CI"]
-    from builders.labels import reference_splits
 
     authors = reference_splits(res.config.source, res.config.strategy)
     if authors:
@@ -251,7 +249,6 @@ def build_splits(
     Example: build-splits --source mine --strategy familiarity --targets 0.55,0.42,0.30
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
-    from builders.splits import SplitConfig, build
 
     cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
     # shared: the store is only read while labels are embedded and levels built (other

@@ -8,20 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.cli.common import (
-    common_options,
-    emit_json,
-    handle_errors,
-    note,
-    open_store,
-    output_options,
-    parse_options,
-    print_table,
-    progress_bar,
-    warn_older_reads,
-)
+from builders.cli.errors import handle_errors
+from builders.cli.options import common_options, output_options, parse_options
+from builders.cli.output import emit_json, note, print_table, progress_bar
+from builders.cli.session import open_store, warn_older_reads
 from builders.labels import normalise_label
+from builders.names import check_name
+from builders.shift.benchmarks import read_label_map
+from builders.shift.embedder import is_stale_key
 from builders.sources import SOURCES, check_split, reader_options
+from builders.store import wal_holds_writes, wal_path
+from builders.store.ingest import plan_ingest
+from builders.store.writer import write_source
 
 if TYPE_CHECKING:
     from builders.store.writer import IngestResult
@@ -163,10 +161,6 @@ def ingest_cmd(
 
     Example: builders ingest columns --path conll/train.txt --name mine --label-map tags.toml
     """
-    from builders.names import check_name
-    from builders.shift.benchmarks import read_label_map
-    from builders.store.ingest import plan_ingest
-    from builders.store.writer import write_source
 
     options = parse_options(opts)
     if repair:
@@ -278,8 +272,6 @@ def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, qu
 
     Example: builders stats --db labelshift.duckdb
     """
-    from builders.shift.embedder import is_stale_key
-    from builders.store.db import wal_holds_writes, wal_path
 
     pending = db.is_file() and wal_holds_writes(db)  # a write the disk refused to fold in
     with open_store(db, read_only=not (drop or pending)) as store:

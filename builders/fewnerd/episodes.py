@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from builders.errors import BuildersError
+from builders.hub.folder import atomic_open
 from builders.sources.base import Example
 
 Span = tuple[int, int, str]
@@ -309,7 +310,6 @@ def check_all(
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
     """Write records one JSON object a line (UTF-8, like the official files), atomically."""
-    from builders.hub.folder import atomic_open
 
     path = Path(path)
     with atomic_open(path) as fh:

@@ -16,9 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from builders import __version__
 from builders.defaults import hub_split
 from builders.errors import BuildersError
 from builders.fewnerd.splits import PARTS, Part, SplitBuild, coarse_of, coarse_types
+from builders.hub.folder import PARQUET_NAME, SUMMARY_JSON, atomic_dir, dataset_sizes, write_json
+from builders.hub.readme import CARD, folder_card, load_path, repo_name, write_method
 from builders.shift.report import FamiliarityReport
 from builders.sources.base import Example
 
@@ -79,16 +82,6 @@ def write_split(
     """
     import pyarrow.parquet as pq
     from datasets import Dataset
-
-    from builders import __version__
-    from builders.hub.folder import (
-        PARQUET_NAME,
-        SUMMARY_JSON,
-        atomic_dir,
-        dataset_sizes,
-        write_json,
-    )
-    from builders.hub.readme import CARD, folder_card, load_path, repo_name, write_method
 
     target = Path(out_dir) / build.name
     feats = features(build.fine_names)

@@ -40,7 +40,8 @@ from builders.labels import fewnerd_fine_types as fine_types
 from builders.labels import fewnerd_official_name as official_name
 from builders.labels import fewnerd_official_parts
 from builders.labels import fewnerd_verbalise as verbalise
-from builders.shift.report import FamiliarityReport, LabelTable
+from builders.shift.embedder import canonical_name
+from builders.shift.report import FamiliarityReport, LabelTable, measure
 from builders.sources.base import Example
 from builders.store import Store
 
@@ -270,8 +271,6 @@ def familiarity_summary(
     Labels are the verbalised fine types (`verbalise`); train support counts are the train
     part's mentions per type. The report's benchmarks are the parts, by published name.
     """
-    from builders.shift.embedder import canonical_name
-    from builders.shift.report import measure
 
     train = build.parts["train"].type_counts
     if not train:

@@ -28,11 +28,12 @@ from builders.hub.templating import (
     license_id,
     redact,
 )
+from builders.sources import NAME_CREDITS
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity"]
 #: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix
-#: (builds without provenance; with it, the source's own credits are used).
-SOURCE_CITATIONS = {"pilener": "universalner", "nuner": "nuner", "fewnerd": "fewnerd"}
+#: (builds without provenance; with it, the source's own credits are used): the registry's.
+SOURCE_CITATIONS = NAME_CREDITS
 LEVEL_TEXT = {
     "low": "the training labels closest to the benchmark labels (easy transfer)",
     "medium": "training labels from the middle of the score distribution",

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
 from builders.errors import BuildersError
+from builders.hub.folder import atomic_dir, atomic_open
 from builders.hub.windows import Budget, Limits, Losses, Row, Span, TokenCount, cut_rows
 from builders.sources.gliner import NEGATIVE_SPANS_KEY
 
@@ -176,7 +177,6 @@ def write_training(
     windows), the limits, `not_kept` (what GLiNER still drops of the windows, `Losses`) and
     `whole_rows` (what it would drop of the rows written whole).
     """
-    from builders.hub.folder import atomic_open
 
     budget = Budget(limits, count)
     budget.see_labels(iter(labels))
@@ -372,7 +372,6 @@ def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any
         BuildersError: when `out` holds other files than GLiNER's four (it would be replaced),
             or on a token GLiNER's whitespace split cannot keep.
     """
-    from builders.hub.folder import atomic_dir, atomic_open
 
     store.require_source(source)
     out = Path(out)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builders import __version__
-from builders.errors import BuildersError
+from builders.errors import BuildersError, NotLoggedInError, PublishError
 from builders.hub.folder import link_or_copy
 from builders.hub.manifest import check_levels
 from builders.hub.readme import CARD, folder_card, repo_name
@@ -62,18 +62,6 @@ NOT_LOGGED_IN = (
     "not logged in to the Hugging Face Hub: run `hf auth login` or set HF_TOKEN "
     "(a token with write access to the organisation)"
 )
-
-
-class NotLoggedInError(BuildersError):
-    """No token: none given, no `HF_TOKEN`, no saved login."""
-
-
-class PublishError(BuildersError):
-    """A push failed; says which repos were published before it and which were not."""
-
-    def __init__(self, message: str, published: list[str], not_published: list[str]):
-        self.published, self.not_published = published, not_published
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

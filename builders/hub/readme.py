@@ -11,7 +11,6 @@ for the same repo id are the same bytes.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from builders.errors import BuildersError
@@ -20,6 +19,7 @@ from builders.hub.changelog import CHANGELOG
 from builders.hub.fewnerd_card import render_fewnerd_card
 from builders.hub.folder import BUILD_JSON, SUMMARY_JSON, configs_of, read_json
 from builders.hub.templating import card_text
+from builders.names import valid_org
 from builders.sources import SOURCES
 
 CARD = "README.md"
@@ -32,20 +32,6 @@ def write_method(folder: Path) -> None:
     repo folder, so that a card's references resolve wherever the folder is published."""
     text = card_text(METHOD)
     (Path(folder) / METHOD).write_text(text, encoding="utf-8")
-
-
-_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-
-
-def valid_org(org: str) -> str:
-    """`org` if it can name a Hub user or organisation (letters, digits, `-`, `_`, `.`).
-
-    Raises:
-        BuildersError: otherwise, with the value.
-    """
-    if not _ORG.fullmatch(org or ""):
-        raise BuildersError(f"--org must be a user or organisation name like `my-org`, got {org!r}")
-    return org
 
 
 def repo_name(folder: Path, org: str | None) -> str:

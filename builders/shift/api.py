@@ -32,7 +32,9 @@ from builders.defaults import (
 )
 from builders.errors import BuildersError
 from builders.labels import normalise_label
+from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
+from builders.store import Store
 
 if TYPE_CHECKING:
     from builders.store import Store
@@ -78,7 +80,6 @@ def familiarity_of(
         raise BuildersError(f"k must be >= 1, got {k}")
     table = LabelTable.from_counts(_train_counts(train))
     sets = _evaluation_sets(evaluation)
-    from builders.shift.embedder import Embedder, canonical_name
 
     emb = Embedder(canonical_name(model), backend=backend, precision=precision)
     with _cache(cache) as store:
@@ -136,7 +137,6 @@ def _label(raw: object, what: str) -> str:
 
 @contextmanager
 def _cache(cache: Store | str | Path | None) -> Iterator[Store]:
-    from builders.store import Store
 
     if isinstance(cache, Store):
         yield cache

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from builders.errors import BuildersError, BuildersNote
+from builders.labels import benchmarks, fewnerd_fine_types, fewnerd_verbalise, verbalise
 from builders.shift.models import auto_device, model_cache_dir
 from builders.shift.runtime import EXTRA_MODULES
 
@@ -58,7 +59,6 @@ def installed_runtimes() -> dict[str, str]:
 
 def probe_labels() -> list[str]:
     """The labels a runtime is checked on: every packaged benchmark's and Few-NERD's, sorted."""
-    from builders.labels import benchmarks, fewnerd_fine_types, fewnerd_verbalise, verbalise
 
     tags = {verbalise(t) for b in benchmarks().values() for t in b.tags}
     return sorted(tags | {fewnerd_verbalise(t) for t in fewnerd_fine_types()})

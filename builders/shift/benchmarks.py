@@ -44,7 +44,9 @@ from builders.labels import (
     paper_label_sets,
     verbalise,
 )
+from builders.sources import SOURCES
 from builders.sources.base import read_text
+from builders.store.ingest import ingest
 
 if TYPE_CHECKING:
     from builders.store import Store
@@ -219,8 +221,6 @@ def ingest_local(store: Store, source: str) -> str | None:
     """Ingest a registered benchmark source (`crossner-ai`, `fewnerd`, ...) from its local copy
     (`$LABELSHIFT_DATA`), as commands ingest their training source. Returns the ingest's
     status (`unchanged`: another run stored it meanwhile), or None if it has no local copy."""
-    from builders.sources import SOURCES
-    from builders.store.ingest import ingest
 
     spec = SOURCES.get(source)
     local = spec.default_path() if spec is not None and spec.kind == "benchmark" else None

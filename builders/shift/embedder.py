@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION
 from builders.errors import BuildersError
+from builders.shift.auto import choose_backend
 from builders.shift.models import (
     MINILM,
     MPNET,
@@ -36,6 +37,7 @@ from builders.shift.runtime import (
     ensure_export,
     export_dir,
     load_exported,
+    quiet_loss_type,
     require_extra,
 )
 from builders.shift.vector_cache import VectorCache
@@ -138,8 +140,6 @@ class Embedder:
         """The runtime that embeds: as asked, or for `auto` the one `auto.choose_backend`
         picks (decided on first use, remembered per model)."""
         if self._backend is None:
-            from builders.shift.auto import choose_backend
-
             self._backend = choose_backend(self)
         return self._backend
 
@@ -205,9 +205,10 @@ class Embedder:
 
             hf_logging.disable_progress_bar()  # its "Loading weights" bar ignores --quiet
             try:
-                self._st = SentenceTransformer(
-                    res.path_or_name, device=self.device, local_files_only=_offline()
-                )
+                with quiet_loss_type():
+                    self._st = SentenceTransformer(
+                        res.path_or_name, device=self.device, local_files_only=_offline()
+                    )
             except Exception as exc:
                 raise BuildersError(
                     f"cannot load model {self.model!r} from {res.path_or_name}: {exc}"

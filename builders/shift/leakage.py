@@ -37,6 +37,9 @@ from builders.defaults import (
 )
 from builders.errors import BuildersError
 from builders.shift.benchmarks import EvalSet, ingest_local
+from builders.shift.embedder import Embedder, canonical_name
+from builders.shift.report import similarity_matrix
+from builders.shift.scan_cache import ScanCache, scan_key
 
 if TYPE_CHECKING:
     from builders.shift.embedder import Embedder
@@ -181,7 +184,6 @@ def scan(
     store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
     Few-NERD parts, packaged ones with no local copy) are listed in `not_scanned` with why.
     """
-    from builders.shift.embedder import canonical_name
 
     if n < 1:
         raise BuildersError(f"the n-gram length must be >= 1, got {n}")
@@ -215,7 +217,6 @@ def _overlap_tables(
 ) -> OverlapTables:
     """The scan's tables: from the scan cache when the corpus and the benchmarks' splits are
     the ones a cached scan read (`builders.shift.scan_cache`), else scanned (and cached)."""
-    from builders.shift.scan_cache import ScanCache, scan_key
 
     inputs = store.scan_inputs(source, query)
     cache = ScanCache.default() if inputs is not None else None
@@ -293,9 +294,6 @@ def _familiar_pairs(
     evals = men["eval_label"].unique().sort()
     pairs = [(z, z) for z in evals]
     if len(train):
-        from builders.shift.embedder import Embedder
-        from builders.shift.report import similarity_matrix
-
         emb = embedder or Embedder(model, backend=backend, precision=precision)
         for first in range(0, len(train), LABEL_CHUNK):
             part = train.slice(first, LABEL_CHUNK)

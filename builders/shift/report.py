@@ -29,6 +29,7 @@ from builders.defaults import (
 )
 from builders.errors import BuildersError
 from builders.labels import paper_training_label, union_labels
+from builders.shift.embedder import Embedder, cosine_clipped
 from builders.shift.familiarity import exact_overlap, familiarity, row_chunks, summarise
 
 if TYPE_CHECKING:
@@ -109,7 +110,6 @@ def similarity_matrix(
     A training label whose (normalised) text is an evaluation label's has similarity exactly
     1: the cosine of a float32 unit vector with itself can read 0.99999994 (METHOD.md section 4).
     """
-    from builders.shift.embedder import Embedder, cosine_clipped
 
     emb = embedder or Embedder(model, backend=backend, precision=precision)
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)

@@ -284,6 +284,36 @@ def _quiet_converters() -> Iterator[None]:
                 lg.setLevel(level)
 
 
+#: The opening of transformers' line when a model's `loss_function` is read (an export's
+#: tracer reads every attribute): "`loss_type=None` was set in the config but it is
+#: unrecognized". An encoder that only embeds has no loss: the line means nothing here.
+LOSS_TYPE_LINE = "`loss_type="
+
+
+class _Drop(logging.Filter):
+    """Drops a logger's records whose message opens with `opening`; the rest pass."""
+
+    def __init__(self, opening: str):
+        super().__init__()
+        self.opening = opening
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.opening)
+
+
+@contextmanager
+def quiet_loss_type() -> Iterator[None]:
+    """transformers' `loss_type=None` line, and only it, left out for the block (a filter on
+    the logger that writes it, removed after)."""
+    logger = logging.getLogger("transformers.modeling_utils")
+    drop = _Drop(LOSS_TYPE_LINE)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 def export_dir(cache: Path, model_slug: str, weights: str, backend: str) -> Path:
     return cache / "exported" / f"{model_slug}-{weights}-{backend}"
 
@@ -301,14 +331,15 @@ def ensure_export(target: Path, backend: str, st_loader: Callable[[], Any], key:
     try:
         graph = _graph(st)
         ids = torch.tensor([[0, 5, 6, 2], [0, 7, 8, 2]], dtype=torch.long)
-        with torch.no_grad(), _quiet_converters():
+        with torch.no_grad(), _quiet_converters(), quiet_loss_type():
             (_export_onnx if backend == "onnx" else _export_openvino)(
                 graph, (ids, torch.ones_like(ids)), work
             )
         fast_tokenizer(st).save(str(work / "tokenizer.json"))
         meta = {"key": key, "backend": backend, "max_length": int(st.max_seq_length)}
         meta["dim"] = _dimension(st)
-        _check_export(work, meta, backend, TorchRunner(st, "fp32"))
+        with quiet_loss_type():
+            _check_export(work, meta, backend, TorchRunner(st, "fp32"))
         (work / META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         try:
             os.replace(work, target)

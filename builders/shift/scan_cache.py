@@ -37,7 +37,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.shift.vector_cache import CacheWarning, abandoned, cache_place
+from builders import __version__
+from builders.errors import CacheWarning
+from builders.shift.vector_cache import abandoned, cache_place
 from builders.store.overlap import OverlapTables
 
 #: The cache's folder, or `off` to use none.
@@ -55,8 +57,6 @@ _TMP = ".tmp-"
 def scan_key(description: Mapping[str, Any]) -> str:
     """The key of a scan described by `description` (JSON-able; see `Store.scan_inputs`)."""
     import duckdb
-
-    from builders import __version__
 
     versions = {"scan": SCAN_VERSION, "builders": __version__, "duckdb": duckdb.__version__}
     text = json.dumps({**versions, **description}, sort_keys=True)

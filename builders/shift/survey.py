@@ -22,6 +22,10 @@ from builders.defaults import (
     WEIGHTING,
     K,
 )
+from builders.shift.benchmarks import resolve, stored_sources
+from builders.shift.embedder import Embedder, canonical_name
+from builders.shift.leakage import scan
+from builders.shift.report import LabelTable, measure
 
 if TYPE_CHECKING:
     from builders.shift.benchmarks import EvalSet
@@ -96,9 +100,6 @@ def survey(
     instead of a new one; `on_note` hears what was done (a benchmark ingested) and
     `on_warning` what the figures rest on (a benchmark read by an older reader).
     """
-    from builders.shift.benchmarks import resolve, stored_sources
-    from builders.shift.embedder import Embedder, canonical_name
-    from builders.shift.report import LabelTable, measure
 
     note = on_note or (lambda s: None)
     warn = on_warning or (lambda s: None)
@@ -138,7 +139,6 @@ def _leakage(
     emb: Embedder,
     note: Callable[[str], None],
 ) -> dict[str, Any]:
-    from builders.shift.leakage import scan
 
     found = scan(
         store,

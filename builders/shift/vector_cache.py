@@ -37,8 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from builders.errors import BuildersError, BuildersWarning
+from builders.errors import BuildersError, CacheWarning
 from builders.processes import pid_alive
+from builders.shift.models import cache_root
 
 #: The cache's folder, or `off` to use none.
 EMBEDDINGS_ENV = "LABELSHIFT_EMBEDDINGS"
@@ -54,10 +55,6 @@ STALE_TMP_S = 3600.0
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _KEY_FILE = "key.txt"
 _TMP = ".tmp-"
-
-
-class CacheWarning(BuildersWarning):
-    """The per-user embedding cache could not be read or written; the run goes on without it."""
 
 
 def parse_size(text: str, env: str = MAX_ENV) -> int:
@@ -326,7 +323,6 @@ def cache_place(env: str, max_env: str, default_max: int, name: str) -> tuple[Pa
     """A per-user cache's folder and size bound: `$env` (`off`, `0`, `none` or `false`: no
     cache, None), else `<cache root>/name` (`models.cache_root`); `$max_env`, else
     `default_max`."""
-    from builders.shift.models import cache_root
 
     where = os.environ.get(env, "").strip()
     if where.lower() in {"off", "0", "none", "false"}:

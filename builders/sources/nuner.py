@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError, InvalidValue, SourceFormatError
+from builders.errors import BuildersError, InvalidValue, LiteralError, SourceFormatError
 from builders.sources.base import WORD_RE, Example, ReadReport
 from builders.sources.options import ReaderOptions, option
 
@@ -64,10 +64,6 @@ _SIMPLE_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\
 _ESCAPE_RE = re.compile(r"\\(.)")
 
 _findall = WORD_RE.findall
-
-
-class LiteralError(ValueError):
-    """The text is not a Python list literal of strings."""
 
 
 def parse_list_literal(text: str) -> list[str]:

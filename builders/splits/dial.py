@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from builders.errors import BuildersError
+from builders.errors import LevelsUnreachable as Unreachable
 from builders.shift.coverage import Ranking
 from builders.shift.familiarity import closed_form
 
@@ -40,15 +40,6 @@ FULL_SCAN = 1024
 SIZE_STEP = 0.85
 #: ...then bisection, until the size that places is within this share of one that does not.
 SIZE_PRECISION = 0.01
-
-
-class Unreachable(BuildersError):
-    """No placement of the levels at this size meets the targets and the gaps."""
-
-    def __init__(self, message: str, low: float, high: float, alone: bool = False):
-        super().__init__(message)
-        self.low, self.high = low, high  # the Familiarity range windows of this size span
-        self.alone = alone  # the build's model alone would place them: another model refuses
 
 
 @dataclass(frozen=True)

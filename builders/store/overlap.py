@@ -119,11 +119,6 @@ class OverlapQueries:
             "benchmarks": [[b, src, sp, prints.get((src, sp))] for b, src, sp in asked],
         }
 
-    def source_names(self) -> list[str]:
-        """Every stored source, sorted."""
-        rows = self.con.execute("SELECT DISTINCT source FROM sources ORDER BY source").fetchall()
-        return [r[0] for r in rows]
-
     def raw_labels(self, source: str, split: str) -> list[tuple[str, str, str | None]]:
         """Distinct (raw_label, label, coarse) of a split's mentions, by label."""
         rows = self.con.execute(

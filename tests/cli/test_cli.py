@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import json_result
 
+from builders.cli.main import all_commands as loaded_commands
 from builders.cli.main import cli
 
 
@@ -23,7 +24,7 @@ def run(db: Path):
 
 
 def all_commands() -> list[tuple[str, click.Command]]:
-    return sorted(cli.commands.items())
+    return sorted(loaded_commands().items())
 
 
 @pytest.mark.parametrize(("name", "command"), all_commands())
@@ -46,7 +47,7 @@ def test_every_command_takes_json_and_db_only_if_it_opens_the_store(
 
 @pytest.mark.parametrize("name", ["familiarity", "build-splits", "fewnerd-splits", "leakage"])
 def test_every_command_that_embeds_takes_backend_and_precision(name: str) -> None:
-    opts = {o for p in cli.commands[name].params for o in getattr(p, "opts", [])}
+    opts = {o for p in loaded_commands()[name].params for o in getattr(p, "opts", [])}
     assert {"--backend", "--precision", "--model"} <= opts, name
 
 

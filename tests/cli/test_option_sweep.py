@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from builders.cli.main import cli
+from builders.cli.main import all_commands, cli
 
 #: Values that are wrong for most options: empty, negative, out of range, not a number, a path
 #: that does not exist, a list where one value is wanted.
@@ -36,7 +36,7 @@ def _base(name: str, tmp: Path) -> list[str]:
 def _commands() -> dict[str, click.Command]:
     """Every command by its words (`cache clear` for a group's subcommand)."""
     out: dict[str, click.Command] = {}
-    for name, command in sorted(cli.commands.items()):
+    for name, command in sorted(all_commands().items()):
         out[name] = command
         if isinstance(command, click.Group):
             out |= {f"{name} {sub}": c for sub, c in sorted(command.commands.items())}

@@ -251,12 +251,12 @@ def test_a_write_that_may_be_folded_in_is_kept_in_the_wal(
 ) -> None:
     """Where the store file's headers changed (DuckDB got further than its blocks), nothing
     is cut: the write stays in the .wal, and the error says to keep it and how to fold it in."""
-    from builders.store import db as store_db
+    from builders.store.failures import FileState
 
     db = tmp_path / "s.duckdb"
     with Store(db) as store:
         ingest(store, "columns", bio_corpus(tmp_path / "a.bio", LABELS_A, 20), name="a")
-    monkeypatch.setattr(store_db._FileState, "restore", lambda self, path, fd: False)
+    monkeypatch.setattr(FileState, "restore", lambda self, path, fd: False)
     err = str(_refused_ingest(db, data_dir))
     assert "the write is kept in s.duckdb.wal" in err and f"builders stats --db {db}" in err
     assert (tmp_path / "s.duckdb.wal").stat().st_size > 0

@@ -9,6 +9,7 @@ cosine of 0.999 (measured: 0.99994 and 0.9998).
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -265,3 +266,38 @@ def test_weights_fingerprint_follows_the_bytes(
     (tmp_path / "empty").mkdir()
     with pytest.raises(BuildersError, match="no weight files"):
         weights_fingerprint(tmp_path / "empty")
+
+
+# ------------------------------------------------------------------ third-party noise
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_the_loss_type_line_is_silenced_where_the_model_is_read_and_only_there(
+    torch_minilm: Embedder,
+) -> None:
+    """An export's tracer reads the encoder's `loss_function`, and transformers logs
+    "`loss_type=None` was set in the config but it is unrecognized" (once per process): inside `quiet_loss_type`
+    that line is dropped and other lines of the logger pass; outside it is logged as before."""
+    logger = logging.getLogger("transformers.modeling_utils")
+    kept = _Kept()
+    logger.addHandler(kept)
+    model = torch_minilm.st[0].auto_model
+    try:
+        logging.Logger.warning_once.cache_clear()  # type: ignore[attr-defined]
+        with runtime.quiet_loss_type():
+            _ = model.loss_function
+            logger.warning("another line")
+        assert kept.lines == ["another line"]
+        logging.Logger.warning_once.cache_clear()  # type: ignore[attr-defined]
+        _ = model.loss_function
+        assert len(kept.lines) == 2 and kept.lines[1].startswith(runtime.LOSS_TYPE_LINE)
+        assert "unrecognized" in kept.lines[1]
+    finally:
+        logger.removeHandler(kept)
+    assert not logger.filters

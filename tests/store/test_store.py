@@ -303,7 +303,7 @@ def test_a_container_cap_lowers_the_default(
 ) -> None:
     """In a container capped below 5 GB, 4 GB would be over 80% of what the process may use:
     DuckDB's own default (80% of the cap) is kept; "max" (no cap) changes nothing."""
-    import builders.store.db as db_module
+    import builders.store.settings as db_module
 
     monkeypatch.delenv("LABELSHIFT_MEMORY_LIMIT", raising=False)
     cap = tmp_path / "memory.max"

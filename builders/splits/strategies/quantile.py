@@ -28,6 +28,7 @@ from builders.shift.scoring import (
     select,
     select_pooled,
 )
+from builders.sources import source_profiles
 from builders.splits.config import BuildResult, SplitConfig
 from builders.splits.fitting import equal_sizes, fit
 from builders.splits.levels import bound_share, check_levels, from_cuts, match_levels
@@ -35,7 +36,7 @@ from builders.splits.strategies.base import Placed, Strategy
 from builders.store import Store
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
-SOURCE_PROFILES = {"pilener": "pilener", "pilener-sample": "pilener", "nuner": "nuner"}
+SOURCE_PROFILES = source_profiles()  # the registry says which corpus uses which profile
 
 #: Said when a build's levels do not fall in order (the quantile strategies promise no order).
 ORDER_REMEDY = (

@@ -1,0 +1,55 @@
+"""A click group that imports a command's module only when the command is used (click's
+`LazyGroup` pattern), so that each command module imports the library at its top and
+`builders --help` loads none of them: the group lists its commands from a table of names,
+where they live and the first sentence of their help."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are named in `lazy`: name -> (`module:attribute`, summary),
+    the summary being the first sentence of the command's help (what `--help` lists)."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, tuple[str, str]], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            where = self.lazy[cmd_name][0]
+            module, _, attribute = where.partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{where} is no click command")
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list, as click writes it, from the summaries (no module imported)."""
+        rows = [
+            (name, self._summary(ctx, name))
+            for name in self.list_commands(ctx)
+            if name in self.lazy or not self.commands[name].hidden
+        ]
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary(limit)) for name, summary in rows])
+
+    def _summary(self, ctx: click.Context, name: str) -> Any:
+        if name in self.lazy and name not in self.commands:
+            stand_in = click.Command(name, help=self.lazy[name][1])
+            return stand_in.get_short_help_str
+        command = self.get_command(ctx, name)
+        assert command is not None
+        return command.get_short_help_str

@@ -1,0 +1,191 @@
+"""The options commands share: where the store is (`--db`), how a command prints (`--json`,
+`-q`), the embedding and Familiarity settings, the training source, the benchmarks and a Hub
+organisation. Each is a decorator; the values are checked when the command line is parsed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builders.defaults import (
+    BACKENDS,
+    DB_ENV,
+    DEFAULT_BACKEND,
+    DEFAULT_DB,
+    DEFAULT_MODEL,
+    DEFAULT_PRECISION,
+    DEFAULT_PROTOCOL,
+    PRECISIONS,
+    PROTOCOLS,
+    WEIGHTING,
+    WEIGHTINGS,
+    K,
+)
+from builders.errors import BuildersError
+from builders.labels import ZERO_SHOT, benchmarks
+from builders.names import valid_org
+
+
+def output_options(f: Callable) -> Callable:
+    """`--json` and `--quiet`, shared by every command (sqlite-utils style)."""
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr.")(f)
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print {command, version, config, result} as JSON on stdout.",
+    )(f)
+
+
+def common_options(f: Callable) -> Callable:
+    """`--db`, `--json` and `--quiet`: what every command that opens the store takes."""
+    f = output_options(f)
+    f = click.option(
+        "--db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=DEFAULT_DB,
+        envvar=DB_ENV,
+        show_default=True,
+        help=f"The DuckDB span store (env {DB_ENV}).",
+    )(f)
+    return f
+
+
+def embedding_options(f: Callable) -> Callable:
+    """--backend and --precision: the runtime that embeds labels (cached apart per choice)."""
+    f = click.option(
+        "--precision",
+        type=click.Choice(PRECISIONS),
+        default=DEFAULT_PRECISION,
+        show_default=True,
+        help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
+    )(f)
+    return click.option(
+        "--backend",
+        type=click.Choice(BACKENDS),
+        default=DEFAULT_BACKEND,
+        show_default=True,
+        help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
+        "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
+        "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
+    )(f)
+
+
+def k_option(f: Callable) -> Callable:
+    return click.option(
+        "--k",
+        "-k",
+        "k",
+        type=click.IntRange(min=1),
+        default=K,
+        show_default=True,
+        help="Familiarity keeps the top K similarities (repeated by their mentions).",
+    )(f)
+
+
+def weighting_option(f: Callable) -> Callable:
+    return click.option(
+        "--weighting",
+        type=click.Choice(WEIGHTINGS),
+        default=WEIGHTING,
+        show_default=True,
+        help="Weights of the top K: zipf (1/k, the paper's), linear decay, or none.",
+    )(f)
+
+
+def model_option(f: Callable) -> Callable:
+    return click.option(
+        "--model",
+        default=DEFAULT_MODEL,
+        show_default=True,
+        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
+        "a local folder or a Hub name.",
+    )(f)
+
+
+def protocol_option(f: Callable) -> Callable:
+    """--protocol ours|paper."""
+    return click.option(
+        "--protocol",
+        type=click.Choice(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        show_default=True,
+        help="`ours` (METHOD.md: our verbalised label sets, the union macro, scores against "
+        "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
+        "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
+        "Both headline figures are reported either way.",
+    )(f)
+
+
+def source_options(f: Callable) -> Callable:
+    """--source and --path: the training corpus, ingested first when needed (`ensure_ingested`)."""
+    f = click.option(
+        "--path", help="Local files of the source, ingested first (no-op if unchanged)."
+    )(f)
+    return click.option(
+        "--source", required=True, help="Training corpus in the store (ingested if needed)."
+    )(f)
+
+
+def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """`--benchmarks ''` (or only commas) names no benchmark: say so instead of failing later."""
+    if not value.replace(",", "").strip():
+        raise click.BadParameter("name at least one benchmark, or `all`")
+    return value
+
+
+def benchmarks_option(f: Callable) -> Callable:
+    """`--benchmarks` and `--label-map`: the evaluation label sets
+    (`builders.shift.benchmarks.resolve` reads them)."""
+    f = click.option(
+        "--label-map",
+        type=click.Path(dir_okay=False, exists=True),
+        help="Verbalisation map (raw tag -> label) for the benchmarks' tags: a JSON object or "
+        "a TOML [verbalise] table; it comes before the packaged table.",
+    )(f)
+    return click.option(
+        "--benchmarks",
+        default="all",
+        show_default=True,
+        help="Comma-separated: `all` ("
+        + ", ".join(ZERO_SHOT)
+        + "), a packaged name ("
+        + ", ".join(benchmarks())
+        + "), a stored source (`mine`: its test split; `mine:dev`), a label file "
+        "(`file:labels.txt`, one a line; `file:labels.json`, a list or label -> count), a "
+        "Few-NERD part (`fewnerd-inter`, `fewnerd-intra:dev`); `NAME=...` names an entry.",
+        callback=_some_benchmarks,
+    )(f)
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`-o key=value` pairs; values parsed as JSON when they look like it (ints, bools)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="-o/--option")
+        try:
+            out[key.replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.replace("-", "_")] = value
+    return out
+
+
+def org_option(*decls: str, required: bool = False, help: str, metavar: str = "ORG") -> Callable:
+    """An option naming a Hub user or organisation (`--org` by default), checked when the
+    command line is parsed (before any model loads)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        try:
+            return None if value is None else valid_org(value)
+        except BuildersError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--org "), ctx, param) from None
+
+    return click.option(
+        *(decls or ("--org",)), required=required, callback=check, metavar=metavar, help=help
+    )

@@ -1,0 +1,211 @@
+"""Read planning: which reader reads which units of a source, with its options validated, its
+label map and notes (`plan`, called as `SourceSpec.plan`); the reader's options; the split
+names a user may give (`check_split`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol, cast
+
+from builders.defaults import SPLIT_ALIASES
+from builders.errors import BuildersError, UnknownNameError
+from builders.labels import label_map
+from builders.sources.base import Unit
+from builders.sources.inputs import assign, expand
+from builders.sources.options import ReaderOptions
+
+
+class PlannedSource(Protocol):
+    """What planning reads of a source (`builders.sources.spec.SourceSpec` has it; a
+    protocol, so that planning needs no import of the spec, which imports planning)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def module(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def options(self) -> Mapping[str, object]: ...
+    @property
+    def origin(self) -> str | None: ...
+    @property
+    def origin_config(self) -> str | None: ...
+    @property
+    def local(self) -> str | None: ...
+    @property
+    def splits(self) -> Mapping[str, tuple[str, ...]]: ...
+    @property
+    def label_fn(self) -> str | None: ...
+    @property
+    def hub_options(self) -> Mapping[str, object]: ...
+    def default_path(self) -> Path | None: ...
+
+
+def frozen(d: Mapping | None = None) -> Mapping:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What an ingest reads: the reader module, its units per (canonical) split, the reader's
+    options (the source's fixed ones with the user's), the user's own options (recorded in
+    the store, the label map among them), a description of where it all comes from, and the
+    label map (normalised raw tag -> label) read before the packaged table."""
+
+    module: str
+    units: Mapping[str, list[Unit]]
+    options: Mapping[str, object]
+    user_options: Mapping[str, object]
+    origin: str
+    notes: tuple[str, ...] = ()
+    label_map: Mapping[str, str] = field(default_factory=frozen)
+
+
+def plan(
+    spec: PlannedSource,
+    path: str | Path | Sequence[str | Path] | None = None,
+    split: str | None = None,
+    options: Mapping[str, object] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> ReadPlan:
+    """What to read: the reader, its units per split, its validated options, the label map
+    (`labels`: raw tag -> label, read before the packaged table), and notes.
+
+    `path` is one or more local files, folders or globs (see `inputs.py`), or for Hugging
+    Face datasets a Hub id; without it, the source's local copy (`default_path`) or else
+    its Hub origin is read. A Hub id, a `save_to_disk` folder, or any path given to the
+    `hf` source is read by the `hf` reader; everything else by the source's own reader.
+
+    Raises:
+        BuildersError: no such path, an unknown split, a bad option, a label map for a
+            source with its own types, or nothing to read.
+    """
+    mapping = _label_map(spec, labels)
+    plan = _read_plan(spec, path, split, dict(options or {}))
+    if not mapping:
+        return plan
+    recorded = {**plan.user_options, "label_map": dict(sorted(mapping.items()))}
+    return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
+
+
+def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[str, str]:
+    if labels and spec.label_fn:
+        raise BuildersError(
+            f"source {spec.name!r} names its types by its own table (Few-NERD's "
+            "coarse-fine types): --label-map does not apply to it"
+        )
+    return label_map(labels or {})
+
+
+def _read_plan(
+    spec: PlannedSource,
+    path: str | Path | Sequence[str | Path] | None,
+    split: str | None,
+    user: dict,
+) -> ReadPlan:
+    """The reader, its units and options for `path` (see `plan`)."""
+    split = check_split(split) if split is not None else None
+    given = [path] if isinstance(path, (str, Path)) else list(path or [])
+    if not given:
+        local = spec.default_path()
+        if local is None:
+            return _origin_plan(spec, split, user)
+        given = [local]
+    first = str(given[0])
+    if (
+        spec.module == "hf"
+        or (not Path(first).exists() and is_hub_id(first))
+        or (Path(first).is_dir() and _hf().is_dataset_folder(Path(first)))
+    ):
+        if len(given) > 1:
+            raise BuildersError("a Hugging Face dataset is read one at a time: give one --path")
+        return _dataset_plan(spec, first, split, user, from_origin=False)
+    paths = expand(given)
+    units, notes = assign(paths, spec.splits, split)
+    opts = parse_options(spec.module, {**spec.options, **user})
+    return ReadPlan(
+        spec.module,
+        cast(dict[str, list[Unit]], units),
+        opts,
+        {k: opts[k] for k in user},
+        ", ".join(map(str, paths)),
+        tuple(notes),
+    )
+
+
+def _origin_plan(spec: PlannedSource, split: str | None, user: dict[str, object]) -> ReadPlan:
+    """Read from the Hub origin; offline (or when it fails) say how to give the files."""
+    if not spec.origin:
+        raise BuildersError(
+            f"source {spec.name!r} has no default origin: give the files with --path "
+            f"({spec.description})"
+        )
+    if spec.module == "hf":
+        return _dataset_plan(spec, spec.origin, split, user, from_origin=True)
+    try:
+        return _dataset_plan(spec, spec.origin, split, user, from_origin=True)
+    except BuildersError as exc:
+        local = f" (no $LABELSHIFT_DATA/{spec.local})" if spec.local else ""
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+        why = "cannot be reached offline (HF_HUB_OFFLINE is set)" if offline else f"failed ({exc})"
+        origin = spec.origin + (f"[{spec.origin_config}]" if spec.origin_config else "")
+        raise BuildersError(
+            f"source {spec.name!r}: no local copy{local}, and reading its Hub origin "
+            f"{origin} {why}: give the files with --path ({spec.description})"
+        ) from exc
+
+
+def _dataset_plan(
+    spec: PlannedSource, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
+) -> ReadPlan:
+    opts = {**(spec.hub_options if spec.module != "hf" else {}), **user}
+    checked = parse_options("hf", opts)
+    config = checked.pop("config", None) or (spec.origin_config if from_origin else None)
+    checked["config"] = config
+    units = _hf().discover(dataset, None if config is None else str(config), split)
+    origin = dataset + (f"[{config}]" if config else "")
+    recorded = {"config": config, **{k: checked[k] for k in user if k != "config"}}
+    return ReadPlan("hf", dict(units), checked, recorded, origin)
+
+
+def reader_options(module: str) -> type[ReaderOptions]:
+    """The options dataclass a reader module declares (`Options`)."""
+    mod = importlib.import_module(f"builders.sources.{module}")
+    return mod.Options  # type: ignore[no-any-return]
+
+
+def parse_options(module: str, given: Mapping[str, object]) -> dict[str, object]:
+    """Validate `given` against the reader's options; all of them, defaults filled in."""
+    return dict(reader_options(module).parse(given, module).as_dict())
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def is_hub_id(text: str) -> bool:
+    """`org/name`: what a Hugging Face dataset id looks like (and a relative path may too)."""
+    return bool(_HUB_ID.fullmatch(text)) and ".." not in text
+
+
+def _hf() -> Any:
+    return importlib.import_module("builders.sources.hf")
+
+
+def check_split(name: str) -> str:
+    """A split name the user gave, as its canonical name (`validation` -> `dev`).
+
+    Raises:
+        UnknownNameError: the name is not train, dev, test or one of their aliases.
+    """
+    canon = SPLIT_ALIASES.get(name.strip().lower())
+    if canon is None:
+        raise UnknownNameError("split", name, list(SPLIT_ALIASES))
+    return canon

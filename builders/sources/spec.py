@@ -1,0 +1,118 @@
+"""A source's description (`SourceSpec`): its kind, reader and options, where it is read from
+without `--path`, how its labels are verbalised, its licence and credits. Readers live one
+format per module in this package (see `base.py` for the contract) and are imported only when
+a source is read, so listing sources never imports `datasets` or parses anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from builders.errors import InvalidValue
+from builders.labels import verbalise
+from builders.sources import planning
+from builders.sources.planning import ReadPlan, frozen
+
+Kind = Literal["corpus", "benchmark"]
+#: What a source's raw labels are (METHOD.md section 6): `tags` (CoNLL's `PER`, CrossNER's
+#: `programlang`) or `natural` language (Pile-NER's `field of study`).
+LabelKind = Literal["tags", "natural"]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """How to load one named source.
+
+    Attributes:
+        name: registry key, also the default name in the store.
+        kind: `corpus` (training data) or `benchmark` (evaluation data).
+        module: reader module under `builders.sources`.
+        description: one line for `builders sources`.
+        options: fixed keyword options passed to the reader (column layout, scheme, ...).
+        origin: Hugging Face Hub dataset id used when no `--path` is given (online users).
+        origin_config: the Hub config name, if any.
+        local: folder or file relative to `$LABELSHIFT_DATA` used when it is set and exists.
+        splits: split -> file-name glob patterns that name a file's split before the generic
+            split words do (`valid.txt` is CoNLL's dev split).
+        labels: what its raw labels are: `tags`, verbalised through the whole packaged table
+            (column files, tag sequences, every benchmark), or `natural` language, which keeps
+            the table's natural-language keys where no other tag of the table is beside them
+            (GLiNER json, Pile-NER, NuNER).
+        label_fn: optional `module:function` turning a raw label into (label, coarse), in
+            place of the table (Few-NERD's types).
+        hub_options: options of the `hf` reader when the source is read from its Hub origin
+            (its copy there may name its columns and tags differently).
+        license: licence of the published data, inherited by derived datasets.
+        annotation: who annotated it: `llm` (synthetic, LLM-annotated), `human`, or `unknown`.
+        credits: citation keys (`cards/_citations.md.j2`) the data's authors ask for.
+        loader_version: bump when the reader's output changes; part of the fingerprint.
+        profile: the paper's quantile profile a build of this corpus uses (`pilener`,
+            `nuner`; `shift.scoring`); None: chosen by the number of labels.
+    """
+
+    name: str
+    kind: Kind
+    module: str
+    description: str
+    options: Mapping[str, object] = field(default_factory=frozen)
+    origin: str | None = None
+    origin_config: str | None = None
+    local: str | None = None
+    splits: Mapping[str, tuple[str, ...]] = field(default_factory=frozen)
+    labels: LabelKind = "tags"
+    label_fn: str | None = None
+    hub_options: Mapping[str, object] = field(default_factory=frozen)
+    license: str = "unknown"
+    annotation: str = "unknown"
+    credits: tuple[str, ...] = ()
+    loader_version: str = "1"
+    profile: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("corpus", "benchmark"):
+            raise InvalidValue(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
+        if self.labels not in ("tags", "natural"):
+            raise InvalidValue(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
+
+    def plan(
+        self,
+        path: str | Path | Sequence[str | Path] | None = None,
+        split: str | None = None,
+        options: Mapping[str, object] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> ReadPlan:
+        """What to read: the reader, its units per split, its validated options, the label map
+        (`labels`: raw tag -> label, read before the packaged table), and notes (see
+        `planning.plan`)."""
+        return planning.plan(self, path, split, options, labels)
+
+    def reader(self, module: str | None = None) -> Callable:
+        mod = importlib.import_module(f"builders.sources.{module or self.module}")
+        return mod.read  # type: ignore[no-any-return]
+
+    def map_label(
+        self, raw: str, mapping: Mapping[str, str] | None = None
+    ) -> tuple[str, str | None]:
+        """Raw label -> (verbalised, normalised label; coarse type or None). `mapping` is a
+        normalised label map (`labels.label_map`), read before the packaged table."""
+        if self.label_fn:
+            mod, _, fn = self.label_fn.partition(":")
+            return importlib.import_module(f"builders.sources.{mod}").__dict__[fn](raw)  # type: ignore[no-any-return]
+        return verbalise(raw, mapping, natural=self.labels == "natural"), None
+
+    def default_path(self) -> Path | None:
+        """Where to read from without `--path`: the packaged file, or `$LABELSHIFT_DATA/local`."""
+        if self.local is None:
+            return None
+        if self.local.startswith("package:"):
+            return Path(str(resources.files("builders.data").joinpath(self.local[8:])))
+        root = os.environ.get("LABELSHIFT_DATA")
+        if root and (Path(root) / self.local).exists():
+            return Path(root) / self.local
+        return None

@@ -1,0 +1,220 @@
+"""The table of known sources: one `SourceSpec` per corpus and benchmark (`SOURCES`), and the
+facts about them other stages look up here (the paper's quantile profile of a named corpus;
+the citations of a build recorded before its provenance was)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from builders.sources.planning import frozen
+from builders.sources.spec import SourceSpec
+
+_CROSSNER_SPLITS = {"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)}
+_CROSSNER_LICENSE = "mit"
+
+
+def _crossner(domain: str, title: str) -> SourceSpec:
+    return SourceSpec(
+        name=f"crossner-{domain}",
+        kind="benchmark",
+        module="columns",
+        description=f"CrossNER {title}: token<TAB>BIO-tag column files",
+        options=frozen({"columns": "token,tag", "scheme": "bio"}),
+        origin="DFKI-SLT/cross_ner",
+        origin_config=domain,
+        local=f"crossner/{domain}",
+        splits=frozen(_CROSSNER_SPLITS),
+        license=_CROSSNER_LICENSE,
+        annotation="human",
+        credits=("crossner",),
+    )
+
+
+_SPECS: list[SourceSpec] = [
+    *(
+        _crossner(d, t)
+        for d, t in [
+            ("ai", "AI"),
+            ("literature", "Literature"),
+            ("music", "Music"),
+            ("politics", "Politics"),
+            ("science", "Science"),
+        ]
+    ),
+    SourceSpec(
+        name="crossner-conll2003",
+        kind="benchmark",
+        module="columns",
+        description="CrossNER's copy of CoNLL-2003 (tags renamed): token<TAB>BIO-tag",
+        options=frozen({"columns": "token,tag", "scheme": "bio"}),
+        origin="DFKI-SLT/cross_ner",
+        origin_config="conll2003",
+        local="crossner/conll2003",
+        splits=frozen(_CROSSNER_SPLITS),
+        license="other",
+        annotation="human",
+        credits=("crossner",),
+    ),
+    SourceSpec(
+        name="mit-movie",
+        kind="benchmark",
+        module="columns",
+        description="MIT Movie 'eng' corpus (MIT SLS: engtrain.bio, engtest.bio): "
+        "BIO-tag<TAB>token, label first (token first is read too)",
+        # No Hub copy of the `eng` corpus is registered: tner/mit_movie_trivia is trivia10k13.
+        options=frozen({"scheme": "bio"}),
+        local="mit-movie",
+        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
+        license="unknown",
+        annotation="human",
+    ),
+    SourceSpec(
+        name="mit-movie-trivia",
+        kind="benchmark",
+        module="columns",
+        description="MIT Movie 'trivia10k13' corpus (MIT SLS: trivia10k13train.bio, "
+        "trivia10k13test.bio): BIO-tag<TAB>token, label first",
+        options=frozen({"scheme": "bio"}),
+        local="mit-movie-trivia",
+        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
+        license="unknown",
+        annotation="human",
+    ),
+    SourceSpec(
+        name="mit-restaurant",
+        kind="benchmark",
+        module="columns",
+        description="MIT Restaurant: BIO-tag<TAB>token, label first (token first is read too)",
+        options=frozen({"scheme": "bio"}),
+        origin="tner/mit_restaurant",
+        local="mit-restaurant",
+        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
+        license="unknown",
+        annotation="human",
+    ),
+    SourceSpec(
+        name="conll2003",
+        kind="benchmark",
+        module="columns",
+        description="CoNLL-2003: token POS chunk BIO-tag, space separated, -DOCSTART- lines",
+        options=frozen({"columns": "token,pos,chunk,tag", "scheme": "bio"}),
+        origin="eriktks/conll2003",
+        local="conll2003",
+        splits=frozen(
+            {"train": ("train.txt",), "dev": ("valid.txt", "dev.txt"), "test": ("test.txt",)}
+        ),
+        license="other",
+        annotation="human",
+    ),
+    SourceSpec(
+        name="fewnerd",
+        kind="benchmark",
+        module="fewnerd",
+        description="Few-NERD: token<TAB>IO coarse-fine tags, or BIO coarse_fine tags",
+        origin="DFKI-SLT/few-nerd",
+        origin_config="supervised",
+        local="fewnerd/inter",
+        splits=frozen(
+            {"train": ("train*.txt",), "dev": ("dev*.txt", "valid*.txt"), "test": ("test*.txt",)}
+        ),
+        label_fn="fewnerd:map_label",
+        # DFKI-SLT/few-nerd: `fine_ner_tags` holds the 66 fine types (IO, `person-artist/author`)
+        hub_options=frozen({"tags_column": "fine_ner_tags", "scheme": "io"}),
+        license="cc-by-sa-4.0",
+        annotation="human",
+        credits=("fewnerd",),
+    ),
+    SourceSpec(
+        name="pilener",
+        kind="corpus",
+        module="pilener",
+        description="Pile-NER conversation JSON (train.json or one-question evaluation files); "
+        "also its BIO conversion (.bio)",
+        origin="Universal-NER/Pile-NER-type",
+        local="pilener/pilener-391xALL-dev.bio",
+        # SLIMER's held-out slice is training material despite the `dev` in its name
+        splits=frozen({"train": ("pilener-391xALL-dev.bio*",)}),
+        labels="natural",
+        license="cc-by-nc-4.0",
+        annotation="llm",
+        credits=("universalner",),
+        loader_version="2",  # 2: tags among its types verbalised (`org` -> organization)
+        profile="pilener",
+    ),
+    SourceSpec(
+        name="pilener-sample",
+        kind="corpus",
+        module="columns",
+        description="Bundled real sample: 2,217 Pile-NER passages in BIO (SLIMER's held-out slice)",
+        # SLIMER's conversion flattened overlapping mentions, leaving 156 `I-x` tags right after
+        # a `y` entity; they are read as `B-x` and counted as `repaired_tags`.
+        options=frozen({"columns": "token,tag", "scheme": "bio", "sep": "\t", "repair": True}),
+        origin="Universal-NER/Pile-NER-type",
+        local="package:sample/pilener-391xALL-dev.bio.xz",
+        splits=frozen({"train": ("pilener-391xALL-dev.bio*",)}),
+        # natural-language types; none of the sample's 368 is a tag of the table, so its
+        # labels are read as they are (version 1 reads it the same)
+        labels="natural",
+        license="cc-by-nc-4.0",
+        annotation="llm",
+        credits=("universalner", "slimer"),
+        profile="pilener",
+    ),
+    SourceSpec(
+        name="nuner",
+        kind="corpus",
+        module="nuner",
+        description="NuNER CSV: input text, output list literal of '<mention> <> <type>'",
+        origin="numind/NuNER",
+        labels="natural",
+        license="mit",
+        annotation="llm",
+        credits=("nuner",),
+        loader_version="2",  # 2: tags among its types verbalised
+        profile="nuner",
+    ),
+    SourceSpec(
+        name="gliner",
+        kind="corpus",
+        module="gliner",
+        description="GLiNER json: training (tokenized_text, ner) or benchmark (sentence, entities)",
+        labels="natural",
+        license="unknown",
+        # 2: benchmark sentences split on whitespace, as GLiNER's eval; 3: tags among its types
+        # verbalised (`PER` -> person)
+        loader_version="3",
+    ),
+    SourceSpec(
+        name="columns",
+        kind="corpus",
+        module="columns",
+        description="Any column file: BIO/IO/BIOES, token-first or label-first (found from the "
+        "values, or --columns), tab or space",
+        license="unknown",
+        loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
+    ),
+    SourceSpec(
+        name="hf",
+        kind="corpus",
+        module="hf",
+        description="Any Hugging Face dataset with a tokens column and tag sequences",
+        license="unknown",
+        loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
+    ),
+]
+
+SOURCES: Mapping[str, SourceSpec] = MappingProxyType({s.name: s for s in _SPECS})
+
+
+#: A source's citation keys by the start of its name, for a build recorded before builds
+#: recorded their source's provenance (with it, the source's own `credits` are cited).
+NAME_CREDITS: Mapping[str, str] = MappingProxyType(
+    {"pilener": "universalner", "nuner": "nuner", "fewnerd": "fewnerd"}
+)
+
+
+def source_profiles() -> dict[str, str]:
+    """Source name -> the paper's quantile profile its builds use, for the sources that name
+    one (Pile-NER and its sample: `pilener`; NuNER: `nuner`)."""
+    return {s.name: s.profile for s in SOURCES.values() if s.profile is not None}

@@ -1,0 +1,74 @@
+"""The lazy command group: `builders --help` imports no command module (so it stays fast while
+each command module imports the library at its top), and the table it lists the commands from
+says what the commands themselves say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from builders.cli.main import COMMANDS, all_commands, cli, load_command
+
+
+def test_the_table_names_every_command_with_its_own_summary() -> None:
+    commands = all_commands()
+    assert sorted(commands) == sorted(COMMANDS)
+    for name, command in commands.items():
+        module, _, attribute = COMMANDS[name][0].partition(":")
+        assert command is getattr(sys.modules[module], attribute), name
+        assert command.name == name
+        for width in (30, 45, 78, 10_000):  # what `--help` shows at any terminal width
+            stand_in = click.Command(name, help=COMMANDS[name][1])
+            assert stand_in.get_short_help_str(width) == command.get_short_help_str(width), name
+
+
+def test_the_listing_is_the_one_click_writes_from_the_commands() -> None:
+    """The lazy listing equals click's own, written from the loaded commands."""
+    lazy = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    eager = click.Group(
+        "cli",
+        commands=all_commands(),
+        help=cli.help,
+        params=cli.params,
+        context_settings=cli.context_settings,
+    )
+    want = CliRunner().invoke(eager, ["--help"], prog_name="cli", terminal_width=80).output
+    assert lazy == want
+
+
+_PROBE = (
+    "import sys, time; t = time.perf_counter(); sys.argv = ['builders', '--help']\n"
+    "from builders.cli.main import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "mods = sorted(m for m in sys.modules if m.startswith('builders.') or m == 'duckdb')\n"
+    "print(repr((time.perf_counter() - t, mods)), file=sys.stderr)"
+)
+
+
+def test_builders_help_loads_no_command_module_and_no_library() -> None:
+    done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "build-splits" in done.stdout
+    seconds, modules = eval(done.stderr.strip().splitlines()[-1])  # our own repr
+    loaded = {m for m in modules if m.startswith("builders.cli.")}
+    assert loaded <= {"builders.cli.main", "builders.cli.lazy", "builders.cli.output"}, loaded
+    assert not {m for m in modules if m.split(".")[1] in {"store", "shift", "splits", "hub"}}
+    assert "duckdb" not in modules
+    assert seconds < 0.2 or _slow_machine(), f"builders --help took {seconds:.2f} s"
+
+
+def _slow_machine() -> bool:
+    """A machine too busy to time on (the import of click alone past 0.1 s): not a failure."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import click"], check=True)
+    return time.perf_counter() - t > 0.25
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_command_loads_by_its_name(name: str) -> None:
+    assert load_command(name).name == name
