@@ -235,11 +235,15 @@ def _checks(b: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] |
 
 
 def _runtime(b: Mapping[str, Any]) -> str:
-    """The runtime that embedded the labels (`torch fp32`), as build.json's provenance says."""
+    """The runtime that embedded the labels and the weights it ran (`torch fp32, weights
+    cdaaf2fbbd76`: the content hash that ends the embedding cache's key), as build.json's
+    provenance says."""
     model = (b.get("provenance") or {}).get("model") or {}
     if not model.get("backend"):
         return "–"
-    return f"{model['backend']} {model.get('precision', '')}".strip()
+    runtime = f"{model['backend']} {model.get('precision', '')}".strip()
+    weights = str(model.get("cache_key") or "").rsplit("|", 1)[-1]
+    return f"{runtime}, weights `{weights}`" if "|" in str(model.get("cache_key")) else runtime
 
 
 def _fmt(x: Any) -> str:
