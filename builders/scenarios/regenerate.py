@@ -41,6 +41,7 @@ from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, read_label_map, resolve
+from builders.splits.strategies import strategy
 from builders.store import Store
 
 # ---------------------------------------------------------------------------- keys
@@ -61,7 +62,10 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "params": _keyed_params(sc.params),
         "toolkit_version": __version__,
     }
-    if sc.kind == "splits":
+    if sc.kind == "splits":  # the bound as it applies (a strategy's default, resolved)
+        share = sc.params.get("max_label_share")
+        share = strategy(sc.params["strategy"]).label_share if share is None else share
+        parts["params"]["max_label_share"] = None if share is None or share >= 1 else share
         evalsets = resolve(
             list(sc.params["benchmarks"]) or None,
             store=store,

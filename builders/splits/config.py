@@ -166,6 +166,10 @@ class SplitConfig:
         defaults = SplitConfig.defaults()
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "max_label_share" and value is None:  # as it applies: a default too
+                value = self.label_share_bound
+                if value is None:
+                    continue
             if f.name == "source" or (
                 value == defaults[f.name] and f.name not in self.always_named()
             ):

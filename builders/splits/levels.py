@@ -122,6 +122,10 @@ def bound_share(level: Level, table: LabelTable, share: float | None) -> Level:
     if level.take is not None and level.order is not None:
         size = level.size if level.size is not None else int(level.take.sum())
         cap = max(int(share * size), 1)
+        over = level.take > cap
+        if not over.any() or level.order.size * share < 1:  # nothing over, or no cut meets it
+            return replace(level, selection=selection)
+        selection["share_capped"] = int(over.sum())
         take = np.minimum(level.take, cap)
         caps = {i: min(n, cap) for i, n in level.caps.items()}
         mask = level.mask.copy()
@@ -137,6 +141,7 @@ def bound_share(level: Level, table: LabelTable, share: float | None) -> Level:
     for j, n in zip(index.tolist(), counts.tolist(), strict=True):
         if n > water:
             mask[j], caps[j] = False, water
+    selection["share_capped"] = int((counts > water).sum())
     return replace(level, mask=mask, caps=caps, selection=selection)
 
 
@@ -244,7 +249,11 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remed
             + ". Nothing was written. Options that help: "
             + remedy
             + "--min-labels and --min-mentions (smaller levels), --levels (fewer levels)"
-            + (", --max-label-share (a looser bound)" if cfg.label_share_bound else "")
+            + (
+                ", --max-label-share (a looser bound)"
+                if any(lv.selection.get("share_capped") for lv in levels)
+                else ""
+            )
         )
 
 

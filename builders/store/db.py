@@ -217,6 +217,7 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
         commit or at its checkpoint, is refused like one that takes neither (`_refused`)."""
         with self._writable():
             before = self._settled()
+            self.__dict__.pop("_per_label_cache", None)  # level rows read before a write
             self.con.execute("BEGIN TRANSACTION")
             try:
                 yield self.con

@@ -312,11 +312,13 @@ class OverlapQueries:
             )
             (dropped,) = self.con.execute("SELECT count(*) FROM temp.main._dropped").fetchall()[0]
             self._shadowing += 1
+            self.__dict__.pop("_per_label_cache", None)  # rows read before see other sentences
             try:
                 yield int(dropped)
             finally:
                 self._shadowing -= 1
         finally:
+            self.__dict__.pop("_per_label_cache", None)
             for view in ("label_counts", *_SHADOWED):
                 self.con.execute(f"DROP VIEW IF EXISTS temp.main.{view}")
             self.con.execute("DROP TABLE IF EXISTS temp.main._dropped")

@@ -307,7 +307,8 @@ class SubsetQueries:
         mentions (int32, as read), and where each sentence's rows start. They are kept while
         the plan `take` (the same array) lives: a level fitted again to a smaller size (the
         pipeline's `_equal_sizes`) has the same order and plan, and its rows are read once
-        per build (about 27 MB for a NuNER level of 2.4M rows)."""
+        per build (about 27 MB for a NuNER level of 2.4M rows). A write to the store and
+        `without_sentences` (entered or left) forget them all."""
         cache: dict[int, tuple[str, list[str], tuple[np.ndarray, np.ndarray, np.ndarray]]]
         cache = self.__dict__.setdefault("_per_label_cache", {})
         hit = cache.get(id(take))

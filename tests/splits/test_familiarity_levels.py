@@ -409,3 +409,23 @@ def test_written_levels_short_of_the_gap_are_placed_again_smaller(
     sel = res.subsets[0].selection
     assert sel["level_mentions"] == int(largest * 0.8) and sel["size"] == "given"
     assert sel["placed_with_gap"] == pytest.approx(0.05 + 0.004 + 0.002)
+
+
+def test_a_given_size_whose_gap_never_holds_on_the_rows_ends(
+    familiarity_build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a size given by --level-mentions the gap is widened where the written levels fall
+    short; when the wider gap no longer places, the best placement so far is kept (a
+    Limitation), never tried again at the same size and gap."""
+    import builders.splits.strategies.familiarity as familiarity
+
+    monkeypatch.setattr(familiarity, "_gap_shortfall", lambda *a: 0.2)  # never holds
+    db = tmp_path / "s.duckdb"
+    shutil.copy(familiarity_build["db"], db)
+    size = familiarity_build["result"].subsets[0].selection["level_mentions"] // 2
+    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, level_mentions=size)
+    with Store(db) as store:
+        (res,) = build(store, cfg, None)
+    sel = res.subsets[0].selection
+    assert sel["level_mentions"] == size and "placed_with_gap" not in sel  # the first kept
+    assert [p["min_gap"] for p in sel.get("plans_not_kept", [])] == []  # a wider one: none

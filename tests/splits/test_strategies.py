@@ -80,6 +80,7 @@ def test_the_registry_names_every_strategy_once() -> None:
         ("max", {"level_mentions": 500}, "--level-mentions place levels by Familiarity"),
         ("familiarity", {"match": "mentions"}, "--match belong to the quantile strategies"),
         ("familiarity", {"medium_band": (0.4, 0.6)}, "--medium-band belong to the quantile"),
+        ("entropy", {"match": "mentions", "max_label_share": 0.5}, "0.5 with --match mentions"),
     ],
 )
 def test_a_strategy_refuses_the_options_of_another(name: str, options: dict, message: str) -> None:

@@ -194,3 +194,27 @@ def test_a_refit_reads_the_level_rows_once(sample_results: dict) -> None:
         del plan
         gc.collect()
         assert key not in cache  # forgotten with the plan
+
+
+def test_level_rows_read_before_a_view_change_are_not_reused(sample_results: dict) -> None:
+    """A corpus seen without some sentences (`without_sentences`), or written to, has other
+    level rows: rows kept for a plan are forgotten on entering and leaving the view."""
+    source = "pilener-sample"
+    order = ["person", "location", "organization"]
+    take = np.array([5000, 5000, 5000])
+    with Store(sample_results["db"], read_only=True) as store:
+        fresh = store.fit_level(source, order, take.copy(), 4000)
+        assert store.fit_level(source, order, take, 4000) == fresh  # kept for `take`
+        ids = [
+            sid
+            for (sid,) in store.con.execute(
+                "SELECT DISTINCT s.sentence_id FROM sentences s JOIN mentions m "
+                "USING (source, split, idx) WHERE s.source = $1 AND m.label = 'person'",
+                [source],
+            ).fetchall()
+        ]
+        with store.without_sentences(source, ids):
+            inside = store.fit_level(source, order, take, 4000)
+            assert inside == store.fit_level(source, order, take.copy(), 4000)
+        assert inside != fresh  # no person sentence inside
+        assert store.fit_level(source, order, take, 4000) == fresh  # not the view's rows

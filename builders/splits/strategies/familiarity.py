@@ -41,7 +41,7 @@ class Familiarity(Strategy):
         "min_gap": ("--min-gap", MIN_GAP),
     }
     purpose = "place levels by Familiarity"
-    always_named = ("min_gap",)
+    always_named = ("min_gap", "max_label_share")
     label_share = 0.3  # the shared corpora's levels hold 13-26% of one label (METHOD.md s. 4)
     size_remedy = SIZE_REMEDY
 
@@ -138,6 +138,8 @@ def _shown(values: tuple[float, ...]) -> str:
 #: are placed again a little smaller (or, at a size given by --level-mentions, with the gap
 #: widened by the shortfall), at most this many placements written in all...
 PLACE_ROUNDS = 8
+#: ...and at most this many placements tried (those that do not place count too).
+PLACE_TRIES = 24
 #: ...each size this share of the one before (sizes that do not place are stepped past).
 RETRY_STEP = 0.95
 
@@ -159,18 +161,25 @@ def _placed_on_what_is_written(
     size, the gap is widened by the shortfall. The first placement that keeps every gap is
     kept, else the one with the smallest shortfall (a Limitation in the verdicts)."""
     sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
+    order = _familiarity_levels(cfg, table, m)
+    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
+    ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)  # once: sizes vary
     gap, size = cfg.min_gap, cfg.level_mentions
     rounds: list[tuple[float, float, int, Any]] = []  # (shortfall, gap, planned size, levels)
-    while len(rounds) < PLACE_ROUNDS and size != 0:
+    for _ in range(PLACE_TRIES):
+        if len(rounds) >= PLACE_ROUNDS or size == 0:
+            break
         try:
-            found = _by_familiarity(cfg, table, m, sims[0], stage, checks, gap, size)
+            found = _by_familiarity(cfg, table, ranking, order, sims[0], stage, checks, gap, size)
+            scores, cuts, levels, extra = found
+            check_levels(levels, table, cfg, SIZE_REMEDY)
         except BuildersError:
             if not rounds:
                 raise
+            if cfg.level_mentions is not None:
+                break  # the size is given and a wider gap does not place: keep the best
             size = _smaller(cfg, size)  # this size does not place: a step smaller
             continue
-        scores, cuts, levels, extra = found
-        check_levels(levels, table, cfg, SIZE_REMEDY)
         stage("choosing each level's sentences")
         fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
         short = _gap_shortfall(cfg, table, sims, fitted)
@@ -240,22 +249,20 @@ def _gap_shortfall(
 def _by_familiarity(
     cfg: SplitConfig,
     table: LabelTable,
-    m: np.ndarray,
+    ranking: Ranking,
+    order: list[str],
     sims_zd: np.ndarray,
     stage: Callable[[str], None],
     checks: dict[str, np.ndarray],
     min_gap: float | None = None,
     size: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
-    """The `familiarity` strategy (METHOD.md section 8): the ranking, then the levels' windows,
+    """The `familiarity` strategy (METHOD.md section 8): the levels' windows over the ranking,
     placed so that the gaps hold under the build's model and every check model.
 
     Returns the per-label gains (the scores), each level's window, the levels, and the
     BuildResult fields it adds (the ranking's columns and the Familiarity along it).
     """
-    order = _familiarity_levels(cfg, table, m)
-    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
-    ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)
     stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
     models = [canonical_name(cfg.model), *checks]
     try:

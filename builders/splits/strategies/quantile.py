@@ -119,6 +119,12 @@ class Quantile(Strategy):
                 "--match needs one score per label; the paper protocol scores every "
                 "(label, benchmark) pair: use --protocol ours with --match"
             )
+        if cfg.match != "none" and cfg.label_share_bound is not None:
+            raise BuildersError(
+                f"--max-label-share {cfg.max_label_share:g} with --match {cfg.match}: --match cuts "
+                "every level to the smallest one's size in score order, and the bound would "
+                "shrink the levels it caps again below it; use one of the two"
+            )
 
     def selection_text(self, sel: dict[str, Any]) -> str:
         return f"{sel['side']} q{sel['quantiles']} = " + ", ".join(
