@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from builders.defaults import LEVELS
 from builders.hub.changelog import describe_inputs
-from builders.hub.folder import SUBSET_FEATURES
+from builders.hub.folder import subset_features
 from builders.hub.templating import (
     card_header,
     card_yaml,
@@ -76,7 +76,7 @@ def subset_yaml(
     }
     infos = {
         c: dataset_info(
-            SUBSET_FEATURES,
+            subset_features(),
             {"train": (int(b["num_bytes"]), int(b["subset"]["sentences"]))},
             b.get("download_size"),
         )

@@ -11,9 +11,8 @@ Pure, like `builders.hub.cards`: the template is `cards/fewnerd.md.j2`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from datasets import Features
 from markupsafe import Markup
 
 from builders import __version__
@@ -26,6 +25,9 @@ from builders.hub.templating import (
     familiarity_meta,
     redact,
 )
+
+if TYPE_CHECKING:
+    from datasets import Features
 
 
 def render_fewnerd_card(

@@ -22,40 +22,49 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
 import pyarrow as pa
-import pyarrow.dataset as pa_ds
-import pyarrow.fs as pa_fs
 import pyarrow.parquet as pq
-from datasets.table import table_cast
 
 from builders.defaults import config_order
 from builders.hub.outdir import TMP_PREFIX, exchange, merge_manifest, swap_in, write_journal
 
-SUBSET_FEATURES = datasets.Features(
-    {
-        "id": datasets.Value("string"),
-        "tokens": datasets.List(datasets.Value("string")),
-        "spans": datasets.List(
-            {
-                "start": datasets.Value("int32"),
-                "end": datasets.Value("int32"),
-                "label": datasets.Value("string"),
-            }
-        ),
-        "negatives": datasets.List(datasets.Value("string")),
-        "negative_spans": datasets.List(
-            {
-                "start": datasets.Value("int32"),
-                "end": datasets.Value("int32"),
-                "label": datasets.Value("string"),
-            }
-        ),
-    }
-)
+if TYPE_CHECKING:
+    import datasets
+    import pyarrow.dataset as pa_ds
+
+
+@cache
+def subset_features() -> datasets.Features:
+    """The features of a subset config's rows (built on first use: importing `datasets`
+    takes half a second, which no `--help` should pay)."""
+    import datasets
+
+    return datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "tokens": datasets.List(datasets.Value("string")),
+            "spans": datasets.List(
+                {
+                    "start": datasets.Value("int32"),
+                    "end": datasets.Value("int32"),
+                    "label": datasets.Value("string"),
+                }
+            ),
+            "negatives": datasets.List(datasets.Value("string")),
+            "negative_spans": datasets.List(
+                {
+                    "start": datasets.Value("int32"),
+                    "end": datasets.Value("int32"),
+                    "label": datasets.Value("string"),
+                }
+            ),
+        }
+    )
+
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
 #: Rows per parquet row group (and per Arrow table `datasets` builds when it loads one).
@@ -132,6 +141,9 @@ def dataset_sizes(
 def _arrow_bytes(path: Path, schema: pa.Schema) -> int:
     """The Arrow bytes `datasets` counts for one parquet file (see `dataset_sizes`): its row
     groups read side by side (each one's figure stands alone)."""
+    import pyarrow.dataset as pa_ds
+    import pyarrow.fs as pa_fs
+
     fragment = pa_ds.ParquetFileFormat().make_fragment(str(path), pa_fs.LocalFileSystem())
     groups = fragment.split_by_row_group()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -144,6 +156,8 @@ def _arrow_bytes(path: Path, schema: pa.Schema) -> int:
 
 def _group_bytes(group: pa_ds.ParquetFileFragment, schema: pa.Schema) -> int:
     """One row group's Arrow bytes, read as `datasets`' Parquet builder reads it."""
+    from datasets.table import table_cast
+
     total = 0
     batches = group.to_batches(
         batch_size=group.row_groups[0].num_rows, batch_readahead=0, fragment_readahead=0

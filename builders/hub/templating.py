@@ -15,16 +15,16 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-from datasets import DatasetInfo, Features, SplitDict, SplitInfo
-from datasets.info import DatasetInfosDict
-from datasets.utils.metadata import MetadataConfigs
-from huggingface_hub import DatasetCardData
 from markupsafe import Markup
 
 from builders.names import printable
+
+if TYPE_CHECKING:  # `datasets` takes half a second to import: only the functions that build
+    # a card import it (and jinja2), so that no command's `--help` pays for it
+    import jinja2
+    from datasets import DatasetInfo, Features
 
 #: Licence ids the Hub accepts in card metadata (the ones our sources can carry); others -> other.
 # fmt: off
@@ -42,6 +42,8 @@ _SECRET_OPT = re.compile(r"(--(?:hf-)?token[= ])\S+")
 
 @cache
 def environment() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(card_text),
         undefined=jinja2.StrictUndefined,
@@ -93,6 +95,8 @@ def dataset_info(
 ) -> DatasetInfo:
     """A config's `dataset_info`: its features and, per split, (`num_bytes`, `num_examples`)
     as `datasets` computes them (see `builders.hub.folder.dataset_sizes`)."""
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+
     split_dict = SplitDict()
     for name, (num_bytes, num_examples) in splits.items():
         split_dict.add(
@@ -116,6 +120,10 @@ def card_yaml(
     `DatasetCardData` holds the Hub fields, `datasets`' `MetadataConfigs` writes `configs` and
     its `DatasetInfosDict` writes `dataset_info` (typed features, splits with `num_bytes`), so
     `load_dataset` reads back exactly what was written. `extra` (our own keys) goes last."""
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
     data = DatasetCardData(**header)
     MetadataConfigs({name: dict(c) for name, c in configs.items()}).to_dataset_card_data(data)
     DatasetInfosDict(infos).to_dataset_card_data(data)

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from builders.defaults import (
@@ -42,6 +41,8 @@ from builders.shift.report import similarity_matrix
 from builders.shift.scan_cache import ScanCache, scan_key
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from builders.shift.embedder import Embedder
     from builders.store import Store
     from builders.store.overlap import OverlapTables
@@ -103,6 +104,8 @@ class LeakageScan:
     ) -> LeakageReport:
         """Figures of the corpus, or of its subset of sentences with a mention of `labels`
         (only those mentions kept, as `build-splits` cuts), for all or some benchmarks."""
+        import polars as pl
+
         sent, pairs, men = self._frames(labels, benchmarks)
         names = list(dict.fromkeys(sent["benchmark"].to_list()))
         per = {b: _figures(*_only(b, sent, pairs, men), self.n) for b in names}
@@ -117,6 +120,8 @@ class LeakageScan:
 
     def overlapping_training_ids(self, benchmarks: Sequence[str] | None = None) -> list[str]:
         """Training sentences with an exact or n-gram overlap (what decontamination drops)."""
+        import polars as pl
+
         pairs = self.pairs
         if benchmarks is not None:
             pairs = pairs.filter(pl.col("benchmark").is_in(list(benchmarks)))
@@ -126,6 +131,8 @@ class LeakageScan:
         self, labels: Collection[str] | None, benchmarks: Sequence[str] | None
     ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """The scan restricted to some benchmarks and to a training label subset."""
+        import polars as pl
+
         sent, pairs, men = self.sentences, self.pairs, self.mentions
         if benchmarks is not None:
             keep = pl.col("benchmark").is_in(list(benchmarks))
@@ -144,6 +151,8 @@ class LeakageScan:
         """The overlapping (benchmark sentence, training sentence) pairs, for inspection:
         whether they are equal, and how many of the benchmark sentence's n-grams they share
         (a scan made with `texts=True`)."""
+        import polars as pl
+
         if "training_text" not in self.pairs.columns:
             raise BuildersError("this scan kept no sentence texts: scan(..., texts=True)")
         return self.pairs.select(
@@ -234,6 +243,8 @@ def _overlap_tables(
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:
+    import polars as pl
+
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     return frame
@@ -290,6 +301,8 @@ def _familiar_pairs(
     cache, `LABEL_CHUNK` training labels at a time: a similarity depends on its two labels
     only). Few training labels are familiar with an evaluation label, so this stays small
     while the surfaces' labels can run into millions."""
+    import polars as pl
+
     train = surfaces["label"].unique().sort()
     evals = men["eval_label"].unique().sort()
     pairs = [(z, z) for z in evals]
@@ -308,6 +321,8 @@ def _familiar_pairs(
 def _seen(men: pl.DataFrame, surfaces: pl.DataFrame, familiar: pl.DataFrame) -> pl.DataFrame:
     """The mentions with `seen` (their surface carries one of `surfaces`' labels) and
     `familiar` (one of those is familiar with the mention's eval_label)."""
+    import polars as pl
+
     seen = surfaces.select("surface").unique().with_columns(seen=pl.lit(True))
     fam = (
         surfaces.join(familiar, on="label")
@@ -324,6 +339,8 @@ def _seen(men: pl.DataFrame, surfaces: pl.DataFrame, familiar: pl.DataFrame) -> 
 
 def _eval_labels(men: pl.DataFrame, sets: dict[str, EvalSet]) -> pl.DataFrame:
     """Each mention's tag as its benchmark's evaluation label (`EvalSet.label_of`)."""
+    import polars as pl
+
     keys = men.select("benchmark", "raw_label", "label").unique(maintain_order=True)
     keys = keys.with_columns(
         eval_label=pl.Series(
@@ -336,6 +353,8 @@ def _eval_labels(men: pl.DataFrame, sets: dict[str, EvalSet]) -> pl.DataFrame:
 def _only(
     name: str, sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    import polars as pl
+
     keep = pl.col("benchmark") == name
     return sent.filter(keep), pairs.filter(keep), men.filter(keep)
 
@@ -346,6 +365,8 @@ def _share(part: int, whole: int) -> float | None:
 
 def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int) -> dict[str, Any]:
     """One benchmark's (or the union's) figures, in this order."""
+    import polars as pl
+
     found = pairs.group_by("benchmark_sentence_id").agg(
         exact=pl.col("exact").any(),
         found=pl.col("positions").explode().drop_nulls().n_unique(),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from builders.hub.folder import SUBSET_FEATURES, write_parquet_batches
+from builders.hub.folder import subset_features, write_parquet_batches
 from builders.hub.outdir import TMP_PREFIX, OutLock
 from builders.labels import union_labels
 from builders.names import check_name
@@ -278,7 +278,7 @@ def _subset(
     else:
         rows_file = spill / f"{name}.parquet"
         with store.subset_reader(cfg.source, labels, chosen=chosen) as reader:
-            n_rows = write_parquet_batches(reader.schema, reader, rows_file, SUBSET_FEATURES)
+            n_rows = write_parquet_batches(reader.schema, reader, rows_file, subset_features())
     counts = table_counts(table, chosen)
     return SubsetResult(
         name=name,

@@ -31,12 +31,12 @@ from builders.hub.changelog import CHANGELOG
 from builders.hub.folder import (
     BUILD_JSON,
     PARQUET_NAME,
-    SUBSET_FEATURES,
     atomic_dirs,
     dataset_sizes,
     link_or_copy,
     link_tree,
     read_json,
+    subset_features,
     write_json,
     write_parquet,
 )
@@ -181,8 +181,8 @@ def _write_config(where: Path, res: BuildResult, sub: SubsetResult, record: dict
         link_or_copy(str(sub.rows_file), str(parquet))
     else:
         assert sub.rows is not None, "a subset to write carries its rows"
-        write_parquet(sub.rows, parquet, SUBSET_FEATURES)
-    sizes = dataset_sizes({"train": [parquet]}, SUBSET_FEATURES)  # the card's dataset_info
+        write_parquet(sub.rows, parquet, subset_features())
+    sizes = dataset_sizes({"train": [parquet]}, subset_features())  # the card's dataset_info
     record.update(num_bytes=sizes["train"], download_size=sizes["download_size"])
     level = next(lv for lv in res.levels if lv.level == sub.level)
     score_table = pa.table(

@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
 from builders import sources as registry  # read at each call (tests stand in a reader)
 from builders.defaults import split_rank
 from builders.errors import SourceNotStored
 from builders.store.schema import SPLIT_ORDER_SQL, TABLES, one
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass(frozen=True)

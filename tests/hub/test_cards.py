@@ -29,7 +29,7 @@ from builders.hub import templating as card_common
 from builders.hub.cards import render_card
 from builders.hub.changelog import compare, subset_metrics, with_entry
 from builders.hub.fewnerd_card import render_fewnerd_card
-from builders.hub.folder import SUBSET_FEATURES, configs_of
+from builders.hub.folder import configs_of, subset_features
 from builders.hub.plots import histogram_png, score_plot_title
 from builders.hub.templating import license_id, size_category
 
@@ -170,7 +170,7 @@ def test_card_yaml_is_valid_for_the_hub_and_datasets(case: str) -> None:
     assert list(MetadataConfigs.from_dataset_card_data(card.data)) == list(configs)
     infos = DatasetInfosDict.from_dataset_card_data(card.data)
     for c in configs:
-        assert infos[c].features == SUBSET_FEATURES
+        assert infos[c].features == subset_features()
         assert infos[c].splits["train"].num_examples == builds[c]["subset"]["sentences"]
 
 
@@ -366,7 +366,7 @@ def test_load_dataset_on_a_built_folder(built: Path, config: str | None) -> None
         ds = datasets.load_dataset(str(folder), config, split="train")
         info = json.loads((folder / (config or "entropy") / "build.json").read_text())
         assert ds.num_rows == info["subset"]["sentences"]
-        assert ds.features == SUBSET_FEATURES
+        assert ds.features == subset_features()
         assert ds.features["spans"] == datasets.List(
             {
                 "start": datasets.Value("int32"),

@@ -27,7 +27,7 @@ from helpers import DATA, json_result
 from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub.export import eval_record, export_gliner, export_gliner_benchmark
-from builders.hub.folder import PARQUET_NAME, SUBSET_FEATURES, write_parquet
+from builders.hub.folder import PARQUET_NAME, subset_features, write_parquet
 from builders.hub.windows import Limits
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -54,7 +54,7 @@ def negatives_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         rows = store.subset_rows("shaped", labels)
     (root / "shaped-low-shift" / "entropy").mkdir(parents=True)
     path = root / "shaped-low-shift/entropy" / PARQUET_NAME.format(split="train")
-    write_parquet(rows, path, SUBSET_FEATURES)
+    write_parquet(rows, path, subset_features())
     return root / "shaped-low-shift"
 
 
@@ -69,7 +69,7 @@ def spans_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         rows = store.subset_rows("spans", labels)
     (root / "spans-low-shift" / "entropy").mkdir(parents=True)
     path = root / "spans-low-shift/entropy" / PARQUET_NAME.format(split="train")
-    write_parquet(rows, path, SUBSET_FEATURES)
+    write_parquet(rows, path, subset_features())
     return root / "spans-low-shift"
 
 
@@ -178,7 +178,7 @@ def test_round_trip_through_the_gliner_reader(any_folder: Path, tmp_path: Path) 
 
 def test_export_of_a_fewnerd_layout_folder(tmp_path: Path) -> None:
     feats = datasets.Features(
-        {k: v for k, v in SUBSET_FEATURES.items() if k not in ("negatives", "negative_spans")}
+        {k: v for k, v in subset_features().items() if k not in ("negatives", "negative_spans")}
     )
     (tmp_path / "fewnerd-inter" / "data").mkdir(parents=True)
     table = pa.table(
@@ -218,7 +218,7 @@ def test_bad_span_is_an_error_not_a_repair(tmp_path: Path) -> None:
             "negative_spans": [[]],
         }
     )
-    write_parquet(table, tmp_path / "x/entropy/train-00000-of-00001.parquet", SUBSET_FEATURES)
+    write_parquet(table, tmp_path / "x/entropy/train-00000-of-00001.parquet", subset_features())
     with pytest.raises(BuildersError, match=r"span \[1, 3\) 'thing' is outside its 2 tokens"):
         export_gliner(tmp_path / "x", None, tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
@@ -226,7 +226,7 @@ def test_bad_span_is_an_error_not_a_repair(tmp_path: Path) -> None:
         2, "spans", pa.array([[{"start": 0, "end": 1, "label": "thing"}]])
     ).set_column(4, "negative_spans", pa.array([[{"start": 2, "end": 2, "label": "place"}]]))
     write_parquet(
-        bad_negative, tmp_path / "x/entropy/train-00000-of-00001.parquet", SUBSET_FEATURES
+        bad_negative, tmp_path / "x/entropy/train-00000-of-00001.parquet", subset_features()
     )
     with pytest.raises(BuildersError, match=r"row 'train/0': span \[2, 2\) 'place' is outside"):
         export_gliner(tmp_path / "x", None, tmp_path / "x.json")

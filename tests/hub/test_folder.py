@@ -94,7 +94,7 @@ def test_dataset_sizes_are_load_datasets_own_figures(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from builders.hub.folder import SUBSET_FEATURES, dataset_sizes
+    from builders.hub.folder import dataset_sizes, subset_features
 
     rnd = random.Random(1)
     rows = []
@@ -104,17 +104,17 @@ def test_dataset_sizes_are_load_datasets_own_figures(tmp_path: Path) -> None:
                  for j in range(0, len(toks), 7)]  # fmt: skip
         rows.append({"id": str(i), "tokens": toks, "spans": spans,
                      "negatives": ["q"] * (i % 3), "negative_spans": spans[:1]})  # fmt: skip
-    table = pa.Table.from_pylist(rows).cast(SUBSET_FEATURES.arrow_schema)
+    table = pa.Table.from_pylist(rows).cast(subset_features().arrow_schema)
     files = []
     for k, group in enumerate([7, 100, 333]):
         files.append(tmp_path / f"f{k}.parquet")
         pq.write_table(table, files[-1], row_group_size=group, compression="zstd")
     data_files = {"train": files[:2], "test": files[2:]}
-    ours = dataset_sizes(data_files, SUBSET_FEATURES)
+    ours = dataset_sizes(data_files, subset_features())
     loaded = datasets.load_dataset(
         "parquet",
         data_files={s: [str(p) for p in fs] for s, fs in data_files.items()},
-        features=SUBSET_FEATURES,
+        features=subset_features(),
         cache_dir=str(tmp_path / "cache"),
     )
     assert {s: ours[s] for s in loaded} == {
@@ -131,11 +131,11 @@ def test_parquet_bytes_do_not_depend_on_how_the_rows_were_batched(tmp_path: Path
 
     import pyarrow as pa
 
-    from builders.hub.folder import SUBSET_FEATURES, write_parquet, write_parquet_batches
+    from builders.hub.folder import subset_features, write_parquet, write_parquet_batches
 
     rnd = random.Random(0)
     n = 130_000
-    schema = SUBSET_FEATURES.arrow_schema
+    schema = subset_features().arrow_schema
     table = pa.table(
         {
             "id": [str(i) for i in range(n)],
@@ -147,9 +147,9 @@ def test_parquet_bytes_do_not_depend_on_how_the_rows_were_batched(tmp_path: Path
             "negative_spans": pa.array([[]] * n, schema.field("negative_spans").type),
         }
     )
-    write_parquet(table, tmp_path / "whole.parquet", SUBSET_FEATURES)
+    write_parquet(table, tmp_path / "whole.parquet", subset_features())
     for rows in (7_777, 100_000):
         path = tmp_path / f"{rows}.parquet"
         batches = table.to_batches(max_chunksize=rows)
-        assert write_parquet_batches(table.schema, batches, path, SUBSET_FEATURES) == n
+        assert write_parquet_batches(table.schema, batches, path, subset_features()) == n
         assert path.read_bytes() == (tmp_path / "whole.parquet").read_bytes(), rows

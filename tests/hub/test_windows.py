@@ -31,7 +31,7 @@ from helpers import DATA, json_result
 from builders.cli.main import cli
 from builders.errors import BuildersError
 from builders.hub.export import export_gliner, export_gliner_source, gliner_record
-from builders.hub.folder import PARQUET_NAME, SUBSET_FEATURES, write_parquet
+from builders.hub.folder import PARQUET_NAME, subset_features, write_parquet
 from builders.hub.windows import (
     Budget,
     Limits,
@@ -74,7 +74,7 @@ def full_level(sample_store: Path) -> Path:
     folder = sample_store.parent / "pilener-sample-all-shift"
     (folder / "familiarity").mkdir(parents=True)
     write_parquet(
-        rows, folder / "familiarity" / PARQUET_NAME.format(split="train"), SUBSET_FEATURES
+        rows, folder / "familiarity" / PARQUET_NAME.format(split="train"), subset_features()
     )
     return folder
 

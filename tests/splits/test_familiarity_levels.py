@@ -25,7 +25,7 @@ from helpers import (
 )
 
 from builders.cli.main import build_splits
-from builders.hub.folder import SUBSET_FEATURES, write_parquet
+from builders.hub.folder import subset_features, write_parquet
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -307,7 +307,7 @@ def test_rows_written_as_they_come_equal_the_rows_held_in_memory(
         assert disk.rows is None and disk.rows_file is not None
         table = pq.read_table(disk.rows_file)
         assert table.equals(mem.rows.cast(table.schema))
-        write_parquet(mem.rows, tmp_path / "held.parquet", SUBSET_FEATURES)
+        write_parquet(mem.rows, tmp_path / "held.parquet", subset_features())
         assert (tmp_path / "held.parquet").read_bytes() == disk.rows_file.read_bytes()
         assert (mem.sentences, mem.mentions, mem.label_counts) == (
             disk.sentences,
