@@ -72,3 +72,35 @@ def _slow_machine() -> bool:
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_each_command_loads_by_its_name(name: str) -> None:
     assert load_command(name).name == name
+
+
+#: What no command's `--help` may import: each costs a tenth of a second or more to load
+#: (`datasets` half a second), so the library imports them inside the functions that use
+#: them. numpy, pyarrow and DuckDB (about 0.1 s each) are the library's own ground and load.
+_HEAVY = (
+    "datasets", "jinja2", "matplotlib", "pandas", "polars", "sentence_transformers", "torch",
+    "transformers",
+)  # fmt: skip
+
+_HELP_PROBE = (
+    "import json, sys; sys.argv = {argv!r}\n"
+    "from builders.cli.main import {entry}\n"
+    "try:\n    {entry}()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+    "print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)"
+)
+
+_HELPS = [["builders", name, "--help"] for name in sorted(COMMANDS)] + [["build-splits", "--help"]]
+
+
+@pytest.mark.parametrize("argv", _HELPS, ids=lambda argv: " ".join(argv[:-1]))
+def test_each_command_help_imports_no_heavy_library(argv: list[str]) -> None:
+    """`CMD --help` loads the command's module and the library it imports at its top, but
+    none of the heavy packages: they load when a command runs."""
+    import json
+
+    entry = "build_splits_main" if argv[0] == "build-splits" else "main"
+    code = _HELP_PROBE.format(argv=argv, entry=entry, heavy=_HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: "), done.stdout
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == [], argv
