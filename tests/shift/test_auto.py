@@ -130,7 +130,8 @@ def test_build_json_and_card_name_the_runtime_that_ran(unpinned: Path, tmp_path:
     assert (model["backend"], model["requested_backend"]) == ("openvino", "auto")
     assert "|openvino|fp32|" in model["cache_key"]
     card = next(out.glob("*-low-shift/README.md")).read_text()
-    assert "| `minilm` | openvino fp32 | 1000 |" in card
+    weights = model["cache_key"].rsplit("|", 1)[-1]  # the weights' content hash
+    assert f"| `minilm` | openvino fp32, weights `{weights}` | 1000 |" in card
 
 
 def test_expected_backend_reads_the_remembered_choice_without_a_model(
