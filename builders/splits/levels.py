@@ -149,11 +149,9 @@ def _water_level(counts: np.ndarray, share: float) -> int | None:
     """The largest mention cap `x` with `x <= share * sum(min(counts, x))`: labels over it
     capped at it hold at most `share` of the level each (None: fewer labels than 1/share)."""
     c = np.sort(counts)[::-1].astype(np.float64)
-    rest = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])  # rest[j]: sum of c[j:]
-    for j in range(c.size + 1):  # j labels capped
+    rest = np.cumsum(c[::-1])[::-1]  # rest[j]: sum of c[j:]
+    for j in range(c.size):  # j labels capped (all of them: no cap meets the bound)
         if j * share >= 1:
-            return None
-        if j == c.size:
             return None
         x = share * rest[j] / (1 - j * share)
         if c[j] <= x:

@@ -72,10 +72,7 @@ class Familiarity(Strategy):
         stage: Callable[[str], None],
         checks: dict[str, np.ndarray],
     ) -> Placed:
-        scores, cuts, fitted, extra = _placed_on_what_is_written(
-            store, cfg, table, m, stage, checks
-        )
-        return Placed("familiarity", scores, cuts, fitted, extra)
+        return _placed_on_what_is_written(store, cfg, table, m, stage, checks)
 
     def promised_gap(self, cfg: SplitConfig) -> float | None:
         return cfg.min_gap
@@ -151,7 +148,7 @@ def _placed_on_what_is_written(
     m: np.ndarray,
     stage: Callable[[str], None],
     checks: dict[str, np.ndarray],
-) -> tuple[np.ndarray, dict[str, Any], list[tuple[Level, Selection]], dict[str, Any]]:
+) -> Placed:
     """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
     plan (label counts), and the written levels can differ (a whole label's sentences hold
     more of a frequent label than its cap; a level that cannot fill its size makes every
@@ -165,12 +162,12 @@ def _placed_on_what_is_written(
     stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
     ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)  # once: sizes vary
     gap, size = cfg.min_gap, cfg.level_mentions
-    rounds: list[tuple[float, float, int, Any]] = []  # (shortfall, gap, planned size, levels)
+    rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
     for _ in range(PLACE_TRIES):
         if len(rounds) >= PLACE_ROUNDS or size == 0:
             break
         try:
-            found = _by_familiarity(cfg, table, ranking, order, sims[0], stage, checks, gap, size)
+            found = _by_familiarity(cfg, table, ranking, order, sims, stage, checks, gap, size)
             scores, cuts, levels, extra = found
             check_levels(levels, table, cfg, SIZE_REMEDY)
         except BuildersError:
@@ -184,7 +181,7 @@ def _placed_on_what_is_written(
         fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
         short = _gap_shortfall(cfg, table, sims, fitted)
         planned = int(levels[0].size or 0)
-        rounds.append((short, gap, planned, (scores, cuts, fitted, extra)))
+        rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
         if short <= 0 or cfg.targets is not None:
             break
         if cfg.level_mentions is not None:
@@ -205,7 +202,9 @@ def _smaller(cfg: SplitConfig, size: int | None) -> int:
     return smaller if smaller >= max(cfg.min_mentions, cfg.k) else 0
 
 
-def _note_rounds(cfg: SplitConfig, rounds: list[tuple[float, float, int, Any]], kept: int) -> None:
+def _note_rounds(
+    cfg: SplitConfig, rounds: list[tuple[float, float, int, Placed]], kept: int
+) -> None:
     """Records on the kept levels the gap they were placed with (where widened) and the
     plans tried and not kept (each plan's size, gap and shortfall on its written levels)."""
     others = [
@@ -214,7 +213,7 @@ def _note_rounds(cfg: SplitConfig, rounds: list[tuple[float, float, int, Any]], 
         if i != kept
     ]
     gap = rounds[kept][1]
-    for lv, _ in rounds[kept][3][2]:
+    for lv, _ in rounds[kept][3].fitted:
         if gap != cfg.min_gap:
             lv.selection = {**lv.selection, "placed_with_gap": round(gap, 6)}
         if others:
@@ -251,14 +250,15 @@ def _by_familiarity(
     table: LabelTable,
     ranking: Ranking,
     order: list[str],
-    sims_zd: np.ndarray,
+    sims: list[np.ndarray],
     stage: Callable[[str], None],
     checks: dict[str, np.ndarray],
     min_gap: float | None = None,
     size: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
     """The `familiarity` strategy (METHOD.md section 8): the levels' windows over the ranking,
-    placed so that the gaps hold under the build's model and every check model.
+    placed so that the gaps hold under the build's model and every check model (`sims`: the
+    (Z, D) similarities, the build's model's first, then each check model's).
 
     Returns the per-label gains (the scores), each level's window, the levels, and the
     BuildResult fields it adds (the ranking's columns and the Familiarity along it).
@@ -268,7 +268,7 @@ def _by_familiarity(
     try:
         dial, placed = choose(
             ranking,
-            [sims_zd, *(np.ascontiguousarray(c.T) for c in checks.values())],
+            sims,
             order,
             targets=cfg.targets,
             min_gap=cfg.min_gap if min_gap is None else min_gap,
