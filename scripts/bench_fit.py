@@ -7,7 +7,8 @@ code (exported with `git archive` to a temp folder); each build runs in a child 
 the old tree and the working tree on PYTHONPATH in turn, back to back, `--repeat` times:
 
 1. the familiarity build (`build(..., out=None)`, no leakage scan): wall time, the time in
-   `_walk`, in `fit_level`, in `select_sentences`, and every level's mentions, sentences,
+   `_walk`, in `fit_level`, in choosing sentences (`select_sentences`, `select_fitted`
+   where the code has it), and every level's mentions, sentences,
    labels, a digest of its rows and its union Familiarity, which must be the same under both;
 2. the entropy build with the new code (the reference the familiarity build is compared to).
 
@@ -39,10 +40,12 @@ def child(db: str, source: str, strategy: str, model: str) -> dict[str, Any]:
     from builders.splits import SplitConfig, build
     from builders.store import Store, subsets
 
-    spent = {"walk": 0.0, "fit_level": 0.0, "select_sentences": 0.0}
+    spent = {"walk": 0.0, "fit_level": 0.0, "select": 0.0}
 
     def timed(owner: Any, name: str, key: str) -> None:
-        inner = getattr(owner, name)
+        inner = getattr(owner, name, None)
+        if inner is None:  # older code has no such step
+            return
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
@@ -55,7 +58,8 @@ def child(db: str, source: str, strategy: str, model: str) -> dict[str, Any]:
 
     timed(subsets, "_walk", "walk")
     timed(subsets.SubsetQueries, "fit_level", "fit_level")
-    timed(subsets.SubsetQueries, "select_sentences", "select_sentences")
+    timed(subsets.SubsetQueries, "select_sentences", "select")
+    timed(subsets.SubsetQueries, "select_fitted", "select")  # (its fallback counts twice)
     with Store(db, read_only=True) as store:
         cfg = SplitConfig(source, strategy, model=model, leakage=False)
         start = time.perf_counter()
@@ -122,9 +126,7 @@ def main(argv: list[str] | None = None) -> None:
             ):
                 runs[name].append(run(tree, args, strategy))
                 got = runs[name][-1]
-                parts = ", ".join(
-                    f"{k} {got[k]:.1f}" for k in ("walk", "fit_level", "select_sentences")
-                )
+                parts = ", ".join(f"{k} {got[k]:.1f}" for k in ("walk", "fit_level", "select"))
                 print(f"round {i + 1} {name}: {got['wall']:.1f} s ({parts})", flush=True)
     old, new = runs["old"][0]["levels"], runs["new"][0]["levels"]
     same = all(r["levels"] == old for r in runs["old"] + runs["new"])
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         return statistics.median(r[key] for r in runs[name])
 
     print(f"\n{'figure':<20}{'old s':>10}{'new s':>10}{'new/old':>10}")
-    for key in ("walk", "fit_level", "select_sentences", "wall"):
+    for key in ("walk", "fit_level", "select", "wall"):
         o, n = med("old", key), med("new", key)
         print(f"{key:<20}{o:>10.2f}{n:>10.2f}{n / o if o else float('nan'):>10.3f}")
     fam, ent = med("new", "wall"), med("entropy", "wall")

@@ -63,7 +63,8 @@ def fit(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> tupl
     whole, caps = store.fit_level(cfg.source, order, level.take, size)
     index = {lab: i for i, lab in enumerate(table.labels)}
     done = level.realised([index[lab] for lab in whole], {index[k]: v for k, v in caps.items()})
-    chosen = choose_sentences(store, cfg, table, done)
+    whole_stored, capped = table.stored(done.labels(table)), done.capped(table)
+    chosen = store.select_fitted(cfg.source, order, level.take, whole_stored, capped, cfg.seed)
     done.selection = {
         **level.selection,
         "written": {

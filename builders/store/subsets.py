@@ -27,6 +27,8 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -91,9 +93,19 @@ GROUP BY m.split, m.idx, c.pos
 ORDER BY {SPLIT_ORDER_SQL.format(col="m.split")}, m.split, m.idx, c.pos
 """
 
+#: `_sentences` (split, idx, k: the rows' order) in the seeded order of `_PER_SENTENCE`'s
+#: `draw`, ties in the rows' order (which is corpus order, as `_PER_SENTENCE` breaks them).
+_DRAW_ORDER = """
+SELECT k FROM _sentences
+ORDER BY md5(concat($1::VARCHAR, '/', split, '/', idx::VARCHAR)), k
+"""
+
 #: The rows of a level: every mention of its labels in the sentences it keeps (all sentences
 #: with one, or `_chosen`), grouped per sentence, with the labels' negatives: label-level
 #: ones (distinct labels) and span-level ones (distinct spans, none equal to a stored mention).
+#: Lists are sorted after they are gathered (`list_sort`; a struct sorts by its fields in
+#: order: start, end, label), which is the `ORDER BY` inside `list` gives, in about 0.7x
+#: its time on a NuNER level.
 _ROWS = """
 WITH kept AS (
     SELECT m.split, m.idx, m.start, m.stop, m.label
@@ -101,17 +113,17 @@ WITH kept AS (
     WHERE m.source = $1
 ), m AS (
     SELECT split, idx,
-           list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+           list_sort(list({{'start': start, 'end': stop, 'label': label}}))
                AS spans
     FROM kept GROUP BY split, idx
 ), n AS (
-    SELECT split, idx, list(DISTINCT label ORDER BY label) AS negatives
+    SELECT split, idx, list_sort(list(DISTINCT label)) AS negatives
     FROM negatives
     WHERE source = $1 AND label IN (SELECT label FROM _selected)
     GROUP BY split, idx
 ), ns AS (
     SELECT split, idx,
-           list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+           list_sort(list({{'start': start, 'end': stop, 'label': label}}))
                AS negative_spans
     FROM (
         SELECT DISTINCT split, idx, start, stop, label FROM negative_spans
@@ -135,14 +147,14 @@ ORDER BY {s_order}, s.split, s.idx
 #: `Store.source_reader`: one stored split's sentences with everything stored on them.
 _SOURCE_SQL = """
 WITH m AS (
-    SELECT idx, list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+    SELECT idx, list_sort(list({{'start': start, 'end': stop, 'label': label}}))
                AS spans
     FROM mentions WHERE source = $1 AND split = $2 GROUP BY idx
 ), n AS (
-    SELECT idx, list(label ORDER BY label) AS negatives
+    SELECT idx, list_sort(list(label)) AS negatives
     FROM negatives WHERE source = $1 AND split = $2 GROUP BY idx
 ), ns AS (
-    SELECT idx, list({{'start': start, 'end': stop, 'label': label}} ORDER BY start, stop, label)
+    SELECT idx, list_sort(list({{'start': start, 'end': stop, 'label': label}}))
                AS negative_spans
     FROM negative_spans WHERE source = $1 AND split = $2 GROUP BY idx
 )
@@ -237,7 +249,7 @@ class SubsetQueries:
                 return Selection({lab: int(k) for lab, k in sorted(rows)})
             params = [source, n_whole, str(seed)]
             table = self.con.sql(_PER_SENTENCE, params=params).to_arrow_table()
-        return _selection(table, labels, cap)
+        return _per_sentence_selection(table, labels, cap)
 
     def subset_rows(
         self,
@@ -293,23 +305,75 @@ class SubsetQueries:
         them, `take`: the mentions planned of each), taken so that the level holds `size`
         mentions counted on what it writes (METHOD.md section 4): whole (every mention) or
         capped, or left out where even its mentions in the sentences already kept would pass
-        the size. Returns (whole labels, capped labels -> cap); `select_sentences` then draws.
+        the size. Returns (whole labels, capped labels -> cap); `select_fitted` then draws.
         """
-        pos, n, first = self._per_label(source, order, take)
+        rows = self._level_rows(source, order, take)
         take = np.asarray(take, dtype=np.int64)
-        whole, caps = _walk(pos.astype(np.int64), n.astype(np.int64), first, take, int(size))
+        index = rows.walk_index if take.size == len(order) else None
+        whole, caps = _walk(rows.pos, rows.n, rows.first, take, int(size), index)
         return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
 
-    def _per_label(
-        self, source: str, order: list[str], take: object
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`_PER_LABEL`'s rows for `order`: each row's label (its place in `order`) and
-        mentions (int32, as read), and where each sentence's rows start. They are kept while
-        the plan `take` (the same array) lives: a level fitted again to a smaller size (the
+    def select_fitted(
+        self,
+        source: str,
+        order: list[str],
+        take: np.ndarray,
+        whole: list[str],
+        caps: Mapping[str, int],
+        seed: int = SEED,
+    ) -> Selection:
+        """`select_sentences` for a level `fit_level` fitted (same `order` and `take`): the
+        same selection, drawn from the level's rows `fit_level` read (no query but the seeded
+        order of their sentences, once per level). Labels outside `order` (stored spellings
+        of a protocol's label) are selected by `select_sentences`."""
+        labels, cap = _labels_table(whole, caps)
+        if not set(labels) <= set(order):
+            return self.select_sentences(source, whole, caps, seed)
+        rows = self._level_rows(source, order, take)
+        place = {lab: i for i, lab in enumerate(labels)}
+        remap = np.array([place.get(lab, -1) for lab in order], dtype=np.int64)
+        pos = remap[rows.pos] if remap.size else rows.pos
+        mine = pos >= 0
+        pos, n, sentence = pos[mine], rows.n[mine], rows.sentence[mine]
+        forced = np.zeros(rows.first.size - 1, dtype=bool)
+        forced[sentence[pos < int((cap < 0).sum())]] = True
+        # the level's sentences (their rows stay together), forced first, then in the seeded
+        # order; `_draw` reads a sentence's rows in any order
+        new = np.ones(sentence.size, dtype=bool)
+        new[1:] = sentence[1:] != sentence[:-1]
+        starts = np.flatnonzero(new)
+        sizes = np.diff(np.append(starts, sentence.size))
+        at = sentence[starts]
+        by = np.argsort(np.where(forced[at], 0, forced.size) + self._draw_ranks(rows, seed)[at])
+        starts, sizes, which = starts[by], sizes[by], at[by]
+        rows_by = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+        pos, n = pos[rows_by], n[rows_by]
+        first = np.append(0, np.cumsum(sizes))
+        chosen = _selection(pos, n, first, forced[which], rows.keys(which), labels, cap)
+        return chosen if (cap >= 0).any() else Selection(chosen.counts)  # as SQL gives it
+
+    def _draw_ranks(self, rows: _LevelRows, seed: int) -> np.ndarray:
+        """Each of the rows' sentences' place in the seeded order (`_PER_SENTENCE`'s `draw`,
+        its ties by corpus order, as the rows are), read once per seed."""
+        ranks = rows.draws.get(seed)
+        if ranks is None:
+            sentences = pa.table(
+                {"split": rows.split, "idx": rows.idx, "k": pa.array(range(len(rows.idx)))}
+            )
+            with self._registered("_sentences", sentences):
+                order = self.con.sql(_DRAW_ORDER, params=[str(seed)]).to_arrow_table()
+            ranks = np.empty(len(rows.idx), dtype=np.int64)
+            ranks[order.column("k").to_numpy()] = np.arange(ranks.size)
+            rows.draws[seed] = ranks
+        return ranks
+
+    def _level_rows(self, source: str, order: list[str], take: object) -> _LevelRows:
+        """`_PER_LABEL`'s rows for `order` (`_LevelRows`). They are kept while the plan
+        `take` (the same array) lives: a level fitted again to a smaller size (the
         pipeline's `_equal_sizes`) has the same order and plan, and its rows are read once
         per build (about 27 MB for a NuNER level of 2.4M rows). A write to the store and
         `without_sentences` (entered or left) forget them all."""
-        cache: dict[int, tuple[str, list[str], tuple[np.ndarray, np.ndarray, np.ndarray]]]
+        cache: dict[int, tuple[str, list[str], _LevelRows]]
         cache = self.__dict__.setdefault("_per_label_cache", {})
         hit = cache.get(id(take))
         if hit is not None and hit[0] == source and hit[1] == order:
@@ -319,8 +383,7 @@ class SubsetQueries:
         )
         with self._registered("_selected", selected):
             table = self.con.sql(_PER_LABEL, params=[source]).to_arrow_table()
-        pos, n = table.column("pos").to_numpy(), table.column("n").to_numpy()
-        rows = pos, n, _sentence_starts(table)
+        rows = _LevelRows.of(table, len(order))
         if isinstance(take, np.ndarray):  # an array can be watched: forgotten when it is
             cache[id(take)] = (source, list(order), rows)
             weakref.finalize(take, cache.pop, id(take), None)
@@ -404,8 +467,31 @@ def _stable_argsort(pos: np.ndarray) -> np.ndarray:
     return by
 
 
+class _WalkIndex(NamedTuple):
+    """The rows label by label, as every walk over them reads them (`_walk_index`)."""
+
+    label_first: list[int]  # where each label's rows start in the two arrays below, and the end
+    sentences_of: np.ndarray  # each row's sentence, label by label
+    mentions_of: np.ndarray  # each row's mentions, label by label
+    totals: list[int]  # each label's mentions
+
+
+def _walk_index(pos: np.ndarray, n: np.ndarray, first: np.ndarray, labels: int) -> _WalkIndex:
+    """`_walk`'s view of the rows (made once for the refits of one level: `_LevelRows`)."""
+    sentence = np.repeat(np.arange(first.size - 1), np.diff(first))
+    by_label = _stable_argsort(pos)
+    label_first = np.searchsorted(pos[by_label], np.arange(labels + 1)).tolist()
+    totals = np.bincount(pos, weights=n, minlength=labels).astype(np.int64).tolist()
+    return _WalkIndex(label_first, sentence[by_label], n[by_label], totals)
+
+
 def _walk(
-    pos: np.ndarray, n: np.ndarray, first: np.ndarray, take: np.ndarray, size: int
+    pos: np.ndarray,
+    n: np.ndarray,
+    first: np.ndarray,
+    take: np.ndarray,
+    size: int,
+    index: _WalkIndex | None = None,
 ) -> tuple[list[int], dict[int, int]]:
     """`fit_level`'s walk over the labels in order: each taken as planned where the size
     allows it, else capped at what is left of the size (when its forced mentions leave
@@ -418,13 +504,12 @@ def _walk(
     with them. Only a sentence holding a capped label (`capped_in`) can do the latter, and a
     label's forced mentions are only read at its turn or once it is capped, so they are
     counted then (`pos`, `n`: each (sentence, label) row's label and mentions, a sentence's
-    rows together from `first[i]` to `first[i + 1]`)."""
+    rows together from `first[i]` to `first[i + 1]`; `index`: their `_walk_index`, made
+    here when not given)."""
     labels = take.size
-    sentence = np.repeat(np.arange(first.size - 1), np.diff(first))
-    by_label = _stable_argsort(pos)
-    label_first = np.searchsorted(pos[by_label], np.arange(labels + 1)).tolist()
-    sentences_of, mentions_of = sentence[by_label], n[by_label]  # label by label
-    totals = np.bincount(pos, weights=n, minlength=labels).astype(np.int64).tolist()
+    if index is None or len(index.totals) != labels:
+        index = _walk_index(pos, n, first, labels)
+    label_first, sentences_of, mentions_of, totals = index
     kept = np.zeros(first.size - 1, dtype=bool)  # the sentences of whole labels
     capped_in = np.zeros(first.size - 1, dtype=bool)  # the sentences holding a capped label
     # the capped labels in the order they were capped (slot k >= 1; 0: not capped), each
@@ -473,25 +558,82 @@ def _walk(
     return whole, dict(sorted(caps.items()))
 
 
-def _selection(table: pa.Table, labels: list[str], cap: np.ndarray) -> Selection:
-    """`select_sentences` from the rows of `_PER_SENTENCE`."""
-    pos = table.column("pos").to_numpy().astype(np.int64)
-    n = table.column("n").to_numpy().astype(np.int64)
-    split = table.column("split").to_numpy(zero_copy_only=False)
-    idx = table.column("idx").to_numpy()
-    first = _sentence_starts(table)
-    forced = table.column("forced").to_numpy(zero_copy_only=False)[first[:-1]].astype(bool)
-    n_forced = int(forced.sum())  # forced sentences come first
+def _selection(
+    pos: np.ndarray,
+    n: np.ndarray,
+    first: np.ndarray,
+    forced: np.ndarray,
+    sentences: pa.Table,
+    labels: list[str],
+    cap: np.ndarray,
+) -> Selection:
+    """The selection from (sentence, label) rows in the order the draw walks them (`pos`:
+    each row's place in `labels`, `n`: its mentions; a sentence's rows from `first[i]` to
+    `first[i + 1]`): the `forced` sentences (they come first) and those `_draw` keeps
+    (`sentences`: each sentence's split and idx)."""
+    n_forced = int(forced.sum())
     counts = np.zeros(len(labels), dtype=np.int64)
     np.add.at(counts, pos[: first[n_forced]], n[: first[n_forced]])
     rest = first[n_forced:] - first[n_forced]
     at = first[n_forced]
     drawn = _draw(pos[at:], n[at:], rest, np.where(cap < 0, np.iinfo(np.int64).max, cap), counts)
     keep = np.concatenate([np.ones(n_forced, dtype=bool), drawn])
-    starts = first[:-1][keep]
-    sentences = pa.table({"split": split[starts].tolist(), "idx": pa.array(idx[starts])})
     return Selection(
         counts={lab: int(k) for lab, k in zip(labels, counts.tolist(), strict=True) if k},
-        sentences=sentences.cast(pa.schema([("split", pa.string()), ("idx", pa.int32())])),
+        sentences=sentences.filter(pa.array(keep)).cast(_SENTENCE_KEYS),
         drawn=int(drawn.sum()),
     )
+
+
+def _per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) -> Selection:
+    """`select_sentences` from the rows of `_PER_SENTENCE`."""
+    first = _sentence_starts(table)
+    starts = pa.array(first[:-1])
+    forced = table.column("forced").to_numpy(zero_copy_only=False)[first[:-1]].astype(bool)
+    keys = pa.table({"split": table.column("split").take(starts), "idx": table["idx"].take(starts)})
+    pos = table.column("pos").to_numpy().astype(np.int64)
+    n = table.column("n").to_numpy().astype(np.int64)
+    return _selection(pos, n, first, forced, keys, labels, cap)
+
+
+_SENTENCE_KEYS = pa.schema([("split", pa.string()), ("idx", pa.int32())])
+
+
+@dataclass
+class _LevelRows:
+    """A level order's (sentence, label) rows as `_PER_LABEL` reads them (`pos`: each row's
+    place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
+    `first[i + 1]`; `split`, `idx`: each sentence's key), with what walks and draws over
+    them derive, made once (`Store.fit_level` and `Store.select_fitted` share them)."""
+
+    pos: np.ndarray
+    n: np.ndarray
+    first: np.ndarray
+    split: pa.Array
+    idx: pa.Array
+    labels: int
+    #: seed -> each sentence's place in the seeded order (`Store._draw_ranks`)
+    draws: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, table: pa.Table, labels: int) -> _LevelRows:
+        first = _sentence_starts(table)
+        starts = pa.array(first[:-1])
+        pos = table.column("pos").to_numpy().astype(np.int64)
+        n = table.column("n").to_numpy().astype(np.int64)
+        split, idx = table.column("split").take(starts), table.column("idx").take(starts)
+        return cls(pos, n, first, split.combine_chunks(), idx.combine_chunks(), labels)
+
+    @cached_property
+    def sentence(self) -> np.ndarray:
+        """Each row's sentence (its number in the rows' order)."""
+        return np.repeat(np.arange(self.first.size - 1), np.diff(self.first))
+
+    @cached_property
+    def walk_index(self) -> _WalkIndex:
+        return _walk_index(self.pos, self.n, self.first, self.labels)
+
+    def keys(self, which: np.ndarray) -> pa.Table:
+        """The split and idx of sentences `which` (numbers in the rows' order)."""
+        at = pa.array(which)
+        return pa.table({"split": self.split.take(at), "idx": self.idx.take(at)})

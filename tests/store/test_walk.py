@@ -138,7 +138,7 @@ def sample_walks(sample_results: dict, tmp_path_factory: pytest.TempPathFactory)
 
     def spy(*args):  # type: ignore[no-untyped-def]
         out = _walk(*args)
-        seen.append((args, out))
+        seen.append((args[:5], out))  # the sixth: the rows' walk index, made once per level
         return out
 
     mp.setattr(subsets, "_walk", spy)
@@ -218,3 +218,35 @@ def test_level_rows_read_before_a_view_change_are_not_reused(sample_results: dic
             assert inside == store.fit_level(source, order, take.copy(), 4000)
         assert inside != fresh  # no person sentence inside
         assert store.fit_level(source, order, take, 4000) == fresh  # not the view's rows
+
+
+def test_a_fitted_level_draws_the_sentences_select_sentences_draws(sample_results: dict) -> None:
+    """`select_fitted` (the draw from the rows `fit_level` read) keeps the very sentences,
+    in the same order, with the same counts, as `select_sentences` (the draw in SQL), for
+    whole and capped labels and seeds; a label outside the order goes to SQL."""
+    source = "pilener-sample"
+    with Store(sample_results["db"], read_only=True) as store:
+        labels = store.con.execute(
+            "SELECT label FROM mentions WHERE source = $1 GROUP BY label "
+            "ORDER BY count(*) DESC, label LIMIT 400",
+            [source],
+        ).fetchall()
+        order = [lab for (lab,) in labels]
+        plan = np.full(len(order), 30, dtype=np.int64)
+        compared = 0
+        for size, seed in ((4000, 0), (1500, 7), (300, 3)):
+            whole, caps = store.fit_level(source, order, plan, size)
+            assert caps, "the plan caps labels: the draw has work to do"
+            got = store.select_fitted(source, order, plan, whole, caps, seed)
+            want = store.select_sentences(source, whole, caps, seed)
+            assert got.counts == want.counts and got.drawn == want.drawn
+            assert got.sentences.equals(want.sentences)
+            compared += got.drawn
+        assert compared
+        big = np.full(len(order), 10**9, dtype=np.int64)
+        every = store.fit_level(source, order, big, 10**12)  # nothing capped: no draw
+        assert not every[1] and every[0]
+        got = store.select_fitted(source, order, big, every[0], {}, 0)
+        assert got == store.select_sentences(source, every[0], {}, 0)
+        outside = store.select_fitted(source, order[:10], plan[:10], order[10:12], {}, 0)
+        assert outside == store.select_sentences(source, order[10:12], {}, 0)
