@@ -57,18 +57,26 @@ def take_inputs(
     *,
     explicit: bool,
     stage: Callable[[str], None],
+    allow_shrink: Collection[str] = (),
 ) -> dict[str, Taken | _Unavailable]:
     """Read the input of each stored source the picked scenarios build from or evaluate
     against, once, as its first scenario in the book says (they all agree: `book` checked
-    it). Sources no scenario names are not touched."""
+    it). Sources no scenario names are not touched. `allow_shrink`: the stored sources whose
+    input may shrink this time (a split gone, more than half of the sentences gone).
+
+    Raises:
+        BuildersError: a name of `allow_shrink` that this run does not read (nothing read).
+    """
     owners: dict[str, Scenario] = {}
     for sc in book:
         owners.setdefault(sc.stored, sc)
     needed = [sc.stored for sc in picked]
     for sc in picked:
         needed += benchmark_sources(sc, owners)
+    needed = list(dict.fromkeys(needed))
+    _check_shrink_names(allow_shrink, needed)
     taken: dict[str, Taken | _Unavailable] = {}
-    for name in dict.fromkeys(needed):
+    for name in needed:
         owner = owners[name]
         try:
             where, why = available(store, owner)
@@ -78,12 +86,39 @@ def take_inputs(
             taken[name] = exc
             continue
         stage(f"input of {name}")
-        taken[name] = take(store, owner, where, why)
+        taken[name] = take(store, owner, where, why, allow_shrink=name in allow_shrink)
     return taken
 
 
-def take(store: Store, sc: Scenario, where: str | Path | None, why: str) -> Taken:
-    """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged)."""
+def _check_shrink_names(names: Collection[str], read: list[str]) -> None:
+    """Each source `--allow-shrink` names is one this run reads (a typo accepts nothing)."""
+    for name in names:
+        if name not in read:
+            raise BuildersError(
+                f"--allow-shrink {name}: this run reads no stored source {name!r} (it reads "
+                f"{', '.join(read) or 'none'}): name one of them"
+            )
+
+
+def shrink_fix(name: str) -> str:
+    """How a shrink refusal names its fix: regenerate's own option, for that source."""
+    return (
+        f"run regenerate again with `--allow-shrink {name}` "
+        f"(from Python: `regenerate(..., allow_shrink=[{name!r}])`)"
+    )
+
+
+def take(
+    store: Store,
+    sc: Scenario,
+    where: str | Path | None,
+    why: str,
+    *,
+    allow_shrink: bool = False,
+) -> Taken:
+    """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged); a
+    replace that shrinks the source past the guard (`store.shrink`) is refused unless
+    `allow_shrink`."""
     from builders.store.ingest import ingest, plan_ingest
     from builders.store.writer import unit_key
 
@@ -97,6 +132,7 @@ def take(store: Store, sc: Scenario, where: str | Path | None, why: str) -> Take
         "replace": f'`ingest = "replace"` in scenario {sc.name!r}',
         "append": f'`ingest = "append"` in scenario {sc.name!r}',
         "name": f"`store_as` in scenario {sc.name!r}",
+        "shrink": shrink_fix(sc.stored),
     }
     res = ingest(
         store,
@@ -107,6 +143,7 @@ def take(store: Store, sc: Scenario, where: str | Path | None, why: str) -> Take
         label_map=mapping,
         exact=sc.ingest == "replace",
         append=sc.ingest == "append",
+        allow_shrink=allow_shrink,
         fixes=fixes,
     )
     taken = Taken(res.status, why, base=base)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -198,15 +198,25 @@ def regenerate(
     progress: bool = False,
     on_stage: Callable[[str], None] | None = None,
     publish_kwargs: dict[str, Any] | None = None,
+    allow_shrink: Collection[str] = (),
 ) -> list[ScenarioReport]:
     """Read the scenarios' inputs again where they changed, rebuild the scenarios whose key
-    changed, reuse the rest, report per scenario; then push what was rebuilt if asked."""
+    changed, reuse the rest, report per scenario; then push what was rebuilt if asked.
+    `allow_shrink` names the stored sources whose input may shrink this time (a split gone,
+    or more than half of the sentences: refused otherwise, before anything is written)."""
     out = Path(out)
     stage = on_stage or (lambda s: None)
     picked = _selected(scenarios, only)
     reports = []
     with OutLock(out, "builders regenerate"):
-        taken = take_inputs(store, scenarios, picked, explicit=bool(only), stage=stage)
+        taken = take_inputs(
+            store,
+            scenarios,
+            picked,
+            explicit=bool(only),
+            stage=stage,
+            allow_shrink=allow_shrink,
+        )
         run = _run_id(store, picked, tag)
         for sc in picked:
             stage(f"scenario {sc.name}")

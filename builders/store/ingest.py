@@ -42,6 +42,7 @@ def ingest(
     replace: bool = False,
     append: bool = False,
     exact: bool = False,
+    allow_shrink: bool = False,
     fixes: Mapping[str, str] | None = None,
     options: dict[str, Any] | None = None,
     label_map: Mapping[str, str] | None = None,
@@ -53,6 +54,7 @@ def ingest(
     input is refused unless `replace` (replace it) or `append` (add the new inputs) is set.
     `label_map` (raw tag -> label; `--label-map`) is read before the packaged table; each
     split's report counts the labels it and the table verbalised (METHOD.md section 6).
+    `exact` and `allow_shrink`: see `writer.write_source`.
     """
     spec, plan = plan_ingest(source, path, split=split, options=options, label_map=label_map)
     return write_source(
@@ -63,6 +65,7 @@ def ingest(
         replace=replace,
         append=append,
         exact=exact,
+        allow_shrink=allow_shrink,
         fixes=fixes,
         progress=progress,
     )

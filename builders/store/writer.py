@@ -15,6 +15,13 @@ Per split, by what the store already holds there:
   (the new input replaces the split) and `append` (the new inputs are added after the stored
   ones; inputs already stored unchanged are skipped, a changed one is refused).
 
+With `exact` (the plan is the whole input: a scenario's `ingest = "replace"`) a split the input
+no longer has is removed, and the input may shrink; but not silently, since a folder copied
+in part would shrink a published dataset: a split removed whole, or a source whose sentences
+fall by more than half, is refused (`allow_shrink` accepts it). What can be known before
+reading (splits gone, inputs removed while the rest is unchanged) is refused before reading;
+the rest once read, inside the transaction, which is then undone.
+
 What to do is decided again under the write lock before anything is written: on a shared
 store (`Store(shared=True)`, read-only between writes) another process may have written the
 source since the first look (two builds ingesting one missing benchmark, two appends).
@@ -38,9 +45,16 @@ from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
 from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
+from builders.store.shrink import ShrinkGuard
 
-#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys.
-FIXES = {"replace": "--replace", "append": "--append", "name": "--name NAME"}
+#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys
+#: and its own option (`shrink`: `exact` is never the ingest command's).
+FIXES = {
+    "replace": "--replace",
+    "append": "--append",
+    "name": "--name NAME",
+    "shrink": "pass allow_shrink=True",
+}
 
 
 @dataclass
@@ -172,6 +186,7 @@ def write_source(
     replace: bool = False,
     append: bool = False,
     exact: bool = False,
+    allow_shrink: bool = False,
     fixes: Mapping[str, str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
@@ -186,13 +201,16 @@ def write_source(
         exact: the plan is the source's whole input (a scenario's `ingest = "replace"`): a
             split whose input differs is read again, an unchanged one is kept, and a stored
             split the plan does not name is removed, in the same transaction.
+        allow_shrink: with `exact`, accept a split removed whole or a source that falls by
+            more than half of its sentences (refused otherwise: `ShrinkGuard`).
         fixes: how the caller spells the fixes its refusals name (keys `replace`, `append`,
-            `name`; default the ingest's `--replace`, `--append`, `--name NAME`).
+            `name`, `shrink`; default the ingest's `--replace`, `--append`, `--name NAME`).
         progress: called with the number of examples read since the last call.
 
     Raises:
         BuildersError: a split holds a different input and neither `replace` nor `append` is
-            set; or `append` meets a changed input or other options. Nothing is written then.
+            set; or `append` meets a changed input or other options; or (`exact`) the input
+            shrinks past the guard. Nothing is written then.
     """
     fix = {**FIXES, **(fixes or {})}
     if replace and append:
@@ -212,9 +230,12 @@ def write_source(
         spec,
         fix,
     )
+    guard = ShrinkGuard(source, fix["shrink"]) if exact and not allow_shrink else None
     stored = store.stored_splits(source)
     jobs, unchanged = decide(stored)
     dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
+    if guard:
+        guard.before_reading(stored, _planned(jobs), unchanged, dropped)
     results: dict[str, SplitResult] = {}
     if jobs or dropped:
         with store.transaction():
@@ -223,8 +244,12 @@ def write_source(
             stored = store.stored_splits(source)
             jobs, unchanged = decide(stored)
             dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
+            if guard:
+                guard.before_reading(stored, _planned(jobs), unchanged, dropped)
             for job in jobs:
                 results[job.split] = _write_split(store, spec, plan, source, job, progress)
+            if guard:  # raised inside the transaction: what was written is undone
+                guard.after_reading(stored, {s: r.sentences for s, r in results.items()})
             for split in dropped:
                 _clear_split(store, source, split)
                 store.con.execute(
@@ -330,6 +355,11 @@ def _decide(
         f"Pass {fix['replace']} to replace what is stored, {fix['append']} to add to it"
         + (f", or {fix['name']} to store it apart" if source == spec.name else "")
     )
+
+
+def _planned(jobs: list[_Job]) -> dict[str, list[tuple[str, str]]]:
+    """Each job's split and the inputs it reads, as (input, fingerprint)."""
+    return {j.split: [(i.key, i.fingerprint) for i in j.inputs] for j in jobs}
 
 
 def _names(inputs: list[_Input]) -> str:
