@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.errors import BuildersError
-from builders.labels import benchmarks, label_map
+from builders.labels import ZERO_SHOT, benchmarks, label_map
 from builders.scenarios.book import Scenario
 from builders.shift.benchmarks import read_label_map
 from builders.store import Store
@@ -50,6 +50,47 @@ def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def local_benchmarks(sc: Scenario, owned: Collection[str]) -> list[str]:
+    """The registered benchmark sources (`crossner-ai`, `mit-movie`, ...) a scenario reads
+    from the store and no scenario owns: a packaged benchmark's test sentences where leakage
+    is measured or removed (`all`: the seven), and a stored-source entry naming one
+    (`mit-movie:test`). Their local copy ($LABELSHIFT_DATA) is regenerate's to follow."""
+    from builders.sources import SOURCES
+
+    if sc.kind != "splits":
+        return []
+    packaged = benchmarks()
+    sentences = bool(sc.params.get("leakage") or sc.params.get("decontaminate"))
+    found: list[str] = []
+    for item in sc.params["benchmarks"]:
+        entry = (item.partition("=")[2] if "=" in item else item).strip()
+        if entry.startswith("file:"):
+            continue
+        if entry == "all" or entry in packaged:
+            found += (list(ZERO_SHOT) if entry == "all" else [entry]) if sentences else []
+        else:
+            found.append(entry.partition(":")[0])
+    return [
+        n
+        for n in dict.fromkeys(found)
+        if n not in owned and (spec := SOURCES.get(n)) is not None and spec.kind == "benchmark"
+    ]
+
+
+@dataclass
+class Inputs:
+    """What `take_inputs` read: stored source -> what reading it did (or why it could not),
+    and the sources scenarios own (the others read here are benchmarks' local copies)."""
+
+    taken: dict[str, Taken | _Unavailable]
+    owned: set[str]
+
+    def evaluated(self, sc: Scenario) -> list[str]:
+        """The sources read this run that `sc` evaluates against, owned ones first."""
+        names = benchmark_sources(sc, self.owned) + local_benchmarks(sc, self.owned)
+        return [n for n in dict.fromkeys(names) if n in self.taken and n != sc.stored]
+
+
 def take_inputs(
     store: Store,
     book: list[Scenario],
@@ -58,11 +99,13 @@ def take_inputs(
     explicit: bool,
     stage: Callable[[str], None],
     allow_shrink: Collection[str] = (),
-) -> dict[str, Taken | _Unavailable]:
+) -> Inputs:
     """Read the input of each stored source the picked scenarios build from or evaluate
     against, once, as its first scenario in the book says (they all agree: `book` checked
-    it). Sources no scenario names are not touched. `allow_shrink`: the stored sources whose
-    input may shrink this time (a split gone, more than half of the sentences gone).
+    it); then the local copies of the benchmarks they read that no scenario owns
+    (`take_benchmark`). Sources no scenario names nor evaluates against are not touched.
+    `allow_shrink`: the stored sources whose input may shrink this time (a split gone, more
+    than half of the sentences gone).
 
     Raises:
         BuildersError: a name of `allow_shrink` that this run does not read (nothing read).
@@ -74,7 +117,8 @@ def take_inputs(
     for sc in picked:
         needed += benchmark_sources(sc, owners)
     needed = list(dict.fromkeys(needed))
-    _check_shrink_names(allow_shrink, needed)
+    local = list(dict.fromkeys(n for sc in picked for n in local_benchmarks(sc, owners)))
+    _check_shrink_names(allow_shrink, needed + local)
     taken: dict[str, Taken | _Unavailable] = {}
     for name in needed:
         owner = owners[name]
@@ -87,6 +131,42 @@ def take_inputs(
             continue
         stage(f"input of {name}")
         taken[name] = take(store, owner, where, why, allow_shrink=name in allow_shrink)
+    for name in local:
+        found = take_benchmark(store, name, allow_shrink=name in allow_shrink, stage=stage)
+        if found is not None:
+            taken[name] = found
+    return Inputs(taken, set(owners))
+
+
+def take_benchmark(
+    store: Store, name: str, *, allow_shrink: bool, stage: Callable[[str], None]
+) -> Taken | None:
+    """A registered benchmark no scenario owns, read from its local copy ($LABELSHIFT_DATA)
+    as a `replace` scenario reads its `path` (files added, removed or changed; the shrink
+    guard), when the store has none or has the one read from that copy. A stored copy read
+    from other files is kept (said in a note); without a local copy, None: the store's copy,
+    if any, is what the scenarios read."""
+    from builders.sources import get_source
+    from builders.store.ingest import ingest
+
+    local = get_source(name).default_path()
+    if local is None:
+        return None
+    stored = store.stored_splits(name)
+    root = local.resolve()
+    if stored and not all(
+        Path(i["input"]).is_relative_to(root) for s in stored.values() for i in s.inputs
+    ):
+        note = (
+            f"{name}: the store's copy was read from other files than its local copy "
+            f"({local}), which is not read: `builders ingest {name} --replace` reads it"
+        )
+        return Taken("stored", notes=[note], base=local if local.is_dir() else local.parent)
+    stage(f"benchmark {name} ({local})")
+    fixes = {"shrink": shrink_fix(name)}
+    res = ingest(store, name, local, exact=True, allow_shrink=allow_shrink, fixes=fixes)
+    taken = Taken(res.status, base=local if local.is_dir() else local.parent)
+    taken.notes += [n for n in res.notes if "no longer in the input" in n]
     return taken
 
 

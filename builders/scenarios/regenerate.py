@@ -35,13 +35,7 @@ from builders.errors import BuildersError
 from builders.hub.outdir import OutLock
 from builders.labels import union_labels
 from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
-from builders.scenarios.inputs import (
-    Taken,
-    _Unavailable,
-    benchmark_sources,
-    inputs_now,
-    take_inputs,
-)
+from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inputs
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, resolve
@@ -209,7 +203,7 @@ def regenerate(
     picked = _selected(scenarios, only)
     reports = []
     with OutLock(out, "builders regenerate"):
-        taken = take_inputs(
+        inputs = take_inputs(
             store,
             scenarios,
             picked,
@@ -221,7 +215,7 @@ def regenerate(
         for sc in picked:
             stage(f"scenario {sc.name}")
             reports.append(
-                _one(store, sc, out, force, taken, run=run, progress=progress, stage=stage)
+                _one(store, sc, out, force, inputs, run=run, progress=progress, stage=stage)
             )
         if publish_org:  # under the lock: it records what it pushed in `out`
             _publish(picked, reports, out, publish_org, tag, publish_kwargs)
@@ -341,7 +335,7 @@ def _one(
     sc: Scenario,
     out: Path,
     force: bool,
-    taken: Mapping[str, Taken | _Unavailable],
+    inputs: Inputs,
     *,
     run: dict[str, str],
     progress: bool,
@@ -350,15 +344,15 @@ def _one(
     from builders.hub.changelog import input_changes
 
     rep = ScenarioReport(sc.name, "skipped", folders=sc.folders())
-    mine = taken[sc.stored]
+    mine = inputs.taken[sc.stored]
     if isinstance(mine, _Unavailable):
         rep.reason = str(mine)
         return rep
     rep.ingest = mine.status
-    benches = benchmark_sources(sc, taken)
+    benches = inputs.evaluated(sc)
     for name in [sc.stored, *benches]:
-        t = taken[name]
-        rep.notes += t.notes if isinstance(t, Taken) else [str(t)]
+        t = inputs.taken[name]
+        rep.notes += t.notes if not isinstance(t, _Unavailable) else [str(t)]
     key, parts = scenario_key(store, sc)
     olds = {f: recorded(out, sc, f) for f in rep.folders}
     previous = next((o for o in olds.values() if o), None)
@@ -377,10 +371,10 @@ def _one(
         rep.reason = "unchanged" + (f" ({mine.why})" if mine.why else "")
         return rep
     rep.reason = _why(previous.get("parts") if previous else None, parts, force)
-    inputs = inputs_now(store, [sc.stored, *benches], taken)
+    held = inputs_now(store, [sc.stored, *benches], inputs.taken)
     if previous is not None and "inputs" in previous:
-        rep.inputs = input_changes(previous["inputs"], inputs)
-    record = {"name": sc.name, "key": key, "parts": parts, "inputs": inputs}
+        rep.inputs = input_changes(previous["inputs"], held)
+    record = {"name": sc.name, "key": key, "parts": parts, "inputs": held}
     try:
         if sc.kind == "fewnerd":
             rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)

@@ -121,3 +121,135 @@ def test_the_shrink_refusal_shows_in_a_dry_run(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     with Store(db) as store:
         assert sorted(store.stored_splits("shards")) == ["train"]
+
+
+BENCHMARKS = """
+[defaults]
+out = "out"
+model = "all-MiniLM-L6-v2"
+min_labels = 1
+min_mentions = 1
+
+[[scenario]]
+name = "leak"
+source = "columns"
+path = "a.txt"
+store_as = "corpus-a"
+strategy = "entropy"
+levels = ["low", "high"]
+benchmarks = "crossner-ai"  # leakage measured: its test sentences are read
+
+[[scenario]]
+name = "no-leak"
+source = "columns"
+path = "b.txt"
+store_as = "corpus-b"
+strategy = "entropy"
+levels = ["low", "high"]
+benchmarks = "crossner-ai"
+leakage = false  # its label list only: the sentences are not read
+
+[[scenario]]
+name = "movie"
+source = "columns"
+path = "b.txt"
+store_as = "corpus-b"
+strategy = "max"
+levels = ["low", "high"]
+benchmarks = "mit-movie:test"  # the stored source: its labels
+leakage = false
+"""
+
+
+def _cut_last_sentence(path: Path) -> int:
+    blocks = path.read_text(encoding="utf-8").strip("\n").split("\n\n")
+    path.write_text("\n\n".join(blocks[:-1]) + "\n", encoding="utf-8")
+    return len(blocks) - 1
+
+
+def test_a_benchmarks_local_copy_is_read_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A benchmark no scenario owns is read from $LABELSHIFT_DATA by regenerate, and read
+    again when its files change: exactly the scenarios that read it rebuild, their changelog
+    says what changed; a stored source no scenario names nor evaluates against is untouched;
+    a benchmark's file gone whole is refused like a scenario's input."""
+    from helpers import DATA
+
+    from builders.store.ingest import ingest
+
+    data = tmp_path / "data"
+    (data / "crossner" / "ai").mkdir(parents=True)
+    shutil.copy(DATA / "crossner" / "ai-test.txt", data / "crossner" / "ai" / "test.txt")
+    shutil.copytree(DATA / "mit-movie", data / "mit-movie")
+    monkeypatch.setenv("LABELSHIFT_DATA", str(data))
+    bio_corpus(tmp_path / "a.txt", LABELS_A, 60)
+    bio_corpus(tmp_path / "b.txt", LABELS_B, 60)
+    (tmp_path / "scenarios.toml").write_text(BENCHMARKS, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+
+    def statuses() -> dict[str, object]:
+        reps = regenerate(store, book.scenarios, book.out)
+        return {r.name: r for r in reps}
+
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, "columns", tmp_path / "a.txt", name="nobodys")  # no scenario names it
+        ingest(store, "mit-restaurant", DATA / "mit-restaurant" / "restauranttest.bio")
+        untouched = {n: store.stored_splits(n) for n in ("nobodys", "mit-restaurant")}
+        first = statuses()
+        assert {r.status for r in first.values()} == {"built"}
+        assert sorted(store.source_names()) == [
+            "corpus-a", "corpus-b", "crossner-ai", "mit-movie", "mit-restaurant", "nobodys"
+        ]  # fmt: skip
+        assert {r.status for r in statuses().values()} == {"reused"}
+
+        n = _cut_last_sentence(data / "crossner" / "ai" / "test.txt")
+        cut = statuses()
+        assert {k: r.status for k, r in cut.items()} == {
+            "leak": "rebuilt", "no-leak": "reused", "movie": "reused"
+        }  # fmt: skip
+        assert cut["leak"].reason == "benchmark sentences changed"
+        change = cut["leak"].inputs["crossner-ai"]["test"]
+        assert change["files_changed"] == ["test.txt"] and change["sentences"] == [n + 1, n]
+
+        n = _cut_last_sentence(data / "mit-movie" / "engtest.bio")
+        movie = statuses()
+        assert {k: r.status for k, r in movie.items()} == {
+            "leak": "reused", "no-leak": "reused", "movie": "rebuilt"
+        }  # fmt: skip
+        assert "benchmark changed (mit-movie:test)" in movie["movie"].reason
+        assert movie["movie"].inputs["mit-movie"]["test"]["sentences"] == [n + 1, n]
+        assert {n: store.stored_splits(n) for n in untouched} == untouched
+
+        (data / "crossner" / "ai" / "test.txt").rename(data / "crossner" / "ai" / "dev.txt")
+        with pytest.raises(BuildersError) as err:
+            statuses()
+        assert "crossner-ai/test: no longer in the input" in str(err.value)
+        assert "--allow-shrink crossner-ai" in str(err.value)
+    log = json.loads((book.out / "corpus-a-low-shift" / "changelog.json").read_text("utf-8"))
+    assert log[0]["input"]["crossner-ai"]["test"]["files_changed"] == ["test.txt"]
+
+
+def test_a_benchmark_stored_from_other_files_is_kept_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's copy of a benchmark read from other files than its local copy is not
+    replaced by it (the user chose those files); a note says which copy is used."""
+    from helpers import DATA
+
+    from builders.scenarios.inputs import take_benchmark
+    from builders.store.ingest import ingest
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA / "mit-movie", data / "mit-movie")
+    _cut_last_sentence(data / "mit-movie" / "engtest.bio")
+    monkeypatch.setenv("LABELSHIFT_DATA", str(data))
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, "mit-movie", DATA / "mit-movie")
+        before = snapshot(store)
+        taken = take_benchmark(store, "mit-movie", allow_shrink=False, stage=lambda s: None)
+        assert taken is not None and taken.status == "stored"
+        assert "read from other files than its local copy" in taken.notes[0]
+        assert snapshot(store) == before
+        monkeypatch.delenv("LABELSHIFT_DATA")
+        assert take_benchmark(store, "mit-movie", allow_shrink=False, stage=print) is None
