@@ -33,6 +33,8 @@ class Taken:
     why: str = ""
     notes: list[str] = field(default_factory=list)
     base: Path | None = None  # the input's folder: file names are given relative to it
+    #: A Hub dataset's revision: True asked of the Hub, False not (unreachable); None: files.
+    checked: bool | None = None
 
 
 def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
@@ -124,13 +126,12 @@ def take_inputs(
         owner = owners[name]
         try:
             where, why = available(store, owner)
+            stage(f"input of {name}")
+            taken[name] = take(store, owner, where, why, allow_shrink=name in allow_shrink)
         except _Unavailable as exc:
             if explicit and any(sc.stored == name for sc in picked):
                 raise
             taken[name] = exc
-            continue
-        stage(f"input of {name}")
-        taken[name] = take(store, owner, where, why, allow_shrink=name in allow_shrink)
     for name in local:
         found = take_benchmark(store, name, allow_shrink=name in allow_shrink, stage=stage)
         if found is not None:
@@ -198,16 +199,24 @@ def take(
 ) -> Taken:
     """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged); a
     replace that shrinks the source past the guard (`store.shrink`) is refused unless
-    `allow_shrink`."""
-    from builders.store.ingest import ingest, plan_ingest
-    from builders.store.writer import unit_key
+    `allow_shrink`. A Hub dataset is read at the commit the Hub names now (`hub_commit`)."""
+    from builders.store.ingest import ingest
 
     mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
     base = Path(where) if isinstance(where, Path) else None
     base = base if base is None or base.is_dir() else base.parent
+    if sc.revision is not None and not isinstance(where, str):
+        raise BuildersError(
+            f"scenario {sc.name!r}: `revision` pins a Hub dataset's commit, and its input is "
+            f"{'the copy in the store' if where is None else where}, not a Hub dataset id: "
+            "remove `revision`, or give the dataset's id as `path`"
+        )
     if where is None and store.has_source(sc.stored):
         check_stored_map(store, sc, mapping)
         return Taken("stored", why, base=base)
+    commit = hub_commit(store, sc, where) if isinstance(where, str) else None
+    if isinstance(commit, Taken):
+        return commit
     fixes = {
         "replace": f'`ingest = "replace"` in scenario {sc.name!r}',
         "append": f'`ingest = "append"` in scenario {sc.name!r}',
@@ -224,23 +233,90 @@ def take(
         exact=sc.ingest == "replace",
         append=sc.ingest == "append",
         allow_shrink=allow_shrink,
+        revision=commit,
         fixes=fixes,
     )
-    taken = Taken(res.status, why, base=base)
+    taken = Taken(res.status, why, base=base, checked=True if commit else None)
     taken.notes += [n for n in res.notes if "no longer in the input" in n]
-    if sc.ingest == "append" and where is not None:  # stored inputs no longer there: kept
-        _, plan = plan_ingest(sc.source, where, options=dict(sc.options), label_map=mapping)
-        now = {unit_key(u) for units in plan.units.values() for u in units}
-        for split, stored in sorted(store.stored_splits(sc.stored).items()):
-            gone = [i["input"] for i in stored.inputs if i["input"] not in now]
-            if gone:
-                names = ", ".join(input_name(g, base) for g in gone)
-                taken.notes.append(
-                    f"{sc.stored}/{split}: {len(gone):,} input(s) no longer under `path` "
-                    f'kept in the store ({names}): `ingest = "append"` keeps what it read; '
-                    f'set `ingest = "replace"` in scenario {sc.name!r} to drop them'
-                )
+    if sc.ingest == "append" and where is not None:
+        taken.notes += _kept_by_append(store, sc, where, mapping, commit, base)
     return taken
+
+
+def _kept_by_append(
+    store: Store,
+    sc: Scenario,
+    where: str | Path,
+    mapping: dict[str, str] | None,
+    commit: str | None,
+    base: Path | None,
+) -> list[str]:
+    """Notes on the stored inputs no longer under `path`, which `ingest = "append"` keeps."""
+    from builders.store.ingest import plan_ingest
+    from builders.store.writer import unit_key
+
+    _, plan = plan_ingest(
+        sc.source, where, options=dict(sc.options), label_map=mapping, revision=commit
+    )
+    now = {unit_key(u) for units in plan.units.values() for u in units}
+    notes = []
+    for split, stored in sorted(store.stored_splits(sc.stored).items()):
+        gone = [i["input"] for i in stored.inputs if i["input"] not in now]
+        if gone:
+            names = ", ".join(input_name(g, base) for g in gone)
+            notes.append(
+                f"{sc.stored}/{split}: {len(gone):,} input(s) no longer under `path` "
+                f'kept in the store ({names}): `ingest = "append"` keeps what it read; '
+                f'set `ingest = "replace"` in scenario {sc.name!r} to drop them'
+            )
+    return notes
+
+
+def stored_commits(store: Store, name: str) -> list[str]:
+    """The Hub commits a stored source's inputs were read at, each once."""
+    found = (i.get("revision") for s in store.stored_splits(name).values() for i in s.inputs)
+    return sorted({c for c in found if c})
+
+
+def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
+    """The commit to read a scenario's Hub dataset at: the one the Hub names now for its
+    `revision` (default the main branch). When the Hub cannot be reached the input is not
+    taken as unchanged: the stored copy is used and said so ("not checked: offline"), where
+    it is the pinned commit or nothing is pinned.
+
+    Raises:
+        _Unavailable: the Hub cannot be reached and the source is not stored (skipped, as
+            an absent input is).
+        BuildersError: the Hub cannot be reached and the source is stored at another commit
+            than `revision` pins (naming `revision`); the Hub's refusal.
+    """
+    from builders.errors import HubUnreachable
+    from builders.sources.hf import hub_revision, is_commit
+
+    try:
+        return hub_revision(dataset, sc.revision)
+    except HubUnreachable as exc:
+        had = stored_commits(store, sc.stored)
+        if not store.has_source(sc.stored):
+            raise _Unavailable(
+                f"scenario {sc.name!r}: {exc}, and {sc.stored!r} is not in the store yet: "
+                "run regenerate where the Hub can be reached"
+            ) from exc
+        shown = ", ".join(c[:12] for c in had) or "not recorded"
+        if is_commit(sc.revision) and had == [sc.revision]:
+            why = f"pinned revision {shown}, the one stored; the Hub was not asked"
+            return Taken("stored", why, checked=False)
+        if is_commit(sc.revision):
+            raise BuildersError(
+                f"scenario {sc.name!r}: `revision` pins {dataset} at {sc.revision}, the store "
+                f"holds it at {shown}, and {exc}: run regenerate where the Hub can be reached, "
+                "or set `revision` to the commit stored"
+            ) from exc
+        note = (
+            f"{sc.stored}: {exc}; whether {dataset} has a new revision is not known, and the "
+            f"store's copy (revision {shown}) is used: run regenerate online to check it"
+        )
+        return Taken("stored", "Hub revision not checked: offline", notes=[note], checked=False)
 
 
 def input_name(key: str, base: Path | None) -> str:
@@ -270,6 +346,7 @@ def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict
                         "input": input_name(i["input"], base),
                         "fingerprint": i["fingerprint"],
                         "sentences": i["sentences"],
+                        **({"revision": i["revision"]} if i.get("revision") else {}),
                     }
                     for i in s.inputs
                 ],

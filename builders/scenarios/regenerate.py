@@ -60,6 +60,9 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "params": _keyed_params(sc.params),
         "toolkit_version": __version__,
     }
+    revisions = _revisions(store, sc.stored)
+    if revisions:  # a Hub dataset: its commits, so that a new one is named (`_why`)
+        parts["revisions"] = revisions
     if sc.kind == "splits":  # the bound as it applies (a strategy's default, resolved)
         share = sc.params.get("max_label_share")
         share = strategy(sc.params["strategy"]).label_share if share is None else share
@@ -87,6 +90,17 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
             model_part(m, sc.params["backend"], sc.params["precision"]) for m in models
         ]
     return key_of(parts), parts
+
+
+def _revisions(store: Store, source: str) -> dict[str, str]:
+    """Per split of a stored source, the Hub commit(s) its inputs were read at (none: not
+    read from the Hub, or where the Hub could not be asked)."""
+    out = {}
+    for split, s in sorted(store.stored_splits(source).items()):
+        commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
+        if commits:
+            out[split] = ", ".join(commits)
+    return out
 
 
 def _models(sc: Scenario) -> list[str]:
@@ -136,13 +150,19 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
     if old is None:
         return "first build"
     reasons = []
+    was, now = old.get("revisions") or {}, new.get("revisions") or {}
+    revised = sorted(s for s in set(was) | set(now) if was.get(s) != now.get(s))
     if old.get("fingerprints") != new["fingerprints"]:
         changed = sorted(
             s
             for s in set(old.get("fingerprints", {})) | set(new["fingerprints"])
-            if old.get("fingerprints", {}).get(s) != new["fingerprints"].get(s)
+            if old.get("fingerprints", {}).get(s) != new["fingerprints"].get(s) and s not in revised
         )
-        reasons.append(f"source changed ({', '.join(changed)})")
+        if changed:
+            reasons.append(f"source changed ({', '.join(changed)})")
+    for split in revised:  # another commit of a Hub dataset
+        a, b = (str(x.get(split))[:12] if x.get(split) else "-" for x in (was, now))
+        reasons.append(f"Hub revision {a} -> {b} ({split})")
     if old.get("params") != new["params"]:
         keys = sorted(k for k in new["params"] if old.get("params", {}).get(k) != new["params"][k])
         reasons.append(f"parameters changed ({', '.join(keys)})")
@@ -353,6 +373,9 @@ def _one(
     for name in [sc.stored, *benches]:
         t = inputs.taken[name]
         rep.notes += t.notes if not isinstance(t, _Unavailable) else [str(t)]
+        commits = _revisions(store, name)
+        if commits or getattr(t, "checked", None) is not None:
+            rep.revisions[name] = {"splits": commits, "checked": bool(getattr(t, "checked", 0))}
     key, parts = scenario_key(store, sc)
     olds = {f: recorded(out, sc, f) for f in rep.folders}
     previous = next((o for o in olds.values() if o), None)

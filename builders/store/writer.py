@@ -141,7 +141,8 @@ def unit_key(unit: Unit) -> str:
 
 def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
     """Hash of one input (file bytes and name; a local dataset's file bytes; a Hub dataset's
-    id, config and split), the reader and its version, the options and the label map."""
+    id, config, split and commit: another revision is another input), the reader and its
+    version, the options and the label map."""
     h = hashlib.sha256()
     h.update(f"{plan.module}\0{spec.loader_version}\0".encode())
     h.update(json.dumps(_jsonable(dict(plan.options)), sort_keys=True).encode())
@@ -153,6 +154,8 @@ def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
         files = list(unit.files)
         local = Path(unit.dataset).exists()
         name = f"{unit.config}/{unit.split}" if local else str(unit)
+        if unit.revision and not local:  # without one, as before revisions were recorded
+            name += f"@{unit.revision}"
     h.update(b"\0" + name.encode() + b"\0")
     for path in files:
         h.update(b"\0" + path.name.encode() + b"\0")
@@ -394,8 +397,7 @@ def _write_split(
     report = ReadReport()
     check = _read_split(store, spec, plan, source, job, report, progress)
     inputs = (old.inputs if old else []) + [
-        {"input": i.key, "fingerprint": i.fingerprint, "sentences": check.per_input[i.unit]}
-        for i in job.inputs
+        _recorded(i, check.per_input[i.unit]) for i in job.inputs
     ]
     rep = _merged_report(old.report if old else None, report)
     counts = [check.counts[k] for k in _ROW_TABLES]
@@ -413,6 +415,13 @@ def _write_split(
         store.count_types(source, split),
         rep,
     )
+
+
+def _recorded(i: _Input, sentences: int) -> dict[str, Any]:
+    """An input as `sources.inputs` lists it; a Hub dataset's with the commit read."""
+    revision = getattr(i.unit, "revision", None)
+    rec = {"input": i.key, "fingerprint": i.fingerprint, "sentences": sentences}
+    return rec | ({"revision": revision} if revision else {})
 
 
 def _clear_split(store: Store, source: str, split: str) -> None:
