@@ -1,13 +1,19 @@
 """A scenario's input, read before anything is built: once per stored source, as its scenario says.
 
-    taken = take_inputs(store, book, picked, explicit=..., stage=...)   source -> Taken | _Unavailable
+    inputs = take_inputs(store, book, picked, explicit=..., stage=...)
+    inputs.taken[source] -> Taken | _Unavailable;  inputs.evaluated(scenario) -> its benchmarks
 
-A scenario owns its input (`path`, `options`, `ingest_label_map`, `ingest`): unchanged input is
-a no-op; with `ingest = "replace"` (the default) files added, removed or changed under `path`
-are read again and the split replaced, with `ingest = "append"` new files are added. The stored
-sources a picked scenario evaluates against (`benchmarks = "med:test"`) are read as their own
-scenario says. A stored source no scenario names is never touched. What each source holds is
-then recorded with the build (`inputs_now`), so that the next rebuild says what changed.
+A scenario owns its input (`path`, `options`, `ingest_label_map`, `ingest`, `revision`):
+unchanged input is a no-op; with `ingest = "replace"` (the default) files added, removed or
+changed under `path` are read again and the split replaced (a split gone whole, or more than
+half of the sentences, only with `allow_shrink`), with `ingest = "append"` new files are
+added. A Hub dataset is read at the commit the Hub names now (`hub_commit`); when the Hub
+cannot be reached the stored copy is used and said to be unchecked. The stored sources a
+picked scenario evaluates against (`benchmarks = "med:test"`) are read as their own scenario
+says; a registered benchmark no scenario owns, from its `$LABELSHIFT_DATA` copy
+(`take_benchmark`). A stored source no scenario names nor evaluates against is never
+touched. What each source holds is recorded with the build (`inputs_now`), so that the next
+rebuild says what changed (docs/DESIGN.md, "Scenarios and their inputs").
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ A scenario owns its input: `regenerate` first reads the input of every scenario 
 every stored source one of them evaluates against, once per stored source
 (`builders.scenarios.inputs`); a stored source no scenario names is never touched.
 
-A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
+A scenario's key hashes the fingerprints of its source's stored splits (a Hub dataset's with
+its commit, also kept apart so that a new one is named), its parameters, the
 evaluation label sets, the fingerprints of the stored sources it evaluates against, those of
 the benchmarks' evaluation sentences (when leakage is measured), each model's weights hash
 and the runtime that embeds with it, and the toolkit version. A scenario is rebuilt only when
