@@ -167,18 +167,12 @@ def parse_scenarios(
                 params["label_map"] = str(base / os.path.expanduser(str(params["label_map"])))
             if params["medium_band"] is not None:
                 params["medium_band"] = list(params["medium_band"])
-        p = _relative_path(raw.get("path"), base, hub=True)
         scenarios.append(
             Scenario(
                 name=name,
                 kind=kind,
                 source=raw.get("source") or ("fewnerd" if kind == "fewnerd" else ""),
-                path=p,
-                store_as=raw.get("store_as"),
-                options=dict(raw.get("options", {})),
-                ingest_label_map=_relative_path(raw.get("ingest_label_map"), base),
-                ingest=raw.get("ingest", defaults.get("ingest", "replace")),
-                revision=None if raw.get("revision") is None else str(raw["revision"]),
+                **_input_keys(raw, defaults, base),
                 params=params,
                 description=raw.get("description", ""),
                 publish=bool(raw.get("publish", True)),
@@ -195,6 +189,19 @@ def parse_scenarios(
         raise BuildersError(f"{origin}: scenario name {dup[0]!r} is used twice")
     _check_shared_inputs(scenarios, origin)
     return ScenarioBook(scenarios, out, None)
+
+
+def _input_keys(raw: Mapping[str, Any], defaults: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """How a scenario's input is read (`INPUT_KEYS` but its source, and `store_as`), its
+    paths taken from the scenarios file's folder."""
+    return {
+        "path": _relative_path(raw.get("path"), base, hub=True),
+        "store_as": raw.get("store_as"),
+        "options": dict(raw.get("options", {})),
+        "ingest_label_map": _relative_path(raw.get("ingest_label_map"), base),
+        "ingest": raw.get("ingest", defaults.get("ingest", "replace")),
+        "revision": None if raw.get("revision") is None else str(raw["revision"]),
+    }
 
 
 def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:

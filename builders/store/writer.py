@@ -234,21 +234,16 @@ def write_source(
         fix,
     )
     guard = ShrinkGuard(source, fix["shrink"]) if exact and not allow_shrink else None
+    look = functools.partial(_look, decide, set(inputs), exact, guard)
     stored = store.stored_splits(source)
-    jobs, unchanged = decide(stored)
-    dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
-    if guard:
-        guard.before_reading(stored, _planned(jobs), unchanged, dropped)
+    jobs, unchanged, dropped = look(stored)
     results: dict[str, SplitResult] = {}
     if jobs or dropped:
         with store.transaction():
             # decided again under the write lock: another run may have written the source
             # since (the same benchmark ingested by two builds, two appends at once)
             stored = store.stored_splits(source)
-            jobs, unchanged = decide(stored)
-            dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
-            if guard:
-                guard.before_reading(stored, _planned(jobs), unchanged, dropped)
+            jobs, unchanged, dropped = look(stored)
             for job in jobs:
                 results[job.split] = _write_split(store, spec, plan, source, job, progress)
             if guard:  # raised inside the transaction: what was written is undone
@@ -260,20 +255,49 @@ def write_source(
                 )
     for split in unchanged:
         results[split] = _result(store, source, split, stored[split], "unchanged")
+    return _ingest_result(store, spec, plan, source, results, bool(jobs), dropped)
+
+
+def _ingest_result(
+    store: Store,
+    spec: SourceSpec,
+    plan: ReadPlan,
+    source: str,
+    results: dict[str, SplitResult],
+    wrote: bool,
+    dropped: list[str],
+) -> IngestResult:
+    """What an ingest did: `appended` (every split written was appended), `ingested` (a
+    split written or dropped) or `unchanged`, with each split's result and the notes."""
     statuses = {r.status for r in results.values()} - {"unchanged"}
+    status = (
+        "appended" if statuses == {"appended"} else "ingested" if wrote or dropped else "unchanged"
+    )
     return IngestResult(
         source=source,
         kind=spec.kind,
-        status="appended"
-        if statuses == {"appended"}
-        else "ingested"
-        if jobs or dropped
-        else "unchanged",
+        status=status,
         splits=[results[s] for s in sorted(results, key=split_rank)],
         types=store.count_types(source),
         notes=list(plan.notes)
         + [f"{source}/{s}: no longer in the input, removed from the store" for s in dropped],
     )
+
+
+def _look(
+    decide: Callable[[dict[str, StoredSplit]], tuple[list[_Job], list[str]]],
+    planned: set[str],
+    exact: bool,
+    guard: ShrinkGuard | None,
+    stored: dict[str, StoredSplit],
+) -> tuple[list[_Job], list[str], list[str]]:
+    """The jobs, the unchanged splits and (`exact`) the splits to drop, by what is stored
+    now; the shrink guard's refusal of what is known before reading."""
+    jobs, unchanged = decide(stored)
+    dropped = sorted(set(stored) - planned, key=split_rank) if exact else []
+    if guard:
+        guard.before_reading(stored, _planned(jobs), unchanged, dropped)
+    return jobs, unchanged, dropped
 
 
 def _decide_all(
