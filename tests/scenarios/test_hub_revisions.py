@@ -232,3 +232,15 @@ def test_a_hub_dataset_never_read_is_refused_offline(fake_hub: FakeHub, tmp_path
     book.write_text(text + 'revision = "main"\n', encoding="utf-8")
     with pytest.raises(BuildersError, match=r"`revision` pins a Hub dataset's commit"):
         _regenerate(book, db)
+
+
+def test_ingest_revision_is_for_hub_datasets(tmp_path: Path) -> None:
+    """`builders ingest --revision` pins a Hub dataset; files are refused, before a store."""
+    from helpers import bio_corpus
+
+    corpus = bio_corpus(tmp_path / "a.txt", LABELS_A, 5)
+    db = tmp_path / "s.duckdb"
+    args = ["ingest", "columns", "--path", str(corpus), "--revision", "main", "--db", str(db)]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 1 and not db.exists()
+    assert f"a revision pins a Hub dataset, and {corpus} is read as files" in res.output
