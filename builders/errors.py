@@ -131,6 +131,12 @@ class LiteralError(InvalidValue):
     """The text is not a Python list literal of strings (a NuNER CSV cell)."""
 
 
+class HubUnreachable(BuildersError):
+    """The Hugging Face Hub cannot be reached (offline mode, no connection, a timeout, its
+    server failing): what only the Hub knows, such as a dataset's newest revision, is
+    unknown, which is not the same as unchanged."""
+
+
 class NotLoggedInError(BuildersError):
     """No Hugging Face token: none given, no `HF_TOKEN`, no saved login."""
 

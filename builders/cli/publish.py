@@ -131,6 +131,14 @@ def print_plans(plans: list[Any], tag: str | None, private: bool | None, as_json
     help="Where the repo folders go (default: the file's [defaults] out, else `out`).",
 )
 @click.option("--force", is_flag=True, help="Rebuild even what has not changed.")
+@click.option(
+    "--allow-shrink",
+    "allow_shrink",
+    multiple=True,
+    metavar="SOURCE",
+    help="Accept that this stored source's input shrinks this time: a split gone, or more "
+    "than half of its sentences (refused otherwise; repeatable).",
+)
 @org_option("--publish", "publish_org", help="Then push what was (re)built to ORG (see publish).")
 @publish_options
 @common_options
@@ -140,6 +148,7 @@ def regenerate_cmd(
     only: tuple[str, ...],
     out: Path | None,
     force: bool,
+    allow_shrink: tuple[str, ...],
     publish_org: str | None,
     private: bool | None,
     tag: str | None,
@@ -152,12 +161,14 @@ def regenerate_cmd(
 
     Each scenario's input (`path`) is read again where it changed: with `ingest = "replace"`
     (the default) files added, removed or changed replace what is stored, with `ingest =
-    "append"` new files are added. A scenario is reused when its source fingerprints and
-    parameters match the last build (nothing is loaded or embedded); otherwise it is rebuilt,
-    with every scenario that reads the same source or evaluates against it, and the change
-    (files, sentences, mentions; rows, labels moved, Familiarity) is reported and added to the
-    folder's changelog. Scenarios whose input is absent are skipped (an error with --only).
-    --publish ORG pushes what this run rebuilt, one commit per repo with its changelog entry.
+    "append"` new files are added; an input that loses a split, or more than half of its
+    sentences, is refused (a copy made in part?) unless --allow-shrink names it. A scenario
+    is reused when its source fingerprints and parameters match the last build (nothing is
+    loaded or embedded); otherwise it is rebuilt, with every scenario that reads the same
+    source or evaluates against it, and the change (files, sentences, mentions; rows, labels
+    moved, Familiarity) is reported and added to the folder's changelog. Scenarios whose
+    input is absent are skipped (an error with --only). --publish ORG pushes what this run
+    rebuilt, one commit per repo with its changelog entry.
 
     Example: builders regenerate --publish my-org --tag v1.1 --dry-run
     """
@@ -179,6 +190,7 @@ def regenerate_cmd(
             progress=not quiet,
             on_stage=lambda s: note(s, quiet),
             publish_kwargs={"private": private, "dry_run": dry_run},
+            allow_shrink=allow_shrink,
         )
     if as_json:
         emit_json([r.to_dict() for r in reports])

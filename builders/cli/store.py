@@ -129,6 +129,11 @@ class _IngestCommand(click.Command):
 )
 @click.option("-o", "--option", "opts", multiple=True, metavar="KEY=VALUE", help="Reader option.")
 @click.option(
+    "--revision",
+    help="A Hub dataset's branch, tag or commit to read (default its main branch); the "
+    "commit read is recorded with each input.",
+)
+@click.option(
     "--label-map",
     "label_map",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -147,6 +152,7 @@ def ingest_cmd(
     columns: str | None,
     repair: bool,
     opts: tuple[str, ...],
+    revision: str | None,
     label_map: Path | None,
     db: Path,
     as_json: bool,
@@ -169,7 +175,12 @@ def ingest_cmd(
         options["columns"] = columns
     mapping = read_label_map(label_map) if label_map is not None else None
     spec, plan = plan_ingest(
-        source, list(paths) or None, split=split, options=options, label_map=mapping
+        source,
+        list(paths) or None,
+        split=split,
+        options=options,
+        label_map=mapping,
+        revision=revision,
     )
     check_name(name or spec.name, "source name", "pass --name NAME")  # before any bar
     with (

@@ -420,9 +420,12 @@ def _source(build: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _inputs(src: Mapping[str, Any]) -> list[str]:
-    """The inputs' file (or dataset) names, each once."""
+    """The inputs' file names, each once; a Hub dataset's split with the commit it was read
+    at (`org/name/train @ 1a2b3c4d5e6f`)."""
     names = [
-        i["input"].rstrip("/").rsplit("/", 1)[-1]
+        f"{i['input']} @ {i['revision'][:12]}"
+        if i.get("revision")
+        else i["input"].rstrip("/").rsplit("/", 1)[-1]
         for s in (src.get("splits") or {}).values()
         for i in s.get("inputs", [])
     ]

@@ -3,7 +3,8 @@
     [{"version": "v2 (toolkit 0.1.0)", "run": "3f2a...", "note": "...",
       "input": {source: {split: {"files_added": [...], "files_removed": [...],
                                  "files_changed": [...], "sentences": [before, after],
-                                 "mentions": [before, after]}}},
+                                 "mentions": [before, after],
+                                 "revision": [before, after]}}},   (a Hub dataset's commit)
       "changes": {config: {metric: [before, after]}},
       "details": {config: {"labels_added": [...], "labels_removed": [...],
                            "moved_in": {label: level}, "moved_out": {label: level}}}}, ...]
@@ -125,28 +126,44 @@ def input_changes(
                 "sentences": [a.get("sentences"), b.get("sentences")],
                 "mentions": [a.get("mentions"), b.get("mentions")],
             }
+            ra, rb = _commits(a), _commits(b)
+            if ra != rb:  # a Hub dataset read at another commit
+                splits[split]["revision"] = [ra, rb]
         if splits:
             out[source] = splits
     return out
 
 
+def _commits(split: Mapping[str, Any]) -> str | None:
+    """The Hub commit(s) a recorded split's inputs were read at, or None (files)."""
+    found = sorted({i["revision"] for i in split.get("inputs", []) if i.get("revision")})
+    return ", ".join(found) or None
+
+
 def describe_inputs(changes: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per changed split: `med/train: +part3.json; 500 -> 750 sentences, ...`."""
+    """One line per changed split: `med/train: +part3.json; 500 -> 750 sentences, ...`, a
+    Hub dataset's `Hub revision 1a2b3c4d5e6f -> 6f5e4d3c2b1a` among them."""
     lines = []
     for source, splits in changes.items():
         for split, c in splits.items():
             files = [f"+{n}" for n in c["files_added"]] + [f"-{n}" for n in c["files_removed"]]
             files += [f"~{n}" for n in c["files_changed"]]
             shown = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+            rev = c.get("revision")
+            revised = f"Hub revision {_short(rev[0])} -> {_short(rev[1])}" if rev else ""
             counts = [
                 f"{_n(c[k][0])} -> {_n(c[k][1])} {k}"
                 for k in ("sentences", "mentions")
                 if c[k][0] != c[k][1]
             ]
-            lines.append(
-                f"{source}/{split}: " + "; ".join(x for x in (shown, ", ".join(counts)) if x)
-            )
+            parts = (shown, revised, ", ".join(counts))
+            lines.append(f"{source}/{split}: " + "; ".join(x for x in parts if x))
     return lines
+
+
+def _short(commit: str | None) -> str:
+    """A commit as a line shows it: its first 12 hex digits (each, where several)."""
+    return "-" if commit is None else ", ".join(c.strip()[:12] for c in commit.split(","))
 
 
 def _n(v: Any) -> str:

@@ -7,7 +7,8 @@
 A scenario owns its input (`source`, `path`, `options`, `ingest_label_map`, stored as
 `store_as`): `ingest` says how new input is taken, `replace` (the default: `path` names the
 whole input, so files added, removed or changed are read again) or `append` (new files are
-added to what is stored; a changed one is refused). Scenarios that store their input under
+added to what is stored; a changed one is refused); `revision` pins a Hub dataset's branch,
+tag or commit (default: its main branch's newest commit, asked of the Hub on each run). Scenarios that store their input under
 one name must agree on all of these, else the file is refused before anything is read.
 
 A scenario's parameters are its keys, each taken from the scenario, else `[defaults]`, else
@@ -50,12 +51,12 @@ FEWNERD_KEYS = {
 }
 COMMON_KEYS = {
     "name", "kind", "source", "path", "store_as", "options", "ingest_label_map", "ingest",
-    "description", "publish",
+    "revision", "description", "publish",
 }  # fmt: skip
 #: How a scenario takes new input (`ingest`): its `path` is the whole input, or is added to.
 INGEST_MODES = ("replace", "append")
 #: The keys that say how a scenario's input is read: scenarios storing one source share them.
-INPUT_KEYS = ("source", "path", "options", "ingest_label_map", "ingest")
+INPUT_KEYS = ("source", "path", "options", "ingest_label_map", "ingest", "revision")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class Scenario:
     ingest_label_map: str | None = None
     #: How new input is taken: `replace` (the input is `path`, whole) or `append`.
     ingest: str = "replace"
+    #: A Hub dataset's branch, tag or commit to read (`path` a Hub id); default its main
+    #: branch, whose newest commit regenerate asks the Hub for.
+    revision: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     publish: bool = True
@@ -102,7 +106,12 @@ class Scenario:
         return [f"{self.stored}-{lv}-shift" for lv in self.params["levels"]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "options": dict(self.options), "params": dict(self.params)}
+        """The scenario as asked (a run's id hashes it): `revision` only when given, so that
+        the runs of scenarios written before it keep their ids."""
+        d = {**asdict(self), "options": dict(self.options), "params": dict(self.params)}
+        if d["revision"] is None:
+            del d["revision"]
+        return d
 
 
 @dataclass
@@ -158,17 +167,12 @@ def parse_scenarios(
                 params["label_map"] = str(base / os.path.expanduser(str(params["label_map"])))
             if params["medium_band"] is not None:
                 params["medium_band"] = list(params["medium_band"])
-        p = _relative_path(raw.get("path"), base, hub=True)
         scenarios.append(
             Scenario(
                 name=name,
                 kind=kind,
                 source=raw.get("source") or ("fewnerd" if kind == "fewnerd" else ""),
-                path=p,
-                store_as=raw.get("store_as"),
-                options=dict(raw.get("options", {})),
-                ingest_label_map=_relative_path(raw.get("ingest_label_map"), base),
-                ingest=raw.get("ingest", defaults.get("ingest", "replace")),
+                **_input_keys(raw, defaults, base),
                 params=params,
                 description=raw.get("description", ""),
                 publish=bool(raw.get("publish", True)),
@@ -185,6 +189,19 @@ def parse_scenarios(
         raise BuildersError(f"{origin}: scenario name {dup[0]!r} is used twice")
     _check_shared_inputs(scenarios, origin)
     return ScenarioBook(scenarios, out, None)
+
+
+def _input_keys(raw: Mapping[str, Any], defaults: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """How a scenario's input is read (`INPUT_KEYS` but its source, and `store_as`), its
+    paths taken from the scenarios file's folder."""
+    return {
+        "path": _relative_path(raw.get("path"), base, hub=True),
+        "store_as": raw.get("store_as"),
+        "options": dict(raw.get("options", {})),
+        "ingest_label_map": _relative_path(raw.get("ingest_label_map"), base),
+        "ingest": raw.get("ingest", defaults.get("ingest", "replace")),
+        "revision": None if raw.get("revision") is None else str(raw["revision"]),
+    }
 
 
 def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:

@@ -4,12 +4,11 @@
     regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
 
 A scenario owns its input: `regenerate` first reads the input of every scenario it runs, and of
-every scenario whose stored source one of them evaluates against (`benchmarks = "med:test"`),
-once per stored source: unchanged input is a no-op; with `ingest = "replace"` (the default)
-files added, removed or changed under `path` are read again and the split replaced, with
-`ingest = "append"` new files are added. A stored source no scenario names is never touched.
+every stored source one of them evaluates against, once per stored source
+(`builders.scenarios.inputs`); a stored source no scenario names is never touched.
 
-A scenario's key hashes the fingerprints of its source's stored splits, its parameters, the
+A scenario's key hashes the fingerprints of its source's stored splits (a Hub dataset's with
+its commit, also kept apart so that a new one is named), its parameters, the
 evaluation label sets, the fingerprints of the stored sources it evaluates against, those of
 the benchmarks' evaluation sentences (when leakage is measured), each model's weights hash
 and the runtime that embeds with it, and the toolkit version. A scenario is rebuilt only when
@@ -28,7 +27,6 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +34,12 @@ from builders import __version__
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError
 from builders.hub.outdir import OutLock
-from builders.labels import benchmarks, label_map, union_labels
+from builders.labels import union_labels
 from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
+from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inputs
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
-from builders.shift.benchmarks import EvalSet, ingest_local, read_label_map, resolve
+from builders.shift.benchmarks import EvalSet, ingest_local, resolve
 from builders.splits.strategies import strategy
 from builders.store import Store
 
@@ -62,6 +61,9 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "params": _keyed_params(sc.params),
         "toolkit_version": __version__,
     }
+    revisions = _revisions(store, sc.stored)
+    if revisions:  # a Hub dataset: its commits, so that a new one is named (`_why`)
+        parts["revisions"] = revisions
     if sc.kind == "splits":  # the bound as it applies (a strategy's default, resolved)
         share = sc.params.get("max_label_share")
         share = strategy(sc.params["strategy"]).label_share if share is None else share
@@ -89,6 +91,17 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
             model_part(m, sc.params["backend"], sc.params["precision"]) for m in models
         ]
     return key_of(parts), parts
+
+
+def _revisions(store: Store, source: str) -> dict[str, str]:
+    """Per split of a stored source, the Hub commit(s) its inputs were read at (none: not
+    read from the Hub, or where the Hub could not be asked)."""
+    out = {}
+    for split, s in sorted(store.stored_splits(source).items()):
+        commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
+        if commits:
+            out[split] = ", ".join(commits)
+    return out
 
 
 def _models(sc: Scenario) -> list[str]:
@@ -138,13 +151,19 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
     if old is None:
         return "first build"
     reasons = []
+    was, now = old.get("revisions") or {}, new.get("revisions") or {}
+    revised = sorted(s for s in set(was) | set(now) if was.get(s) != now.get(s))
     if old.get("fingerprints") != new["fingerprints"]:
         changed = sorted(
             s
             for s in set(old.get("fingerprints", {})) | set(new["fingerprints"])
-            if old.get("fingerprints", {}).get(s) != new["fingerprints"].get(s)
+            if old.get("fingerprints", {}).get(s) != new["fingerprints"].get(s) and s not in revised
         )
-        reasons.append(f"source changed ({', '.join(changed)})")
+        if changed:
+            reasons.append(f"source changed ({', '.join(changed)})")
+    for split in revised:  # another commit of a Hub dataset
+        a, b = (str(x.get(split))[:12] if x.get(split) else "-" for x in (was, now))
+        reasons.append(f"Hub revision {a} -> {b} ({split})")
     if old.get("params") != new["params"]:
         keys = sorted(k for k in new["params"] if old.get("params", {}).get(k) != new["params"][k])
         reasons.append(f"parameters changed ({', '.join(keys)})")
@@ -194,20 +213,30 @@ def regenerate(
     progress: bool = False,
     on_stage: Callable[[str], None] | None = None,
     publish_kwargs: dict[str, Any] | None = None,
+    allow_shrink: Collection[str] = (),
 ) -> list[ScenarioReport]:
     """Read the scenarios' inputs again where they changed, rebuild the scenarios whose key
-    changed, reuse the rest, report per scenario; then push what was rebuilt if asked."""
+    changed, reuse the rest, report per scenario; then push what was rebuilt if asked.
+    `allow_shrink` names the stored sources whose input may shrink this time (a split gone,
+    or more than half of the sentences: refused otherwise, before anything is written)."""
     out = Path(out)
     stage = on_stage or (lambda s: None)
     picked = _selected(scenarios, only)
     reports = []
     with OutLock(out, "builders regenerate"):
-        taken = _take_inputs(store, scenarios, picked, explicit=bool(only), stage=stage)
+        inputs = take_inputs(
+            store,
+            scenarios,
+            picked,
+            explicit=bool(only),
+            stage=stage,
+            allow_shrink=allow_shrink,
+        )
         run = _run_id(store, picked, tag)
         for sc in picked:
             stage(f"scenario {sc.name}")
             reports.append(
-                _one(store, sc, out, force, taken, run=run, progress=progress, stage=stage)
+                _one(store, sc, out, force, inputs, run=run, progress=progress, stage=stage)
             )
         if publish_org:  # under the lock: it records what it pushed in `out`
             _publish(picked, reports, out, publish_org, tag, publish_kwargs)
@@ -238,147 +267,6 @@ def _run_id(store: Store, scenarios: list[Scenario], tag: str | None) -> dict[st
     asked = sorted((s.name, s.to_dict()) for s in scenarios)  # its parameters too: a run
     ident = json.dumps([version, asked, store.fingerprints()], default=str, sort_keys=True)
     return {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
-
-
-# ---------------------------------------------------------------------------- inputs
-@dataclass
-class _Taken:
-    """What reading one stored source's input did: `status` ingested | appended | unchanged |
-    stored (the store's copy, its input not at hand) | unavailable; `why` says why not read."""
-
-    status: str
-    why: str = ""
-    notes: list[str] = field(default_factory=list)
-    base: Path | None = None  # the input's folder: file names are given relative to it
-
-
-def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
-    """The stored sources among `owned` that a scenario evaluates against (`med`,
-    `med:test`, `NAME=med:test`); a packaged benchmark's name wins, as in `resolve`."""
-    if sc.kind != "splits":
-        return []
-    packaged = benchmarks()
-    found = []
-    for item in sc.params["benchmarks"]:
-        entry = item.partition("=")[2] if "=" in item else item
-        src = entry.strip().partition(":")[0]
-        if src in owned and src not in packaged and not entry.startswith("file:"):
-            found.append(src)
-    return list(dict.fromkeys(found))
-
-
-def _take_inputs(
-    store: Store,
-    book: list[Scenario],
-    picked: list[Scenario],
-    *,
-    explicit: bool,
-    stage: Callable[[str], None],
-) -> dict[str, _Taken | _Unavailable]:
-    """Read the input of each stored source the picked scenarios build from or evaluate
-    against, once, as its first scenario in the book says (they all agree: `book` checked
-    it). Sources no scenario names are not touched."""
-    owners: dict[str, Scenario] = {}
-    for sc in book:
-        owners.setdefault(sc.stored, sc)
-    needed = [sc.stored for sc in picked]
-    for sc in picked:
-        needed += benchmark_sources(sc, owners)
-    taken: dict[str, _Taken | _Unavailable] = {}
-    for name in dict.fromkeys(needed):
-        owner = owners[name]
-        try:
-            where, why = _available(store, owner)
-        except _Unavailable as exc:
-            if explicit and any(sc.stored == name for sc in picked):
-                raise
-            taken[name] = exc
-            continue
-        stage(f"input of {name}")
-        taken[name] = _take(store, owner, where, why)
-    return taken
-
-
-def _take(store: Store, sc: Scenario, where: str | Path | None, why: str) -> _Taken:
-    """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged)."""
-    from builders.store.ingest import ingest, plan_ingest
-    from builders.store.writer import unit_key
-
-    mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
-    base = Path(where) if isinstance(where, Path) else None
-    base = base if base is None or base.is_dir() else base.parent
-    if where is None and store.has_source(sc.stored):
-        _check_stored_map(store, sc, mapping)
-        return _Taken("stored", why, base=base)
-    fixes = {
-        "replace": f'`ingest = "replace"` in scenario {sc.name!r}',
-        "append": f'`ingest = "append"` in scenario {sc.name!r}',
-        "name": f"`store_as` in scenario {sc.name!r}",
-    }
-    res = ingest(
-        store,
-        sc.source,
-        where,
-        name=sc.stored,
-        options=dict(sc.options),
-        label_map=mapping,
-        exact=sc.ingest == "replace",
-        append=sc.ingest == "append",
-        fixes=fixes,
-    )
-    taken = _Taken(res.status, why, base=base)
-    taken.notes += [n for n in res.notes if "no longer in the input" in n]
-    if sc.ingest == "append" and where is not None:  # stored inputs no longer there: kept
-        _, plan = plan_ingest(sc.source, where, options=dict(sc.options), label_map=mapping)
-        now = {unit_key(u) for units in plan.units.values() for u in units}
-        for split, stored in sorted(store.stored_splits(sc.stored).items()):
-            gone = [i["input"] for i in stored.inputs if i["input"] not in now]
-            if gone:
-                names = ", ".join(input_name(g, base) for g in gone)
-                taken.notes.append(
-                    f"{sc.stored}/{split}: {len(gone):,} input(s) no longer under `path` "
-                    f'kept in the store ({names}): `ingest = "append"` keeps what it read; '
-                    f'set `ingest = "replace"` in scenario {sc.name!r} to drop them'
-                )
-    return taken
-
-
-def input_name(key: str, base: Path | None) -> str:
-    """How a changelog names an input: its path under the scenario's `path`, else its file
-    name, else (a Hub dataset split) as stored. No absolute path goes into a card."""
-    p = Path(key)
-    if base is not None:
-        try:
-            return p.relative_to(base.resolve()).as_posix()
-        except ValueError:
-            pass
-    return p.name if p.is_absolute() else key
-
-
-def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict[str, Any]:
-    """What each stored source holds now, per split: its inputs (name, fingerprint,
-    sentences), sentences and mentions: kept in the scenario's record, so that the next
-    rebuild can say what changed (`hub.changelog.input_changes`)."""
-    out: dict[str, Any] = {}
-    for name in names:
-        t = taken.get(name)
-        base = t.base if isinstance(t, _Taken) else None
-        out[name] = {
-            split: {
-                "inputs": [
-                    {
-                        "input": input_name(i["input"], base),
-                        "fingerprint": i["fingerprint"],
-                        "sentences": i["sentences"],
-                    }
-                    for i in s.inputs
-                ],
-                "sentences": s.sentences,
-                "mentions": s.mentions,
-            }
-            for split, s in sorted(store.stored_splits(name).items())
-        }
-    return out
 
 
 # ---------------------------------------------------------------------------- publish
@@ -463,58 +351,12 @@ def _record_pushed(
 
 
 # ---------------------------------------------------------------------------- one scenario
-def _available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
-    """Where to ingest from (None: use the stored copy), or raise with why it is unavailable."""
-    from builders.sources import get_source, is_hub_id
-
-    spec = get_source(sc.source)
-    if sc.path is not None:
-        if Path(sc.path).exists():
-            return Path(sc.path), ""
-        if is_hub_id(sc.path):
-            return sc.path, ""  # a Hub dataset id (online users)
-        where = f"{sc.path} does not exist"
-    else:
-        local = spec.default_path()
-        if local is not None:
-            return local, ""
-        where = "no `path` in the scenario and no local copy ($LABELSHIFT_DATA)"
-    if store.has_source(sc.stored):
-        return None, f"{where}; using the copy already in the store"
-    raise _Unavailable(
-        f"source {sc.source!r} of scenario {sc.name!r} is not available: {where}. "
-        f"Give its files with `path = ...` in the scenarios file, or set LABELSHIFT_DATA"
-    )
-
-
-class _Unavailable(BuildersError):
-    pass
-
-
-def _check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None) -> None:
-    """A source used from the store (its input is not at hand) was read with the scenario's
-    `ingest_label_map`; else its labels are not the ones the scenario asks for.
-
-    Raises:
-        BuildersError: a split read with another map (or none), naming the fix.
-    """
-    want = dict(sorted(label_map(mapping or {}).items()))
-    for split, stored in sorted(store.stored_splits(sc.stored).items()):
-        if (stored.options or {}).get("label_map", {}) != want:
-            raise BuildersError(
-                f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
-                f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
-                "input is not at hand to read again: give its files with `path = ...` in the "
-                "scenario, or set its `ingest_label_map` to the map it was read with"
-            )
-
-
 def _one(
     store: Store,
     sc: Scenario,
     out: Path,
     force: bool,
-    taken: Mapping[str, _Taken | _Unavailable],
+    inputs: Inputs,
     *,
     run: dict[str, str],
     progress: bool,
@@ -523,15 +365,18 @@ def _one(
     from builders.hub.changelog import input_changes
 
     rep = ScenarioReport(sc.name, "skipped", folders=sc.folders())
-    mine = taken[sc.stored]
+    mine = inputs.taken[sc.stored]
     if isinstance(mine, _Unavailable):
         rep.reason = str(mine)
         return rep
     rep.ingest = mine.status
-    benches = benchmark_sources(sc, taken)
+    benches = inputs.evaluated(sc)
     for name in [sc.stored, *benches]:
-        t = taken[name]
-        rep.notes += t.notes if isinstance(t, _Taken) else [str(t)]
+        t = inputs.taken[name]
+        rep.notes += t.notes if not isinstance(t, _Unavailable) else [str(t)]
+        commits = _revisions(store, name)
+        if commits or getattr(t, "checked", None) is not None:
+            rep.revisions[name] = {"splits": commits, "checked": bool(getattr(t, "checked", 0))}
     key, parts = scenario_key(store, sc)
     olds = {f: recorded(out, sc, f) for f in rep.folders}
     previous = next((o for o in olds.values() if o), None)
@@ -550,10 +395,10 @@ def _one(
         rep.reason = "unchanged" + (f" ({mine.why})" if mine.why else "")
         return rep
     rep.reason = _why(previous.get("parts") if previous else None, parts, force)
-    inputs = inputs_now(store, [sc.stored, *benches], taken)
+    held = inputs_now(store, [sc.stored, *benches], inputs.taken)
     if previous is not None and "inputs" in previous:
-        rep.inputs = input_changes(previous["inputs"], inputs)
-    record = {"name": sc.name, "key": key, "parts": parts, "inputs": inputs}
+        rep.inputs = input_changes(previous["inputs"], held)
+    record = {"name": sc.name, "key": key, "parts": parts, "inputs": held}
     try:
         if sc.kind == "fewnerd":
             rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)

@@ -25,6 +25,9 @@ class ScenarioReport:
     notes: list[str] = field(default_factory=list)
     #: The models of the scenario's key: name, weights' hash, the runtime that embeds.
     models: list[dict[str, Any]] = field(default_factory=list)
+    #: Per source read from the Hub: {"splits": {split: commit stored}, "checked": whether
+    #: the Hub was asked for its newest commit this run (False: it could not be reached)}.
+    revisions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -97,13 +97,16 @@ class DatasetSplit:
         config: the Hub config name, or None.
         split: the split as the dataset names it (`validation`, not `dev`).
         files: a local folder's files: the input is fingerprinted by their bytes (a Hub
-            dataset by its id, config and split only).
+            dataset by its id, config, split and revision).
+        revision: a Hub dataset's commit (sha) read, resolved when the read is planned; None
+            for a local folder, or where the Hub could not be asked (offline).
     """
 
     dataset: str
     config: str | None
     split: str
     files: tuple[Path, ...] = ()
+    revision: str | None = None
 
     def __str__(self) -> str:
         return (

@@ -8,6 +8,12 @@
 by `Dataset.save_to_disk` / `DatasetDict.save_to_disk` (`datasets.load_from_disk`), or a folder
 of parquet / json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
 
+A Hub dataset is read at one commit: `resolve_revision` asks the Hub for the commit of its
+main branch (or of the revision given: a branch, a tag, a commit) when the read is planned,
+the units carry it (`DatasetSplit.revision`), `datasets` loads exactly that commit, and the
+store records it with the input's fingerprint. Offline, a revision that is not a commit
+cannot be resolved: the read goes on, known by its id only, and says so in a note.
+
 ClassLabel ids become their names through the feature; strings are used as they are. Tags are
 decoded and validated by `columns._decode`, so the BIO / BIOES / IO rules (and `repair`) are
 exactly those of column files. `scheme="auto"` decides per split from the tag names (the
@@ -29,6 +35,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,16 +44,90 @@ from pathlib import Path
 from typing import Any, Literal
 
 from builders.defaults import canonical_split
-from builders.errors import BuildersError, SourceFormatError
+from builders.errors import BuildersError, HubUnreachable, SourceFormatError
 from builders.sources.base import DatasetSplit, Example, ReadReport
 from builders.sources.columns import _decode
 from builders.sources.layout import check_io, column_stats, detect_scheme, scheme_of
 from builders.sources.options import ReaderOptions, option
 
 BATCH_ROWS = 1_000
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
-def available_splits(dataset: str, config: str | None, split: str | None = None) -> list[str]:
+def is_commit(revision: str | None) -> bool:
+    """A full commit sha: it names one state of a repo for good (a branch or tag moves)."""
+    return revision is not None and bool(_COMMIT.fullmatch(revision))
+
+
+def hub_revision(dataset: str, revision: str | None = None) -> str:
+    """The commit (sha) of the Hub dataset `dataset` at `revision` (a branch, a tag or a
+    commit; default its main branch), as the Hub says it (`HfApi.dataset_info`).
+
+    Raises:
+        HubUnreachable: offline mode, no connection, a timeout, a server error or a refusal
+            to answer now (429).
+        BuildersError: no such dataset or revision, or no access to it.
+    """
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    where = dataset + (f"@{revision}" if revision else "")
+    try:
+        sha = HfApi().dataset_info(dataset, revision=revision).sha
+    except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
+        raise BuildersError(
+            f"{where}: no such dataset or revision on the Hub, or no access to it "
+            f"({type(exc).__name__}): check the dataset id and the revision"
+        ) from exc
+    except Exception as exc:  # the Hub client raises many unrelated types
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        text = f"{where}: the Hub cannot be reached ({type(exc).__name__}: {first})"
+        if _unreachable(exc):
+            raise HubUnreachable(text) from exc
+        raise BuildersError(text.replace("cannot be reached", "did not answer")) from exc
+    if not sha:
+        raise BuildersError(f"{where}: the Hub gave no commit for it")
+    return str(sha)
+
+
+def _unreachable(exc: Exception) -> bool:
+    """Offline mode, a connection or a timeout that failed (the standard library's types, or
+    the HTTP client's transport errors), or a server error or 429 from the Hub."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):  # OfflineModeIsEnabled is one
+        return True
+    if {"TransportError", "TimeoutException"} & {c.__name__ for c in type(exc).__mro__}:
+        return True
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return isinstance(status, int) and (status >= 500 or status == 429)
+
+
+def resolve_revision(dataset: str, revision: str | None) -> tuple[str | None, list[str]]:
+    """The revision a read of `dataset` records and loads, and notes: None for a local
+    folder; a commit as given; else the commit the Hub names for `revision` (main by
+    default). Offline, `revision` as given (None: the dataset's id alone), with a note.
+
+    Raises:
+        BuildersError: a revision for a local folder, or the Hub's refusal (`hub_revision`).
+    """
+    if _is_local(dataset):
+        if revision is not None:
+            raise BuildersError(
+                f"{dataset}: a revision pins a Hub dataset, and this is a local folder: "
+                "give no revision"
+            )
+        return None, []
+    if is_commit(revision):
+        return revision, []
+    try:
+        return hub_revision(dataset, revision), []
+    except HubUnreachable as exc:
+        known = f"its id and revision {revision!r}" if revision else "its id alone"
+        return revision, [f"{exc}: its commit is not recorded, the input is known by {known}"]
+
+
+def available_splits(
+    dataset: str, config: str | None, split: str | None = None, revision: str | None = None
+) -> list[str]:
     """The dataset's split names as published (`validation`, not `dev`), optionally one of them.
 
     Raises:
@@ -58,7 +139,7 @@ def available_splits(dataset: str, config: str | None, split: str | None = None)
         import datasets
 
         try:
-            names = list(datasets.get_dataset_split_names(dataset, config))
+            names = list(datasets.get_dataset_split_names(dataset, config, revision=revision))
         except Exception as exc:  # the Hub client raises many unrelated types
             raise BuildersError(_load_failure(dataset, config, exc)) from exc
     if split is None:
@@ -73,14 +154,15 @@ def available_splits(dataset: str, config: str | None, split: str | None = None)
 
 
 def discover(
-    dataset: str, config: str | None, split: str | None = None
+    dataset: str, config: str | None, split: str | None = None, revision: str | None = None
 ) -> dict[str, list[DatasetSplit]]:
-    """The dataset's splits as units for `read`, by canonical split name (`dev`)."""
+    """The dataset's splits as units for `read`, by canonical split name (`dev`); a Hub
+    dataset's at `revision` (resolved: `resolve_revision`)."""
     path = Path(dataset)
     files = tuple(sorted(p for p in path.rglob("*") if p.is_file())) if path.is_dir() else ()
     return {
-        canonical_split(name): [DatasetSplit(dataset, config, name, files)]
-        for name in available_splits(dataset, config, split)
+        canonical_split(name): [DatasetSplit(dataset, config, name, files, revision)]
+        for name in available_splits(dataset, config, split, revision)
     }
 
 
@@ -106,7 +188,7 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
     and the tags are counted and named in the report."""
     opts = Options.parse(options, "hf")
     tokens_column, tags_column, scheme = opts.tokens_column, opts.tags_column, opts.scheme
-    ds = _load_split(unit.dataset, unit.config, unit.split)
+    ds = _load_split(unit.dataset, unit.config, unit.split, unit.revision)
     where = Path(str(unit))
     columns = list(ds.column_names)
     for key, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
@@ -250,7 +332,7 @@ def _load_local_cached(folder: str, signature: tuple[tuple[str, int, int], ...])
     return loaded
 
 
-def _load_split(dataset: str, config: str | None, split: str) -> Any:
+def _load_split(dataset: str, config: str | None, split: str, revision: str | None) -> Any:
     if _is_local(dataset):
         loaded = _load_local(dataset)
         if split not in loaded:
@@ -259,7 +341,7 @@ def _load_split(dataset: str, config: str | None, split: str) -> Any:
     import datasets
 
     try:
-        return datasets.load_dataset(dataset, config, split=split)
+        return datasets.load_dataset(dataset, config, split=split, revision=revision)
     except Exception as exc:
         raise BuildersError(_load_failure(dataset, config, exc)) from exc
 

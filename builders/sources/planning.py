@@ -75,9 +75,12 @@ def plan(
     split: str | None = None,
     options: Mapping[str, object] | None = None,
     labels: Mapping[str, str] | None = None,
+    revision: str | None = None,
 ) -> ReadPlan:
     """What to read: the reader, its units per split, its validated options, the label map
-    (`labels`: raw tag -> label, read before the packaged table), and notes.
+    (`labels`: raw tag -> label, read before the packaged table), and notes. A Hub dataset is
+    read at `revision` (a branch, tag or commit; default its main branch), resolved to its
+    commit here (`hf.resolve_revision`).
 
     `path` is one or more local files, folders or globs (see `inputs.py`), or for Hugging
     Face datasets a Hub id; without it, the source's local copy (`default_path`) or else
@@ -86,10 +89,10 @@ def plan(
 
     Raises:
         BuildersError: no such path, an unknown split, a bad option, a label map for a
-            source with its own types, or nothing to read.
+            source with its own types, a revision for files, or nothing to read.
     """
     mapping = _label_map(spec, labels)
-    plan = _read_plan(spec, path, split, dict(options or {}))
+    plan = _read_plan(spec, path, split, dict(options or {}), revision)
     if not mapping:
         return plan
     recorded = {**plan.user_options, "label_map": dict(sorted(mapping.items()))}
@@ -110,6 +113,7 @@ def _read_plan(
     path: str | Path | Sequence[str | Path] | None,
     split: str | None,
     user: dict,
+    revision: str | None = None,
 ) -> ReadPlan:
     """The reader, its units and options for `path` (see `plan`)."""
     split = check_split(split) if split is not None else None
@@ -117,7 +121,7 @@ def _read_plan(
     if not given:
         local = spec.default_path()
         if local is None:
-            return _origin_plan(spec, split, user)
+            return _origin_plan(spec, split, user, revision)
         given = [local]
     first = str(given[0])
     if (
@@ -127,7 +131,11 @@ def _read_plan(
     ):
         if len(given) > 1:
             raise BuildersError("a Hugging Face dataset is read one at a time: give one --path")
-        return _dataset_plan(spec, first, split, user, from_origin=False)
+        return _dataset_plan(spec, first, split, user, from_origin=False, revision=revision)
+    if revision is not None:
+        raise BuildersError(
+            f"a revision pins a Hub dataset, and {first} is read as files: give no revision"
+        )
     paths = expand(given)
     units, notes = assign(paths, spec.splits, split)
     opts = parse_options(spec.module, {**spec.options, **user})
@@ -141,7 +149,9 @@ def _read_plan(
     )
 
 
-def _origin_plan(spec: PlannedSource, split: str | None, user: dict[str, object]) -> ReadPlan:
+def _origin_plan(
+    spec: PlannedSource, split: str | None, user: dict[str, object], revision: str | None
+) -> ReadPlan:
     """Read from the Hub origin; offline (or when it fails) say how to give the files."""
     if not spec.origin:
         raise BuildersError(
@@ -149,9 +159,9 @@ def _origin_plan(spec: PlannedSource, split: str | None, user: dict[str, object]
             f"({spec.description})"
         )
     if spec.module == "hf":
-        return _dataset_plan(spec, spec.origin, split, user, from_origin=True)
+        return _dataset_plan(spec, spec.origin, split, user, from_origin=True, revision=revision)
     try:
-        return _dataset_plan(spec, spec.origin, split, user, from_origin=True)
+        return _dataset_plan(spec, spec.origin, split, user, from_origin=True, revision=revision)
     except BuildersError as exc:
         local = f" (no $LABELSHIFT_DATA/{spec.local})" if spec.local else ""
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
@@ -164,16 +174,23 @@ def _origin_plan(spec: PlannedSource, split: str | None, user: dict[str, object]
 
 
 def _dataset_plan(
-    spec: PlannedSource, dataset: str, split: str | None, user: dict[str, object], from_origin: bool
+    spec: PlannedSource,
+    dataset: str,
+    split: str | None,
+    user: dict[str, object],
+    from_origin: bool,
+    revision: str | None = None,
 ) -> ReadPlan:
+    """A Hugging Face dataset's splits as units, a Hub dataset's at its commit (resolved)."""
     opts = {**(spec.hub_options if spec.module != "hf" else {}), **user}
     checked = parse_options("hf", opts)
     config = checked.pop("config", None) or (spec.origin_config if from_origin else None)
     checked["config"] = config
-    units = _hf().discover(dataset, None if config is None else str(config), split)
-    origin = dataset + (f"[{config}]" if config else "")
+    commit, notes = _hf().resolve_revision(dataset, revision)
+    units = _hf().discover(dataset, None if config is None else str(config), split, commit)
+    origin = dataset + (f"[{config}]" if config else "") + (f"@{commit}" if commit else "")
     recorded = {"config": config, **{k: checked[k] for k in user if k != "config"}}
-    return ReadPlan("hf", dict(units), checked, recorded, origin)
+    return ReadPlan("hf", dict(units), checked, recorded, origin, tuple(notes))
 
 
 def reader_options(module: str) -> type[ReaderOptions]:

@@ -86,11 +86,12 @@ class SourceSpec:
         split: str | None = None,
         options: Mapping[str, object] | None = None,
         labels: Mapping[str, str] | None = None,
+        revision: str | None = None,
     ) -> ReadPlan:
         """What to read: the reader, its units per split, its validated options, the label map
-        (`labels`: raw tag -> label, read before the packaged table), and notes (see
-        `planning.plan`)."""
-        return planning.plan(self, path, split, options, labels)
+        (`labels`: raw tag -> label, read before the packaged table), a Hub dataset's
+        revision, and notes (see `planning.plan`)."""
+        return planning.plan(self, path, split, options, labels, revision)
 
     def reader(self, module: str | None = None) -> Callable:
         mod = importlib.import_module(f"builders.sources.{module or self.module}")

@@ -4,8 +4,9 @@
 
 The recipe is the ingest command(s) that put the source in a fresh store, as far as the inputs
 can be named on another machine: the bundled sample needs no path, a copy under
-`$LABELSHIFT_DATA` is named through it, a Hub dataset by its id; any other file by the path it
-had here (its fingerprint is recorded, so a copy can be checked).
+`$LABELSHIFT_DATA` is named through it, a Hub dataset by its id and the commit it was read at
+(`--revision`; each input records it too); any other file by the path it had here (its
+fingerprint is recorded, so a copy can be checked).
 """
 
 from __future__ import annotations
@@ -85,15 +86,19 @@ def ingest_commands(
     if spec is None:
         return [f"# {source}: read by a source this toolkit no longer registers"]
     groups: dict[str, list[str | None]] = {}  # reader options -> the inputs read with them
+    commits: dict[str, set[str]] = {}  # and the Hub commits they were read at
     for _, s in sorted(stored.items()):
         key = json.dumps(s.options, sort_keys=True)
         groups.setdefault(key, []).extend(_portable(i["input"], spec) for i in s.inputs)
+        commits.setdefault(key, set()).update(i["revision"] for i in s.inputs if "revision" in i)
     lines: list[str] = []
     for key, paths in groups.items():
         args = ["builders", "ingest", spec.name]
         for path in dict.fromkeys(paths):
             if path is not None:
                 args += ["--path", path]
+        if len(commits[key]) == 1:  # a Hub dataset, read at one commit
+            args += ["--revision", *commits[key]]
         if source != spec.name:
             args += ["--name", source]
         for name, value in sorted(json.loads(key).items()):

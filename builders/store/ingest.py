@@ -25,11 +25,12 @@ def plan_ingest(
     split: str | None = None,
     options: dict[str, Any] | None = None,
     label_map: Mapping[str, str] | None = None,
+    revision: str | None = None,
 ) -> tuple[SourceSpec, ReadPlan]:
     """The source's spec and what an ingest of it would read (validated options and label
-    map included)."""
+    map included; a Hub dataset at `revision`, resolved to its commit)."""
     spec = get_source(source)
-    return spec, spec.plan(path, split, options, label_map)
+    return spec, spec.plan(path, split, options, label_map, revision)
 
 
 def ingest(
@@ -42,9 +43,11 @@ def ingest(
     replace: bool = False,
     append: bool = False,
     exact: bool = False,
+    allow_shrink: bool = False,
     fixes: Mapping[str, str] | None = None,
     options: dict[str, Any] | None = None,
     label_map: Mapping[str, str] | None = None,
+    revision: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Read a source into the store in one transaction; a no-op when nothing changed.
@@ -53,8 +56,12 @@ def ingest(
     input is refused unless `replace` (replace it) or `append` (add the new inputs) is set.
     `label_map` (raw tag -> label; `--label-map`) is read before the packaged table; each
     split's report counts the labels it and the table verbalised (METHOD.md section 6).
+    `exact` and `allow_shrink`: see `writer.write_source`. A Hub dataset is read at
+    `revision` (default its main branch), and its commit recorded with each input.
     """
-    spec, plan = plan_ingest(source, path, split=split, options=options, label_map=label_map)
+    spec, plan = plan_ingest(
+        source, path, split=split, options=options, label_map=label_map, revision=revision
+    )
     return write_source(
         store,
         spec,
@@ -63,6 +70,7 @@ def ingest(
         replace=replace,
         append=append,
         exact=exact,
+        allow_shrink=allow_shrink,
         fixes=fixes,
         progress=progress,
     )

@@ -15,6 +15,13 @@ Per split, by what the store already holds there:
   (the new input replaces the split) and `append` (the new inputs are added after the stored
   ones; inputs already stored unchanged are skipped, a changed one is refused).
 
+With `exact` (the plan is the whole input: a scenario's `ingest = "replace"`) a split the input
+no longer has is removed, and the input may shrink; but not silently, since a folder copied
+in part would shrink a published dataset: a split removed whole, or a source whose sentences
+fall by more than half, is refused (`allow_shrink` accepts it). What can be known before
+reading (splits gone, inputs removed while the rest is unchanged) is refused before reading;
+the rest once read, inside the transaction, which is then undone.
+
 What to do is decided again under the write lock before anything is written: on a shared
 store (`Store(shared=True)`, read-only between writes) another process may have written the
 source since the first look (two builds ingesting one missing benchmark, two appends).
@@ -38,9 +45,16 @@ from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
 from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
+from builders.store.shrink import ShrinkGuard
 
-#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys.
-FIXES = {"replace": "--replace", "append": "--append", "name": "--name NAME"}
+#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys
+#: and its own option (`shrink`: `exact` is never the ingest command's).
+FIXES = {
+    "replace": "--replace",
+    "append": "--append",
+    "name": "--name NAME",
+    "shrink": "pass allow_shrink=True",
+}
 
 
 @dataclass
@@ -127,7 +141,8 @@ def unit_key(unit: Unit) -> str:
 
 def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
     """Hash of one input (file bytes and name; a local dataset's file bytes; a Hub dataset's
-    id, config and split), the reader and its version, the options and the label map."""
+    id, config, split and commit: another revision is another input), the reader and its
+    version, the options and the label map."""
     h = hashlib.sha256()
     h.update(f"{plan.module}\0{spec.loader_version}\0".encode())
     h.update(json.dumps(_jsonable(dict(plan.options)), sort_keys=True).encode())
@@ -139,6 +154,8 @@ def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
         files = list(unit.files)
         local = Path(unit.dataset).exists()
         name = f"{unit.config}/{unit.split}" if local else str(unit)
+        if unit.revision and not local:  # without one, as before revisions were recorded
+            name += f"@{unit.revision}"
     h.update(b"\0" + name.encode() + b"\0")
     for path in files:
         h.update(b"\0" + path.name.encode() + b"\0")
@@ -172,6 +189,7 @@ def write_source(
     replace: bool = False,
     append: bool = False,
     exact: bool = False,
+    allow_shrink: bool = False,
     fixes: Mapping[str, str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
@@ -186,13 +204,16 @@ def write_source(
         exact: the plan is the source's whole input (a scenario's `ingest = "replace"`): a
             split whose input differs is read again, an unchanged one is kept, and a stored
             split the plan does not name is removed, in the same transaction.
+        allow_shrink: with `exact`, accept a split removed whole or a source that falls by
+            more than half of its sentences (refused otherwise: `ShrinkGuard`).
         fixes: how the caller spells the fixes its refusals name (keys `replace`, `append`,
-            `name`; default the ingest's `--replace`, `--append`, `--name NAME`).
+            `name`, `shrink`; default the ingest's `--replace`, `--append`, `--name NAME`).
         progress: called with the number of examples read since the last call.
 
     Raises:
         BuildersError: a split holds a different input and neither `replace` nor `append` is
-            set; or `append` meets a changed input or other options. Nothing is written then.
+            set; or `append` meets a changed input or other options; or (`exact`) the input
+            shrinks past the guard. Nothing is written then.
     """
     fix = {**FIXES, **(fixes or {})}
     if replace and append:
@@ -212,19 +233,21 @@ def write_source(
         spec,
         fix,
     )
+    guard = ShrinkGuard(source, fix["shrink"]) if exact and not allow_shrink else None
+    look = functools.partial(_look, decide, set(inputs), exact, guard)
     stored = store.stored_splits(source)
-    jobs, unchanged = decide(stored)
-    dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
+    jobs, unchanged, dropped = look(stored)
     results: dict[str, SplitResult] = {}
     if jobs or dropped:
         with store.transaction():
             # decided again under the write lock: another run may have written the source
             # since (the same benchmark ingested by two builds, two appends at once)
             stored = store.stored_splits(source)
-            jobs, unchanged = decide(stored)
-            dropped = sorted(set(stored) - set(inputs), key=split_rank) if exact else []
+            jobs, unchanged, dropped = look(stored)
             for job in jobs:
                 results[job.split] = _write_split(store, spec, plan, source, job, progress)
+            if guard:  # raised inside the transaction: what was written is undone
+                guard.after_reading(stored, {s: r.sentences for s, r in results.items()})
             for split in dropped:
                 _clear_split(store, source, split)
                 store.con.execute(
@@ -232,20 +255,49 @@ def write_source(
                 )
     for split in unchanged:
         results[split] = _result(store, source, split, stored[split], "unchanged")
+    return _ingest_result(store, spec, plan, source, results, bool(jobs), dropped)
+
+
+def _ingest_result(
+    store: Store,
+    spec: SourceSpec,
+    plan: ReadPlan,
+    source: str,
+    results: dict[str, SplitResult],
+    wrote: bool,
+    dropped: list[str],
+) -> IngestResult:
+    """What an ingest did: `appended` (every split written was appended), `ingested` (a
+    split written or dropped) or `unchanged`, with each split's result and the notes."""
     statuses = {r.status for r in results.values()} - {"unchanged"}
+    status = (
+        "appended" if statuses == {"appended"} else "ingested" if wrote or dropped else "unchanged"
+    )
     return IngestResult(
         source=source,
         kind=spec.kind,
-        status="appended"
-        if statuses == {"appended"}
-        else "ingested"
-        if jobs or dropped
-        else "unchanged",
+        status=status,
         splits=[results[s] for s in sorted(results, key=split_rank)],
         types=store.count_types(source),
         notes=list(plan.notes)
         + [f"{source}/{s}: no longer in the input, removed from the store" for s in dropped],
     )
+
+
+def _look(
+    decide: Callable[[dict[str, StoredSplit]], tuple[list[_Job], list[str]]],
+    planned: set[str],
+    exact: bool,
+    guard: ShrinkGuard | None,
+    stored: dict[str, StoredSplit],
+) -> tuple[list[_Job], list[str], list[str]]:
+    """The jobs, the unchanged splits and (`exact`) the splits to drop, by what is stored
+    now; the shrink guard's refusal of what is known before reading."""
+    jobs, unchanged = decide(stored)
+    dropped = sorted(set(stored) - planned, key=split_rank) if exact else []
+    if guard:
+        guard.before_reading(stored, _planned(jobs), unchanged, dropped)
+    return jobs, unchanged, dropped
 
 
 def _decide_all(
@@ -332,6 +384,11 @@ def _decide(
     )
 
 
+def _planned(jobs: list[_Job]) -> dict[str, list[tuple[str, str]]]:
+    """Each job's split and the inputs it reads, as (input, fingerprint)."""
+    return {j.split: [(i.key, i.fingerprint) for i in j.inputs] for j in jobs}
+
+
 def _names(inputs: list[_Input]) -> str:
     return _listing([i.key for i in inputs])
 
@@ -364,8 +421,7 @@ def _write_split(
     report = ReadReport()
     check = _read_split(store, spec, plan, source, job, report, progress)
     inputs = (old.inputs if old else []) + [
-        {"input": i.key, "fingerprint": i.fingerprint, "sentences": check.per_input[i.unit]}
-        for i in job.inputs
+        _recorded(i, check.per_input[i.unit]) for i in job.inputs
     ]
     rep = _merged_report(old.report if old else None, report)
     counts = [check.counts[k] for k in _ROW_TABLES]
@@ -383,6 +439,13 @@ def _write_split(
         store.count_types(source, split),
         rep,
     )
+
+
+def _recorded(i: _Input, sentences: int) -> dict[str, Any]:
+    """An input as `sources.inputs` lists it; a Hub dataset's with the commit read."""
+    revision = getattr(i.unit, "revision", None)
+    rec = {"input": i.key, "fingerprint": i.fingerprint, "sentences": sentences}
+    return rec | ({"revision": revision} if revision else {})
 
 
 def _clear_split(store: Store, source: str, split: str) -> None:

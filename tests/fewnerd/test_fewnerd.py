@@ -368,7 +368,7 @@ def test_hub_copy_is_read_with_its_fine_tags(tmp_path: Path, monkeypatch) -> Non
     from builders.sources import get_source, hf
 
     with monkeypatch.context() as m:
-        m.setattr(hf, "available_splits", lambda d, c, s=None: ["train", "validation"])
+        m.setattr(hf, "available_splits", lambda d, c, s=None, r=None: ["train", "validation"])
         plan = get_source("fewnerd").plan()
     assert (plan.module, plan.origin) == ("hf", "DFKI-SLT/few-nerd[supervised]")
     assert dict(plan.options) == {

@@ -1,0 +1,410 @@
+"""A scenario's input, read before anything is built: once per stored source, as its scenario says.
+
+    inputs = take_inputs(store, book, picked, explicit=..., stage=...)
+    inputs.taken[source] -> Taken | _Unavailable;  inputs.evaluated(scenario) -> its benchmarks
+
+A scenario owns its input (`path`, `options`, `ingest_label_map`, `ingest`, `revision`):
+unchanged input is a no-op; with `ingest = "replace"` (the default) files added, removed or
+changed under `path` are read again and the split replaced (a split gone whole, or more than
+half of the sentences, only with `allow_shrink`), with `ingest = "append"` new files are
+added. A Hub dataset is read at the commit the Hub names now (`hub_commit`); when the Hub
+cannot be reached the stored copy is used and said to be unchecked. The stored sources a
+picked scenario evaluates against (`benchmarks = "med:test"`) are read as their own scenario
+says; a registered benchmark no scenario owns, from its `$LABELSHIFT_DATA` copy
+(`take_benchmark`). A stored source no scenario names nor evaluates against is never
+touched. What each source holds is recorded with the build (`inputs_now`), so that the next
+rebuild says what changed (docs/DESIGN.md, "Scenarios and their inputs").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builders.errors import BuildersError
+from builders.labels import ZERO_SHOT, benchmarks, label_map
+from builders.scenarios.book import Scenario
+from builders.shift.benchmarks import read_label_map
+from builders.store import Store
+
+
+@dataclass
+class Taken:
+    """What reading one stored source's input did: `status` ingested | appended | unchanged |
+    stored (the store's copy, its input not at hand) | unavailable; `why` says why not read."""
+
+    status: str
+    why: str = ""
+    notes: list[str] = field(default_factory=list)
+    base: Path | None = None  # the input's folder: file names are given relative to it
+    #: A Hub dataset's revision: True asked of the Hub, False not (unreachable); None: files.
+    checked: bool | None = None
+
+
+def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
+    """The stored sources among `owned` that a scenario evaluates against (`med`,
+    `med:test`, `NAME=med:test`); a packaged benchmark's name wins, as in `resolve`."""
+    if sc.kind != "splits":
+        return []
+    packaged = benchmarks()
+    found = []
+    for item in sc.params["benchmarks"]:
+        entry = item.partition("=")[2] if "=" in item else item
+        src = entry.strip().partition(":")[0]
+        if src in owned and src not in packaged and not entry.startswith("file:"):
+            found.append(src)
+    return list(dict.fromkeys(found))
+
+
+def local_benchmarks(sc: Scenario, owned: Collection[str]) -> list[str]:
+    """The registered benchmark sources (`crossner-ai`, `mit-movie`, ...) a scenario reads
+    from the store and no scenario owns: a packaged benchmark's test sentences where leakage
+    is measured or removed (`all`: the seven), and a stored-source entry naming one
+    (`mit-movie:test`). Their local copy ($LABELSHIFT_DATA) is regenerate's to follow."""
+    from builders.sources import SOURCES
+
+    if sc.kind != "splits":
+        return []
+    packaged = benchmarks()
+    sentences = bool(sc.params.get("leakage") or sc.params.get("decontaminate"))
+    found: list[str] = []
+    for item in sc.params["benchmarks"]:
+        entry = (item.partition("=")[2] if "=" in item else item).strip()
+        if entry.startswith("file:"):
+            continue
+        if entry == "all" or entry in packaged:
+            found += (list(ZERO_SHOT) if entry == "all" else [entry]) if sentences else []
+        else:
+            found.append(entry.partition(":")[0])
+    return [
+        n
+        for n in dict.fromkeys(found)
+        if n not in owned and (spec := SOURCES.get(n)) is not None and spec.kind == "benchmark"
+    ]
+
+
+@dataclass
+class Inputs:
+    """What `take_inputs` read: stored source -> what reading it did (or why it could not),
+    and the sources scenarios own (the others read here are benchmarks' local copies)."""
+
+    taken: dict[str, Taken | _Unavailable]
+    owned: set[str]
+
+    def evaluated(self, sc: Scenario) -> list[str]:
+        """The sources read this run that `sc` evaluates against, owned ones first."""
+        names = benchmark_sources(sc, self.owned) + local_benchmarks(sc, self.owned)
+        return [n for n in dict.fromkeys(names) if n in self.taken and n != sc.stored]
+
+
+def take_inputs(
+    store: Store,
+    book: list[Scenario],
+    picked: list[Scenario],
+    *,
+    explicit: bool,
+    stage: Callable[[str], None],
+    allow_shrink: Collection[str] = (),
+) -> Inputs:
+    """Read the input of each stored source the picked scenarios build from or evaluate
+    against, once, as its first scenario in the book says (they all agree: `book` checked
+    it); then the local copies of the benchmarks they read that no scenario owns
+    (`take_benchmark`). Sources no scenario names nor evaluates against are not touched.
+    `allow_shrink`: the stored sources whose input may shrink this time (a split gone, more
+    than half of the sentences gone).
+
+    Raises:
+        BuildersError: a name of `allow_shrink` that this run does not read (nothing read).
+    """
+    owners: dict[str, Scenario] = {}
+    for sc in book:
+        owners.setdefault(sc.stored, sc)
+    needed = [sc.stored for sc in picked]
+    for sc in picked:
+        needed += benchmark_sources(sc, owners)
+    needed = list(dict.fromkeys(needed))
+    local = list(dict.fromkeys(n for sc in picked for n in local_benchmarks(sc, owners)))
+    _check_shrink_names(allow_shrink, needed + local)
+    taken: dict[str, Taken | _Unavailable] = {}
+    for name in needed:
+        owner = owners[name]
+        try:
+            where, why = available(store, owner)
+            stage(f"input of {name}")
+            taken[name] = take(store, owner, where, why, allow_shrink=name in allow_shrink)
+        except _Unavailable as exc:
+            if explicit and any(sc.stored == name for sc in picked):
+                raise
+            taken[name] = exc
+    for name in local:
+        found = take_benchmark(store, name, allow_shrink=name in allow_shrink, stage=stage)
+        if found is not None:
+            taken[name] = found
+    return Inputs(taken, set(owners))
+
+
+def take_benchmark(
+    store: Store, name: str, *, allow_shrink: bool, stage: Callable[[str], None]
+) -> Taken | None:
+    """A registered benchmark no scenario owns, read from its local copy ($LABELSHIFT_DATA)
+    as a `replace` scenario reads its `path` (files added, removed or changed; the shrink
+    guard), when the store has none or has the one read from that copy. A stored copy read
+    from other files is kept (said in a note); without a local copy, None: the store's copy,
+    if any, is what the scenarios read."""
+    from builders.sources import get_source
+    from builders.store.ingest import ingest
+
+    local = get_source(name).default_path()
+    if local is None:
+        return None
+    stored = store.stored_splits(name)
+    root = local.resolve()
+    if stored and not all(
+        Path(i["input"]).is_relative_to(root) for s in stored.values() for i in s.inputs
+    ):
+        note = (
+            f"{name}: the store's copy was read from other files than its local copy "
+            f"({local}), which is not read: `builders ingest {name} --replace` reads it"
+        )
+        return Taken("stored", notes=[note], base=local if local.is_dir() else local.parent)
+    stage(f"benchmark {name} ({local})")
+    fixes = {"shrink": shrink_fix(name)}
+    res = ingest(store, name, local, exact=True, allow_shrink=allow_shrink, fixes=fixes)
+    taken = Taken(res.status, base=local if local.is_dir() else local.parent)
+    taken.notes += [n for n in res.notes if "no longer in the input" in n]
+    return taken
+
+
+def _check_shrink_names(names: Collection[str], read: list[str]) -> None:
+    """Each source `--allow-shrink` names is one this run reads (a typo accepts nothing)."""
+    for name in names:
+        if name not in read:
+            raise BuildersError(
+                f"--allow-shrink {name}: this run reads no stored source {name!r} (it reads "
+                f"{', '.join(read) or 'none'}): name one of them"
+            )
+
+
+def shrink_fix(name: str) -> str:
+    """How a shrink refusal names its fix: regenerate's own option, for that source."""
+    return (
+        f"run regenerate again with `--allow-shrink {name}` "
+        f"(from Python: `regenerate(..., allow_shrink=[{name!r}])`)"
+    )
+
+
+def take(
+    store: Store,
+    sc: Scenario,
+    where: str | Path | None,
+    why: str,
+    *,
+    allow_shrink: bool = False,
+) -> Taken:
+    """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged); a
+    replace that shrinks the source past the guard (`store.shrink`) is refused unless
+    `allow_shrink`. A Hub dataset is read at the commit the Hub names now (`hub_commit`)."""
+    from builders.store.ingest import ingest
+
+    mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
+    base = Path(where) if isinstance(where, Path) else None
+    base = base if base is None or base.is_dir() else base.parent
+    if sc.revision is not None and not isinstance(where, str):
+        raise BuildersError(
+            f"scenario {sc.name!r}: `revision` pins a Hub dataset's commit, and its input is "
+            f"{'the copy in the store' if where is None else where}, not a Hub dataset id: "
+            "remove `revision`, or give the dataset's id as `path`"
+        )
+    if where is None and store.has_source(sc.stored):
+        check_stored_map(store, sc, mapping)
+        return Taken("stored", why, base=base)
+    commit = hub_commit(store, sc, where) if isinstance(where, str) else None
+    if isinstance(commit, Taken):
+        return commit
+    fixes = {
+        "replace": f'`ingest = "replace"` in scenario {sc.name!r}',
+        "append": f'`ingest = "append"` in scenario {sc.name!r}',
+        "name": f"`store_as` in scenario {sc.name!r}",
+        "shrink": shrink_fix(sc.stored),
+    }
+    res = ingest(
+        store,
+        sc.source,
+        where,
+        name=sc.stored,
+        options=dict(sc.options),
+        label_map=mapping,
+        exact=sc.ingest == "replace",
+        append=sc.ingest == "append",
+        allow_shrink=allow_shrink,
+        revision=commit,
+        fixes=fixes,
+    )
+    taken = Taken(res.status, why, base=base, checked=True if commit else None)
+    taken.notes += [n for n in res.notes if "no longer in the input" in n]
+    if sc.ingest == "append" and where is not None:
+        taken.notes += _kept_by_append(store, sc, where, mapping, commit, base)
+    return taken
+
+
+def _kept_by_append(
+    store: Store,
+    sc: Scenario,
+    where: str | Path,
+    mapping: dict[str, str] | None,
+    commit: str | None,
+    base: Path | None,
+) -> list[str]:
+    """Notes on the stored inputs no longer under `path`, which `ingest = "append"` keeps."""
+    from builders.store.ingest import plan_ingest
+    from builders.store.writer import unit_key
+
+    _, plan = plan_ingest(
+        sc.source, where, options=dict(sc.options), label_map=mapping, revision=commit
+    )
+    now = {unit_key(u) for units in plan.units.values() for u in units}
+    notes = []
+    for split, stored in sorted(store.stored_splits(sc.stored).items()):
+        gone = [i["input"] for i in stored.inputs if i["input"] not in now]
+        if gone:
+            names = ", ".join(input_name(g, base) for g in gone)
+            notes.append(
+                f"{sc.stored}/{split}: {len(gone):,} input(s) no longer under `path` "
+                f'kept in the store ({names}): `ingest = "append"` keeps what it read; '
+                f'set `ingest = "replace"` in scenario {sc.name!r} to drop them'
+            )
+    return notes
+
+
+def stored_commits(store: Store, name: str) -> list[str]:
+    """The Hub commits a stored source's inputs were read at, each once."""
+    found = (i.get("revision") for s in store.stored_splits(name).values() for i in s.inputs)
+    return sorted({c for c in found if c})
+
+
+def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
+    """The commit to read a scenario's Hub dataset at: the one the Hub names now for its
+    `revision` (default the main branch). When the Hub cannot be reached the input is not
+    taken as unchanged: the stored copy is used and said so ("not checked: offline"), where
+    it is the pinned commit or nothing is pinned.
+
+    Raises:
+        _Unavailable: the Hub cannot be reached and the source is not stored (skipped, as
+            an absent input is).
+        BuildersError: the Hub cannot be reached and the source is stored at another commit
+            than `revision` pins (naming `revision`); the Hub's refusal.
+    """
+    from builders.errors import HubUnreachable
+    from builders.sources.hf import hub_revision, is_commit
+
+    try:
+        return hub_revision(dataset, sc.revision)
+    except HubUnreachable as exc:
+        had = stored_commits(store, sc.stored)
+        if not store.has_source(sc.stored):
+            raise _Unavailable(
+                f"scenario {sc.name!r}: {exc}, and {sc.stored!r} is not in the store yet: "
+                "run regenerate where the Hub can be reached"
+            ) from exc
+        shown = ", ".join(c[:12] for c in had) or "not recorded"
+        if is_commit(sc.revision) and had == [sc.revision]:
+            why = f"pinned revision {shown}, the one stored; the Hub was not asked"
+            return Taken("stored", why, checked=False)
+        if is_commit(sc.revision):
+            raise BuildersError(
+                f"scenario {sc.name!r}: `revision` pins {dataset} at {sc.revision}, the store "
+                f"holds it at {shown}, and {exc}: run regenerate where the Hub can be reached, "
+                "or set `revision` to the commit stored"
+            ) from exc
+        note = (
+            f"{sc.stored}: {exc}; whether {dataset} has a new revision is not known, and the "
+            f"store's copy (revision {shown}) is used: run regenerate online to check it"
+        )
+        return Taken("stored", "Hub revision not checked: offline", notes=[note], checked=False)
+
+
+def input_name(key: str, base: Path | None) -> str:
+    """How a changelog names an input: its path under the scenario's `path`, else its file
+    name, else (a Hub dataset split) as stored. No absolute path goes into a card."""
+    p = Path(key)
+    if base is not None:
+        try:
+            return p.relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return p.name if p.is_absolute() else key
+
+
+def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict[str, Any]:
+    """What each stored source holds now, per split: its inputs (name, fingerprint,
+    sentences), sentences and mentions: kept in the scenario's record, so that the next
+    rebuild can say what changed (`hub.changelog.input_changes`)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        t = taken.get(name)
+        base = t.base if isinstance(t, Taken) else None
+        out[name] = {
+            split: {
+                "inputs": [
+                    {
+                        "input": input_name(i["input"], base),
+                        "fingerprint": i["fingerprint"],
+                        "sentences": i["sentences"],
+                        **({"revision": i["revision"]} if i.get("revision") else {}),
+                    }
+                    for i in s.inputs
+                ],
+                "sentences": s.sentences,
+                "mentions": s.mentions,
+            }
+            for split, s in sorted(store.stored_splits(name).items())
+        }
+    return out
+
+
+def available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
+    """Where to ingest from (None: use the stored copy), or raise with why it is unavailable."""
+    from builders.sources import get_source, is_hub_id
+
+    spec = get_source(sc.source)
+    if sc.path is not None:
+        if Path(sc.path).exists():
+            return Path(sc.path), ""
+        if is_hub_id(sc.path):
+            return sc.path, ""  # a Hub dataset id (online users)
+        where = f"{sc.path} does not exist"
+    else:
+        local = spec.default_path()
+        if local is not None:
+            return local, ""
+        where = "no `path` in the scenario and no local copy ($LABELSHIFT_DATA)"
+    if store.has_source(sc.stored):
+        return None, f"{where}; using the copy already in the store"
+    raise _Unavailable(
+        f"source {sc.source!r} of scenario {sc.name!r} is not available: {where}. "
+        f"Give its files with `path = ...` in the scenarios file, or set LABELSHIFT_DATA"
+    )
+
+
+class _Unavailable(BuildersError):
+    pass
+
+
+def check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None) -> None:
+    """A source used from the store (its input is not at hand) was read with the scenario's
+    `ingest_label_map`; else its labels are not the ones the scenario asks for.
+
+    Raises:
+        BuildersError: a split read with another map (or none), naming the fix.
+    """
+    want = dict(sorted(label_map(mapping or {}).items()))
+    for split, stored in sorted(store.stored_splits(sc.stored).items()):
+        if (stored.options or {}).get("label_map", {}) != want:
+            raise BuildersError(
+                f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
+                f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
+                "input is not at hand to read again: give its files with `path = ...` in the "
+                "scenario, or set its `ingest_label_map` to the map it was read with"
+            )

@@ -1,0 +1,100 @@
+"""The guard of an ingest that replaces a source's whole input (`write_source(exact=True)`).
+
+A scenario's `ingest = "replace"` takes its `path` as the whole input, so files gone from it
+leave the store too. That is how a shard is retired; it is also what a folder copied in part
+(a sync not finished, a mount missing) looks like, and then a published dataset would shrink
+without anyone asking. So a split removed whole, or a source whose sentences fall by more
+than half, is refused unless the caller accepts it (regenerate's `--allow-shrink SOURCE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from builders.defaults import split_rank
+from builders.errors import BuildersError
+from builders.store.catalogue import StoredSplit
+
+
+@dataclass
+class ShrinkGuard:
+    """The refusal of an `exact` ingest that would shrink what is stored past belief: a split
+    removed whole, or the source's sentences falling by more than half (a folder copied in
+    part, a sync not finished). `fix` names what accepts it."""
+
+    source: str
+    fix: str
+
+    def before_reading(
+        self,
+        stored: Mapping[str, StoredSplit],
+        jobs: Mapping[str, list[tuple[str, str]]],
+        unchanged: list[str],
+        dropped: list[str],
+    ) -> None:
+        """Refuse what is known before reading: splits gone, and the sentences left when
+        every input to read (`jobs`: split -> its (input, fingerprint)s) is one already
+        stored unchanged, whose count the store has.
+
+        Raises:
+            BuildersError: one line per split gone, or the fall, naming `fix`.
+        """
+        lines = [
+            f"{self.source}/{split}: no longer in the input; it holds "
+            f"{stored[split].sentences:,} sentences from {_listing(stored[split])}, "
+            "which replacing what is stored would remove"
+            for split in dropped
+        ]
+        after: dict[str, int] | None = {s: stored[s].sentences for s in unchanged}
+        for split, inputs in jobs.items():
+            old = stored[split].inputs if split in stored else []
+            known = {(i["input"], i["fingerprint"]): i["sentences"] for i in old}
+            counts = [known.get(i) for i in inputs]
+            if after is None or None in counts:
+                after = None
+                continue
+            after[split] = sum(n for n in counts if n is not None)
+        fall = self._fall(stored, after) if after is not None else None
+        if lines or fall:
+            raise BuildersError(self._message(lines + ([fall] if fall else [])))
+
+    def after_reading(self, stored: Mapping[str, StoredSplit], read: Mapping[str, int]) -> None:
+        """Refuse a fall by more than half once the changed inputs are read (`read`: the
+        sentences of each split written; the others keep theirs).
+
+        Raises:
+            BuildersError: naming the fall and `fix` (the caller's transaction is undone).
+        """
+        after = {s: v.sentences for s, v in stored.items()} | dict(read)  # none dropped
+        fall = self._fall(stored, after)
+        if fall:
+            raise BuildersError(self._message([fall]))
+
+    def _fall(self, stored: Mapping[str, StoredSplit], after: Mapping[str, int]) -> str | None:
+        before = sum(v.sentences for v in stored.values())
+        now = sum(after.values())
+        if not before or 2 * now >= before:
+            return None
+        per = ", ".join(
+            f"{s} {stored[s].sentences if s in stored else 0:,} -> {after.get(s, 0):,}"
+            for s in sorted(set(stored) | set(after), key=split_rank)
+        )
+        return (
+            f"{self.source}: its input holds {now:,} sentences, the store {before:,} ({per}): "
+            "replacing what is stored would drop more than half of them"
+        )
+
+    def _message(self, lines: list[str]) -> str:
+        return "\n".join(lines) + (
+            "\nA folder copied in part (a sync not finished) looks like this; nothing was "
+            f"written. If the input is meant to shrink, {self.fix}"
+        )
+
+
+def _listing(old: StoredSplit, shown: int = 3) -> str:
+    names = [
+        f"{i['input'].rstrip('/').rsplit('/', 1)[-1]} ({i['sentences']:,})" for i in old.inputs
+    ]
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
