@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from builders.defaults import canonical_split
-from builders.errors import BuildersError, SourceFormatError
+from builders.errors import InputError, SourceFormatError, reader_opt
 from builders.sources.base import DatasetSplit, Example, ReadReport
 from builders.sources.columns import _decode
 from builders.sources.layout import check_io, column_stats, detect_scheme, scheme_of
@@ -60,13 +60,13 @@ def available_splits(dataset: str, config: str | None, split: str | None = None)
         try:
             names = list(datasets.get_dataset_split_names(dataset, config))
         except Exception as exc:  # the Hub client raises many unrelated types
-            raise BuildersError(_load_failure(dataset, config, exc)) from exc
+            raise InputError(_load_failure(dataset, config, exc)) from exc
     if split is None:
         return names
     want = canonical_split(split)
     hits = [n for n in names if canonical_split(n) == want]
     if not hits:
-        raise BuildersError(
+        raise InputError(
             f"{_display(dataset, config)}: no split {split!r} (available: {', '.join(names) or 'none'})"
         )
     return hits
@@ -111,9 +111,9 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
     columns = list(ds.column_names)
     for key, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
         if name not in columns:
-            raise BuildersError(
+            raise InputError(
                 f"{where}: no column {name!r} (available columns: {', '.join(columns)}); "
-                f"choose one with -o {key}=<column>"
+                f"choose one with {reader_opt(key, '<column>')}"
             )
     names = _tag_names(ds.features[tags_column], where, tags_column)
     others = [c for c in columns if c not in (tokens_column, tags_column)]
@@ -130,7 +130,8 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
                     tokens,
                     tags,
                     f"column {tags_column!r}",
-                    "choose the columns with -o tokens_column=... -o tags_column=...",
+                    f"choose the columns with {reader_opt('tokens_column', '...')} "
+                    + reader_opt("tags_column", "..."),
                 )
         report.note(f"{where}: tag scheme detected as {scheme.upper()}")
     row = 0
@@ -168,12 +169,12 @@ def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
 
     inner = getattr(feature, "feature", None)
     if inner is None:
-        raise BuildersError(f"{where}: column {column!r} is not a sequence of tags ({feature})")
+        raise InputError(f"{where}: column {column!r} is not a sequence of tags ({feature})")
     if isinstance(inner, ClassLabel):
         return list(inner.names)
     if isinstance(inner, Value) and inner.dtype in ("string", "large_string"):
         return None
-    raise BuildersError(
+    raise InputError(
         f"{where}: column {column!r} holds {inner}, expected ClassLabel ids or strings"
     )
 
@@ -244,7 +245,7 @@ def _load_local_cached(folder: str, signature: tuple[tuple[str, int, int], ...])
         else:
             loaded = datasets.load_dataset(folder)
     except Exception as exc:  # datasets raises many types for an unreadable folder
-        raise BuildersError(_load_failure(folder, None, exc)) from exc
+        raise InputError(_load_failure(folder, None, exc)) from exc
     if isinstance(loaded, datasets.Dataset):
         loaded = datasets.DatasetDict({str(loaded.split or "train"): loaded})
     return loaded
@@ -254,14 +255,14 @@ def _load_split(dataset: str, config: str | None, split: str) -> Any:
     if _is_local(dataset):
         loaded = _load_local(dataset)
         if split not in loaded:
-            raise BuildersError(f"{dataset}: no split {split!r} (available: {', '.join(loaded)})")
+            raise InputError(f"{dataset}: no split {split!r} (available: {', '.join(loaded)})")
         return loaded[split]
     import datasets
 
     try:
         return datasets.load_dataset(dataset, config, split=split)
     except Exception as exc:
-        raise BuildersError(_load_failure(dataset, config, exc)) from exc
+        raise InputError(_load_failure(dataset, config, exc)) from exc
 
 
 def _load_failure(dataset: str, config: str | None, exc: Exception) -> str:

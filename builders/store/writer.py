@@ -32,15 +32,22 @@ from pathlib import Path
 from typing import Any
 
 from builders.defaults import split_rank
-from builders.errors import BuildersError, SourceFormatError
+from builders.errors import ConflictingOptions, IngestRefused, SourceFormatError, opt
 from builders.names import check_name
 from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
 from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
 
-#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys.
-FIXES = {"replace": "--replace", "append": "--append", "name": "--name NAME"}
+
+def _fixes() -> dict[str, str]:
+    """How a refusal names `replace`, `append` and `name` where the ingest was asked for
+    (`write_source`'s `fixes` may name them otherwise: `regenerate` names scenario keys)."""
+    return {
+        "replace": opt("replace", True),
+        "append": opt("append", True),
+        "name": opt("name", "NAME"),
+    }
 
 
 @dataclass
@@ -194,9 +201,11 @@ def write_source(
         BuildersError: a split holds a different input and neither `replace` nor `append` is
             set; or `append` meets a changed input or other options. Nothing is written then.
     """
-    fix = {**FIXES, **(fixes or {})}
+    fix = {**_fixes(), **(fixes or {})}
     if replace and append:
-        raise BuildersError(f"{fix['replace']} and {fix['append']} exclude each other: choose one")
+        raise ConflictingOptions(
+            f"{fix['replace']} and {fix['append']} exclude each other: choose one"
+        )
     source = check_name(name or spec.name, "source name", f"pass {fix['name']}")
     inputs = {
         split: [_Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]]
@@ -277,7 +286,7 @@ def _decide_all(
         else:
             jobs.append(verdict)
     if refusals:
-        raise BuildersError("\n".join(refusals))
+        raise IngestRefused("\n".join(refusals))
     return jobs, unchanged
 
 
@@ -290,7 +299,7 @@ def _decide(
     replace: bool | str,
     append: bool,
     spec: SourceSpec,
-    fix: Mapping[str, str] = FIXES,
+    fix: Mapping[str, str],
 ) -> _Job | str | None:
     """A job, None (unchanged) or the reason to refuse (see the module docstring)."""
     if old is None or replace is True:
