@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from builders.errors import BuildersError, UnknownNameError
+from builders.errors import InvalidValue, UnknownNameError
 
 _SPACES = re.compile(r"[\s_]+")
 
@@ -101,9 +101,9 @@ def label_map(mapping: Mapping[str, str]) -> dict[str, str]:
     for raw, label in mapping.items():
         key, value = normalise_label(raw), normalise_label(label)
         if not value:
-            raise BuildersError(f"label map: the label of {raw!r} is empty")
+            raise InvalidValue(f"label map: the label of {raw!r} is empty")
         if out.get(key, value) != value:
-            raise BuildersError(
+            raise InvalidValue(
                 f"label map: {raw!r} is the tag {key!r}, already mapped to {out[key]!r}, "
                 f"and here to {value!r}"
             )

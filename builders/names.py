@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from builders.errors import BuildersError
+from builders.errors import InvalidValue, opt
 
 #: C0 and C1 control characters, DEL and the Unicode line and paragraph separators.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -60,7 +60,7 @@ def check_name(value: str, what: str, fix: str = "choose another") -> str:
     """
     fault = _fault(value)
     if fault is not None:
-        raise BuildersError(
+        raise InvalidValue(
             f"{what} {printable(repr(value))} cannot name a folder: {fault}. "
             f"Names may hold letters, digits, spaces, `-`, `_` and single dots; {fix}"
         )
@@ -77,5 +77,7 @@ def valid_org(org: str) -> str:
         BuildersError: otherwise, with the value.
     """
     if not _ORG.fullmatch(org or ""):
-        raise BuildersError(f"--org must be a user or organisation name like `my-org`, got {org!r}")
+        raise InvalidValue(
+            f"{opt('org')} must be a user or organisation name like `my-org`, got {org!r}"
+        )
     return org

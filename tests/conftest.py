@@ -41,6 +41,22 @@ from hubserver import HubServer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
+def _command_line_text(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Messages name settings as the command line does (`--min-labels`), so that the suite's
+    checks of a library error's text compare, byte for byte, what a command shows of it. A
+    test marked `library_surface` sees the library's names (`min_labels=`): tests/test_errors.py
+    checks those, and that a command sets the command line's names itself."""
+    if request.node.get_closest_marker("library_surface"):
+        yield
+        return
+    from builders.cli.errors import COMMAND_LINE
+    from builders.errors import shown_on
+
+    with shown_on(COMMAND_LINE):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     cache = tmp_path_factory.getbasetemp() / "hf-cache"
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

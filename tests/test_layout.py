@@ -192,7 +192,9 @@ def _exception_classes(path: Path) -> list[str]:
     `...Error`, `...Exception`, `...Warning`, `...Note`, or a class of `builders.errors`)."""
     import builders.errors as errors
 
-    ours = {n for n, v in vars(errors).items() if isinstance(v, type)}
+    ours = {
+        n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)
+    }
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):

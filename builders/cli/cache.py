@@ -11,7 +11,7 @@ import click
 from builders.cli.errors import handle_errors
 from builders.cli.options import output_options
 from builders.cli.output import emit_json, human_size, note, print_table
-from builders.errors import BuildersError
+from builders.errors import CacheError
 from builders.shift.models import canonical_name
 from builders.shift.scan_cache import ScanCache
 from builders.shift.vector_cache import EMBEDDINGS_ENV, VectorCache
@@ -21,7 +21,7 @@ def _cache() -> Any:
 
     cache = VectorCache.default()
     if cache is None:
-        raise BuildersError(f"the embedding cache is switched off ({EMBEDDINGS_ENV}=off)")
+        raise CacheError(f"the embedding cache is switched off ({EMBEDDINGS_ENV}=off)")
     return cache
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from builders.cli.errors import COMMAND_LINE
 from builders.defaults import (
     BACKENDS,
     DB_ENV,
@@ -25,7 +26,7 @@ from builders.defaults import (
     WEIGHTINGS,
     K,
 )
-from builders.errors import BuildersError
+from builders.errors import BuildersError, shown_on
 from builders.labels import ZERO_SHOT, benchmarks
 from builders.names import valid_org
 
@@ -182,7 +183,8 @@ def org_option(*decls: str, required: bool = False, help: str, metavar: str = "O
 
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         try:
-            return None if value is None else valid_org(value)
+            with shown_on(COMMAND_LINE):
+                return None if value is None else valid_org(value)
         except BuildersError as exc:
             raise click.BadParameter(str(exc).removeprefix("--org "), ctx, param) from None
 

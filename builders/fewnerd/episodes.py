@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from builders.errors import BuildersError
+from builders.errors import CannotBuild, InvalidValue
 from builders.hub.folder import atomic_open
 from builders.sources.base import Example
 
@@ -124,7 +124,7 @@ def sample_episodes(
     """
     q = k_shot if q_shot is None else q_shot
     if n_way < 1 or k_shot < 1 or q < 1 or n_episodes < 0:
-        raise BuildersError(
+        raise InvalidValue(
             f"need n_way, k_shot, q_shot >= 1 and episodes >= 0 (got {n_way}, {k_shot}, {q}, {n_episodes})"
         )
     counts = [entity_counts(ex.spans) for ex in examples]
@@ -135,7 +135,7 @@ def sample_episodes(
     for e in range(n_episodes):
         episode = _draw_episode(groups, counts, pool, (n_way, k_shot, q), rng, max_attempts)
         if episode is None:
-            raise BuildersError(
+            raise CannotBuild(
                 f"episode {e + 1}: no {n_way}-way {k_shot}~{2 * k_shot}-shot episode (query "
                 f"{q}~{2 * q}) found in {max_attempts} type draws; the part has too few "
                 "sentences per type for this setting (lower N or K)"
@@ -156,7 +156,7 @@ def _type_pool(
     """
     pool = sorted(set(types) if types is not None else {t for c in counts for t in c})
     if len(pool) < n_way:
-        raise BuildersError(
+        raise CannotBuild(
             f"{n_way}-way episodes need {n_way} types; the part has {len(pool)}"
             + (f" ({', '.join(pool)})" if pool else "")
         )
@@ -303,7 +303,7 @@ def check_all(
     for i, ep in enumerate(episodes, start=1):
         problems = check_episode(ep, examples, n_way, k_shot, q_shot)
         if problems:
-            raise BuildersError(
+            raise InvalidValue(
                 f"episode {i} breaks the sampler's guarantees: {'; '.join(problems)}"
             )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from builders import __version__
 from builders.defaults import hub_split
-from builders.errors import BuildersError
+from builders.errors import InputError
 from builders.fewnerd.splits import PARTS, Part, SplitBuild, coarse_of, coarse_types
 from builders.hub.folder import PARQUET_NAME, SUMMARY_JSON, atomic_dir, dataset_sizes, write_json
 from builders.hub.readme import CARD, folder_card, load_path, repo_name, write_method
@@ -119,7 +119,7 @@ def read_part(folder: str | Path, part: str) -> list[Example]:
     hub = hub_split(part)
     files = sorted((Path(folder) / "data").glob(f"{hub}-*.parquet"))
     if not files:
-        raise BuildersError(
+        raise InputError(
             f"{folder}: no data/{hub}-*.parquet; is it a folder written by `builders fewnerd-splits`?"
         )
     out: list[Example] = []

@@ -33,7 +33,14 @@ from builders.defaults import (
     K,
     hub_split,
 )
-from builders.errors import BuildersError
+from builders.errors import (
+    CannotBuild,
+    ConflictingOptions,
+    InputError,
+    InvalidValue,
+    SplitNotStored,
+    opt,
+)
 from builders.labels import fewnerd_coarse_of as coarse_of
 from builders.labels import fewnerd_coarse_types as coarse_types
 from builders.labels import fewnerd_fine_types as fine_types
@@ -69,25 +76,25 @@ def assign_parts(
         BuildersError: on an unknown mode or assignment, or a type the official table lacks.
     """
     if mode not in MODES:
-        raise BuildersError(f"unknown mode {mode!r}. Valid: {', '.join(MODES)}")
+        raise InvalidValue(f"unknown mode {mode!r}. Valid: {', '.join(MODES)}")
     if assignment not in ASSIGNMENTS:
-        raise BuildersError(f"unknown assignment {assignment!r}. Valid: {', '.join(ASSIGNMENTS)}")
+        raise InvalidValue(f"unknown assignment {assignment!r}. Valid: {', '.join(ASSIGNMENTS)}")
     names = sorted({official_name(t) for t in (types if types is not None else fine_types())})
     bad = [n for n in names if coarse_of(n) not in coarse_types()]
     if bad:
-        raise BuildersError(f"not Few-NERD types (unknown coarse type): {', '.join(bad)}")
+        raise InvalidValue(f"not Few-NERD types (unknown coarse type): {', '.join(bad)}")
     if mode == "intra":
         if assignment != "official":
-            raise BuildersError("INTRA has only the official assignment (by coarse type)")
+            raise ConflictingOptions("INTRA has only the official assignment (by coarse type)")
         by_coarse = {coarse_of(f): p for f, p in fewnerd_official_parts("intra").items()}
         return {n: by_coarse[coarse_of(n)] for n in names}
     if assignment == "official":
         owned = fewnerd_official_parts("inter")
         extra = [n for n in names if n not in owned]
         if extra:
-            raise BuildersError(
+            raise InvalidValue(
                 f"the official INTER assignment does not know {', '.join(extra)}; "
-                "use --assignment random for new types"
+                f"use {opt('assignment', 'random')} for new types"
             )
         return {n: owned[n] for n in names}
     out: dict[str, str] = {}
@@ -127,7 +134,7 @@ class Part:
         last = 0
         for span in spans:
             if span["start"] < last:
-                raise BuildersError(f"{sid}: overlapping spans cannot be tagged")
+                raise InputError(f"{sid}: overlapping spans cannot be tagged")
             last = span["end"]
             self.type_counts[span["label"]] += 1
         self.ids.append(sid)
@@ -274,7 +281,7 @@ def familiarity_summary(
 
     train = build.parts["train"].type_counts
     if not train:
-        raise BuildersError("the train part has no mentions; Familiarity is undefined")
+        raise CannotBuild("the train part has no mentions; Familiarity is undefined")
     counts: Counter[str] = Counter()
     for typ, n in train.items():
         counts[verbalise(typ)] += n
@@ -284,7 +291,7 @@ def familiarity_summary(
         if build.parts[p].type_counts
     }
     if not evals:
-        raise BuildersError("the validation and test parts have no mentions")
+        raise CannotBuild("the validation and test parts have no mentions")
     return measure(
         store,
         LabelTable.from_counts(counts),
@@ -303,7 +310,9 @@ def store_examples(store: Store, source: str, split: str) -> list[Example]:
     rows = store.sentences_with_spans(source, split)
     if not rows:
         have = store.splits_of(source)
-        raise BuildersError(f"source {source!r} has no split {split!r} (it has: {', '.join(have)})")
+        raise SplitNotStored(
+            f"source {source!r} has no split {split!r} (it has: {', '.join(have)})", source, split
+        )
     return [
         Example(
             tokens=tokens,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
-from builders.errors import BuildersError
+from builders.errors import InputError, OutputFolderError, SplitNotStored, opt
 from builders.hub.folder import atomic_dir, atomic_open
 from builders.hub.windows import Budget, Limits, Losses, Row, Span, TokenCount, cut_rows
 from builders.sources.gliner import NEGATIVE_SPANS_KEY
@@ -66,26 +66,26 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise BuildersError(f"{folder}: no such folder (expected a folder written by build-splits)")
+        raise InputError(f"{folder}: no such folder (expected a folder written by build-splits)")
     split = hub_split(split)
     configs = config_order(
         p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))
     )
     if (folder / "data").is_dir() and "data" in configs:  # Few-NERD layout: one default config
         if config not in (None, "default"):
-            raise BuildersError(f"{folder}: has only the default config, not {config!r}")
+            raise InputError(f"{folder}: has only the default config, not {config!r}")
         where = folder / "data"
     else:
         if not configs:
-            raise BuildersError(f"{folder}: no config folder with parquet files")
+            raise InputError(f"{folder}: no config folder with parquet files")
         config = config or configs[0]
         if config not in configs:
-            raise BuildersError(f"{folder}: no config {config!r}. Valid: {', '.join(configs)}")
+            raise InputError(f"{folder}: no config {config!r}. Valid: {', '.join(configs)}")
         where = folder / config
     files = sorted(p for p in where.glob(f"{split}-*.parquet"))
     if not files:
         have = sorted({p.name.split("-")[0] for p in where.glob("*-*.parquet")})
-        raise BuildersError(f"{where}: no {split}-*.parquet (splits: {', '.join(have) or 'none'})")
+        raise InputError(f"{where}: no {split}-*.parquet (splits: {', '.join(have) or 'none'})")
     return files
 
 
@@ -103,7 +103,7 @@ def parquet_rows(files: list[Path]) -> Iterator[Row]:
         pf = pq.ParquetFile(path)
         names = set(pf.schema_arrow.names)
         if not {"tokens", "spans"} <= names:
-            raise BuildersError(f"{path}: expected columns tokens and spans, got {sorted(names)}")
+            raise InputError(f"{path}: expected columns tokens and spans, got {sorted(names)}")
         optional = [c for c in ("negatives", "negative_spans") if c in names]
         for batch in pf.iter_batches(
             batch_size=10_000, columns=["id", "tokens", "spans", *optional]
@@ -144,7 +144,7 @@ def _checked(where: str, n: int, spans: list[dict[str, Any]]) -> list[Span]:
     for s in spans:
         start, end = int(s["start"]), int(s["end"])
         if not 0 <= start < end <= n:
-            raise BuildersError(
+            raise InputError(
                 f"{where}: span [{start}, {end}) {s['label']!r} is outside its {n} tokens or empty"
             )
         out.append((start, end, s["label"]))
@@ -263,8 +263,10 @@ def export_gliner_source(
     stored = store.splits_of(source)
     name = canonical_split(split)
     if name not in stored:
-        raise BuildersError(
-            f"--split {split}: {source} has no such split. Stored: {', '.join(stored)}"
+        raise SplitNotStored(
+            f"{opt('split', split)}: {source} has no such split. Stored: {', '.join(stored)}",
+            source,
+            split,
         )
     labels = store.split_labels(source, name)  # before the reader: one open result at a time
     with store.source_reader(source, name) as reader:
@@ -312,7 +314,7 @@ def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, s
     try:
         where = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        raise BuildersError(
+        raise InputError(
             f"{repo_id}: no such local folder, and the Hub dataset repo {repo_id!r} could not be "
             f"downloaded: {type(exc).__name__}: {exc}"
         ) from None
@@ -332,7 +334,7 @@ def eval_record(tokens: list[str], spans: list[tuple[int, int, str]], where: str
     """
     for t in tokens:
         if not t or any(c.isspace() for c in t):
-            raise BuildersError(
+            raise InputError(
                 f"{where}: token {t!r} is empty or holds whitespace; GLiNER's evaluation layout "
                 "splits sentences on whitespace, so it cannot be written"
             )
@@ -380,7 +382,7 @@ def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any
             p.name for p in out.iterdir() if p.name not in {*EVAL_FILES.values(), LABELS_FILE}
         )
         if other or not out.is_dir():
-            raise BuildersError(
+            raise OutputFolderError(
                 f"{out}: exists and holds other files ({', '.join(other[:5]) or 'not a folder'});"
                 " give a new folder or one written by export-gliner --benchmark"
             )

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.defaults import LEVELS
-from builders.errors import BuildersError, BuildersNote
+from builders.errors import BuildersNote, InputError, opt
 from builders.hub.folder import BUILD_JSON, configs_of, read_json
 from builders.hub.outdir import JOURNAL, MANIFEST, read_manifest
 
@@ -81,7 +81,7 @@ def check_levels(
     folders = [Path(f) for f in folders]
     for parent in dict.fromkeys(Path(os.path.abspath(f)).parent for f in folders):
         if (parent / JOURNAL).exists():
-            raise BuildersError(_interrupted(parent))
+            raise InputError(_interrupted(parent))
     read: dict[str, list[tuple[Path, str, dict[str, Any]]]] = {}
     unchecked: list[str] = []
     manifests: dict[Path, dict[str, Any] | None] = {}
@@ -114,7 +114,7 @@ def _interrupted(parent: Path) -> str:
     return (
         f"{parent}: a build into this folder was interrupted or is under way ({JOURNAL}), so "
         "its levels may come from two builds: let it finish, or run any build into it again "
-        f"(build-splits, fewnerd-splits or regenerate with --out {parent}), which first "
+        f"(build-splits, fewnerd-splits or regenerate with {opt('out', parent)}), which first "
         "finishes the interrupted one"
     )
 
@@ -143,11 +143,11 @@ def _check_files(where: Path, entry: dict[str, Any], manifest: Path) -> None:
     for name in sorted(set(want) | have):
         path = where / name
         if name not in have:
-            raise BuildersError(f"{path}: missing; its build ({manifest}) wrote it: {fix}")
+            raise InputError(f"{path}: missing; its build ({manifest}) wrote it: {fix}")
         if name not in want:
-            raise BuildersError(f"{path}: not written by its build ({manifest}): {fix}")
+            raise InputError(f"{path}: not written by its build ({manifest}): {fix}")
         if file_sha256(path) != want[name]:
-            raise BuildersError(
+            raise InputError(
                 f"{path}: differs from what its build {entry.get('build')} wrote "
                 f"(sha256 in {manifest}): {fix}"
             )
@@ -173,7 +173,7 @@ def _check_one_build(config: str, levels: list[tuple[Path, str, dict[str, Any]]]
             family = _family(name_a)
             siblings = siblings or (family is not None and family == _family(name_b))
             if siblings and ea.get("build") != eb.get("build"):
-                raise BuildersError(
+                raise InputError(
                     f"{a / config} is from build {ea.get('build')} but {b / config} is from "
                     f"build {eb.get('build')}: levels of two builds; build them again together "
                     "(one build-splits run writes every level)"

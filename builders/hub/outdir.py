@@ -33,7 +33,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError, BuildersNote, BuildersWarning
+from builders.errors import (
+    BuildersError,
+    BuildersNote,
+    BuildersWarning,
+    OutputFolderError,
+    opt,
+)
 
 LOCK = ".labelshift.lock"
 JOURNAL = ".labelshift-swap.json"
@@ -71,7 +77,7 @@ class OutLock:
             _remove_empty(made)
             raise
         if fd is None:
-            raise BuildersError(_busy_message(self.out))
+            raise OutputFolderError(_busy_message(self.out))
         try:
             _write_owner(fd, self.command)
             for line in recover(self.out):
@@ -122,7 +128,7 @@ def _take(path: Path) -> int | None:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise BuildersError(_unwritable(path.parent, exc)) from exc
+            raise OutputFolderError(_unwritable(path.parent, exc)) from exc
         if not _lock(fd):
             os.close(fd)
             return None
@@ -133,7 +139,7 @@ def _take(path: Path) -> int | None:
         if same:
             return fd
         os.close(fd)
-    raise BuildersError(f"{path}: cannot take the lock (it keeps being replaced)")
+    raise OutputFolderError(f"{path}: cannot take the lock (it keeps being replaced)")
 
 
 def _lock(fd: int) -> bool:
@@ -171,14 +177,17 @@ def _make_writable_folder(out: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise BuildersError(_unwritable(out, exc)) from exc
+        raise OutputFolderError(_unwritable(out, exc)) from exc
 
 
 def _unwritable(out: Path, exc: OSError) -> str:
     why = exc.strerror or str(exc)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"--out {out}: {why}: free space there or pass --out a folder on another disk"
-    return f"--out {out}: cannot write there ({why}): pass --out a folder you can write to"
+        return (
+            f"{opt('out', out)}: {why}: free space there or pass {opt('out')} a folder on "
+            "another disk"
+        )
+    return f"{opt('out', out)}: cannot write there ({why}): pass {opt('out')} a folder you can write to"
 
 
 def _write_owner(fd: int, command: str) -> None:
@@ -194,7 +203,10 @@ def _busy_message(out: Path) -> str:
         who = f"process {owner['pid']} ({owner['command']}, started {owner['started']})"
     except (OSError, ValueError, KeyError, TypeError):
         who = "another run"
-    return f"--out {out} is being written by {who}: wait for it to finish, or pass another --out"
+    return (
+        f"{opt('out', out)} is being written by {who}: wait for it to finish, or pass another "
+        + opt("out")
+    )
 
 
 # ---------------------------------------------------------------- crash recovery
@@ -265,9 +277,9 @@ def read_manifest(out: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise BuildersError(_bad_manifest(path, str(exc))) from None
+        raise OutputFolderError(_bad_manifest(path, str(exc))) from None
     if not isinstance(record, dict) or not isinstance(record.get("folders"), dict):
-        raise BuildersError(_bad_manifest(path, "no `folders`"))
+        raise OutputFolderError(_bad_manifest(path, "no `folders`"))
     return record
 
 

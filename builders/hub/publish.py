@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builders import __version__
-from builders.errors import BuildersError, NotLoggedInError, PublishError
+from builders.errors import (
+    BuildersError,
+    InputError,
+    NotLoggedInError,
+    PublishError,
+    PublishRefused,
+    opt,
+)
 from builders.hub.folder import link_or_copy
 from builders.hub.manifest import check_levels
 from builders.hub.readme import CARD, folder_card, repo_name
@@ -119,7 +126,7 @@ def plan_publish(folder: str | Path, org: str, year: int | None = None) -> Publi
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise BuildersError(f"{folder}: no such folder (give a folder written by build-splits)")
+        raise InputError(f"{folder}: no such folder (give a folder written by build-splits)")
     repo_id = _hub_repo_id(folder, repo_name(folder, org))
     files = []
     for path in sorted(folder.rglob("*")):
@@ -129,14 +136,14 @@ def plan_publish(folder: str | Path, org: str, year: int | None = None) -> Publi
         files.append(PublishFile(rel.as_posix(), path, path.stat().st_size))
     names = {f.path_in_repo for f in files}
     if CARD not in names:
-        raise BuildersError(
+        raise InputError(
             f"{folder}: not a dataset repo folder: no README.md (build it with build-splits "
             "or fewnerd-splits first)"
         )
     if not any(n.endswith(".parquet") for n in names):
-        raise BuildersError(f"{folder}: not a dataset repo folder: no parquet data files")
+        raise InputError(f"{folder}: not a dataset repo folder: no parquet data files")
     if len(files) > MAX_FILES:
-        raise BuildersError(
+        raise PublishRefused(
             f"{folder}: {len(files)} files; huggingface_hub would push more than {MAX_FILES} "
             "in several commits, and a repo is pushed in one"
         )
@@ -152,11 +159,11 @@ def _hub_repo_id(folder: Path, repo_id: str) -> str:
         validate_repo_id(repo_id)
     except HFValidationError as exc:
         why = str(exc).split(": ")[0]
-        raise BuildersError(
+        raise PublishRefused(
             printable(
-                f"{folder}: the Hub takes no repo named {repo_id!r} ({why}): pass --org an "
+                f"{folder}: the Hub takes no repo named {repo_id!r} ({why}): pass {opt('org')} an "
                 "account name, or build the folder again under a name the Hub takes (ingest "
-                "--name, or NAME= for a benchmark)"
+                f"{opt('name')}, or NAME= for a benchmark)"
             )
         ) from None
     return repo_id
@@ -250,10 +257,10 @@ def _check_no_token(plan: PublishPlan, token: str) -> None:
     """Refuse to push a text file that contains the token (it would be public)."""
     needle = token.encode()
     if needle in plan.card.encode():
-        raise BuildersError(f"{plan.folder}: its card contains the Hugging Face token; refusing")
+        raise PublishRefused(f"{plan.folder}: its card contains the Hugging Face token; refusing")
     for f in plan.files:
         if f.path_in_repo.endswith(TEXT_SUFFIXES) and needle in f.local.read_bytes():
-            raise BuildersError(
+            raise PublishRefused(
                 f"{f.local}: contains the Hugging Face token; refusing to push it "
                 "(remove it from the file and revoke the token)"
             )
@@ -382,7 +389,7 @@ def _tag_failed(
     rest = [p.repo_id for p in plans[len(done) :]]
     msg = (
         f"{last.repo_id}: committed {last.commit_oid}, but tagging it {tag!r} failed: "
-        f"{_scrub(cause, token)}; publish it again with the same --tag"
+        f"{_scrub(cause, token)}; publish it again with the same {opt('tag')}"
         f"\npublished: {', '.join(r.repo_id for r in done)}"
     )
     if rest:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders.errors import BuildersError
+from builders.errors import InputError
 from builders.hub.cards import render_card
 from builders.hub.changelog import CHANGELOG
 from builders.hub.fewnerd_card import render_fewnerd_card
@@ -63,7 +63,7 @@ def folder_card(
         return _fewnerd_card(folder, name, load_from or name)
     configs = configs_of(folder) if folder.is_dir() else []
     if not configs:
-        raise BuildersError(
+        raise InputError(
             f"{folder}: no {BUILD_JSON} in any config folder and no {SUMMARY_JSON}; "
             "is it a folder written by build-splits or fewnerd-splits?"
         )
@@ -88,7 +88,7 @@ def _fewnerd_card(folder: Path, name: str, load_from: str) -> str:
     summary = read_json(folder / SUMMARY_JSON)
     files = sorted((folder / "data").glob("*.parquet"))
     if not isinstance(summary, dict) or not files:
-        raise BuildersError(f"{folder}: {SUMMARY_JSON} unreadable or no data/*.parquet")
+        raise InputError(f"{folder}: {SUMMARY_JSON} unreadable or no data/*.parquet")
     features = Features.from_arrow_schema(pq.read_schema(files[0]))
     return render_fewnerd_card(
         name,

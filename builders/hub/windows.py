@@ -44,7 +44,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
 
-from builders.errors import BuildersError
+from builders.errors import InvalidValue, ModelUnavailable, opt
 
 #: GLiNER's defaults (`GLiNERConfig`, and deberta-v3's 512 positions for the encoder's input).
 MAX_WORDS = 384
@@ -143,15 +143,15 @@ def load_tokenizer(name: str) -> Any:
     with GLiNER's prompt markers added as it adds them.
 
     Raises:
-        BuildersError: naming `--tokenizer` and the value when none loads.
+        ModelUnavailable: naming the `tokenizer` setting and the value when none loads.
     """
     try:
         from transformers import AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(name, local_files_only=True)
     except Exception as exc:  # transformers raises OSError, ValueError, ImportError, ...
-        raise BuildersError(
-            f"--tokenizer {name}: no tokenizer loads from it (a local tokenizer folder, or a Hub "
+        raise ModelUnavailable(
+            f"{opt('tokenizer', name)}: no tokenizer loads from it (a local tokenizer folder, or a Hub "
             f"name in the local cache): {type(exc).__name__}: {str(exc).splitlines()[0]}"
         ) from None
     tok.add_tokens([ENT_TOKEN, SEP_TOKEN], special_tokens=True)
@@ -172,7 +172,7 @@ class Limits:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "int" and (not isinstance(value, int) or value < 1):
-                raise BuildersError(f"--{f.name.replace('_', '-')} {value!r}: must be 1 or more")
+                raise InvalidValue(f"{opt(f.name, repr(value))}: must be 1 or more")
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION, SEED, K
-from builders.errors import BuildersError
+from builders.errors import ScenarioError, Surface
 from builders.names import check_name
 from builders.splits.config import SplitConfig
 
@@ -59,6 +59,26 @@ INGEST_MODES = ("replace", "append")
 INPUT_KEYS = ("source", "path", "options", "ingest_label_map", "ingest", "revision")
 
 
+class ScenarioKeys(Surface):
+    """A scenario's settings named as its keys (`min_labels`, `` `min_gap` 0.05``), since the
+    scenario, not a command line, sets them; a setting that is no key of it (`--db`) is named
+    as the surface around it names it, and so is a reader option."""
+
+    helping = "Scenario keys that help"
+
+    def __init__(self, sc: Scenario, around: Surface):
+        self.keys = frozenset(SPLIT_KEYS if sc.kind == "splits" else FEWNERD_KEYS)
+        self.around = around
+
+    def option(self, name: str, value: object = None) -> str:
+        if name not in self.keys:
+            return self.around.option(name, value)
+        return f"`{name}`" if value is None or value is True else f"`{name}` {value}"
+
+    def reader_option(self, key: str, value: object = None) -> str:
+        return self.around.reader_option(key, value)
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One published build: a source, how it is read, and the build parameters."""
@@ -82,16 +102,16 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise BuildersError(
+            raise ScenarioError(
                 f"scenario {self.name!r}: unknown kind {self.kind!r}. Valid: {', '.join(KINDS)}"
             )
         if self.ingest not in INGEST_MODES:
-            raise BuildersError(
+            raise ScenarioError(
                 f"scenario {self.name!r}: unknown ingest {self.ingest!r}. "
                 f"Valid: {', '.join(INGEST_MODES)}"
             )
         if self.kind == "fewnerd" and self.params.get("mode") not in ("intra", "inter"):
-            raise BuildersError(
+            raise ScenarioError(
                 f'scenario {self.name!r}: kind = "fewnerd" needs mode = "intra" or "inter"'
             )
 
@@ -125,11 +145,11 @@ def load_scenarios(path: str | Path) -> ScenarioBook:
     """Read a scenarios file; relative `path`s and `out` are relative to the file's folder."""
     path = Path(path)
     if not path.is_file():
-        raise BuildersError(f"{path}: no scenarios file here (give one with --scenarios)")
+        raise ScenarioError(f"{path}: no scenarios file here (give one with --scenarios)")
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise BuildersError(f"{path}: not valid TOML: {exc}") from exc
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from exc
     return parse_scenarios(doc, base=path.parent, origin=str(path))
 
 
@@ -141,17 +161,17 @@ def parse_scenarios(
     out = out if out.is_absolute() else base / out
     entries = doc.get("scenario", [])
     if not isinstance(entries, list) or not entries:
-        raise BuildersError(f"{origin}: no [[scenario]] tables")
+        raise ScenarioError(f"{origin}: no [[scenario]] tables")
     scenarios: list[Scenario] = []
     for i, raw in enumerate(entries, start=1):
         name = raw.get("name")
         if not name:
-            raise BuildersError(f"{origin}: scenario #{i} has no name")
+            raise ScenarioError(f"{origin}: scenario #{i} has no name")
         kind = raw.get("kind", "splits")
         keys = SPLIT_KEYS if kind == "splits" else FEWNERD_KEYS
         unknown = sorted(set(raw) - set(keys) - COMMON_KEYS)
         if unknown:
-            raise BuildersError(
+            raise ScenarioError(
                 f"{origin}: scenario {name!r}: unknown key {unknown[0]!r}. "
                 f"Valid: {', '.join(sorted(set(keys) | COMMON_KEYS))}"
             )
@@ -179,14 +199,14 @@ def parse_scenarios(
             )
         )
         if not scenarios[-1].source:
-            raise BuildersError(f"{origin}: scenario {name!r} has no source")
+            raise ScenarioError(f"{origin}: scenario {name!r} has no source")
         check_name(
             scenarios[-1].stored, f"{origin}: scenario {name!r}: source name", "set `store_as`"
         )
     names = [s.name for s in scenarios]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise BuildersError(f"{origin}: scenario name {dup[0]!r} is used twice")
+        raise ScenarioError(f"{origin}: scenario name {dup[0]!r} is used twice")
     _check_shared_inputs(scenarios, origin)
     return ScenarioBook(scenarios, out, None)
 
@@ -218,7 +238,7 @@ def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:
             if (dict(a) if isinstance(a, Mapping) else a) != (
                 dict(b) if isinstance(b, Mapping) else b
             ):
-                raise BuildersError(
+                raise ScenarioError(
                     f"{origin}: scenarios {other.name!r} and {sc.name!r} both store their input "
                     f"as {sc.stored!r} but disagree on `{key}` ({a!r} and {b!r}): give them the "
                     f"same `{key}`, or store one apart with `store_as`"

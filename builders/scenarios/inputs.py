@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError
+from builders.errors import BuildersError, HubUnreachable, InvalidValue, ScenarioError
 from builders.labels import ZERO_SHOT, benchmarks, label_map
 from builders.scenarios.book import Scenario
 from builders.shift.benchmarks import read_label_map
@@ -181,7 +181,7 @@ def _check_shrink_names(names: Collection[str], read: list[str]) -> None:
     """Each source `--allow-shrink` names is one this run reads (a typo accepts nothing)."""
     for name in names:
         if name not in read:
-            raise BuildersError(
+            raise InvalidValue(
                 f"--allow-shrink {name}: this run reads no stored source {name!r} (it reads "
                 f"{', '.join(read) or 'none'}): name one of them"
             )
@@ -212,7 +212,7 @@ def take(
     base = Path(where) if isinstance(where, Path) else None
     base = base if base is None or base.is_dir() else base.parent
     if sc.revision is not None and not isinstance(where, str):
-        raise BuildersError(
+        raise ScenarioError(
             f"scenario {sc.name!r}: `revision` pins a Hub dataset's commit, and its input is "
             f"{'the copy in the store' if where is None else where}, not a Hub dataset id: "
             "remove `revision`, or give the dataset's id as `path`"
@@ -296,7 +296,6 @@ def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
         BuildersError: the Hub cannot be reached and the source is stored at another commit
             than `revision` pins (naming `revision`); the Hub's refusal.
     """
-    from builders.errors import HubUnreachable
     from builders.sources.hf import hub_revision, is_commit
 
     try:
@@ -313,7 +312,7 @@ def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
             why = f"pinned revision {shown}, the one stored; the Hub was not asked"
             return Taken("stored", why, checked=False)
         if is_commit(sc.revision):
-            raise BuildersError(
+            raise HubUnreachable(
                 f"scenario {sc.name!r}: `revision` pins {dataset} at {sc.revision}, the store "
                 f"holds it at {shown}, and {exc}: run regenerate where the Hub can be reached, "
                 "or set `revision` to the commit stored"
@@ -402,7 +401,7 @@ def check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None)
     want = dict(sorted(label_map(mapping or {}).items()))
     for split, stored in sorted(store.stored_splits(sc.stored).items()):
         if (stored.options or {}).get("label_map", {}) != want:
-            raise BuildersError(
+            raise ScenarioError(
                 f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
                 f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
                 "input is not at hand to read again: give its files with `path = ...` in the "

@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from builders import __version__
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
-from builders.errors import BuildersError
+from builders.errors import BuildersError, InvalidValue, shown_on, surface
 from builders.hub.outdir import OutLock
 from builders.labels import union_labels
-from builders.scenarios.book import FEWNERD_KEYS, SPLIT_KEYS, Scenario
+from builders.scenarios.book import Scenario, ScenarioKeys
 from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inputs
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
@@ -254,7 +253,7 @@ def _selected(scenarios: list[Scenario], only: list[str] | None) -> list[Scenari
     known = {s.name for s in scenarios}
     missing = [n for n in only if n not in known]
     if missing:
-        raise BuildersError(f"unknown scenario {missing[0]!r}. Valid: {', '.join(sorted(known))}")
+        raise InvalidValue(f"unknown scenario {missing[0]!r}. Valid: {', '.join(sorted(known))}")
     return [s for s in scenarios if s.name in only]
 
 
@@ -399,26 +398,13 @@ def _one(
     if previous is not None and "inputs" in previous:
         rep.inputs = input_changes(previous["inputs"], held)
     record = {"name": sc.name, "key": key, "parts": parts, "inputs": held}
-    try:
-        if sc.kind == "fewnerd":
-            rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
-        else:
-            rebuild_splits(store, sc, out, record, rep, run, progress, stage)
+    try:  # a refusal names the scenario's keys that fix it, not build-splits' options
+        with shown_on(ScenarioKeys(sc, surface())):
+            if sc.kind == "fewnerd":
+                rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
+            else:
+                rebuild_splits(store, sc, out, record, rep, run, progress, stage)
     except BuildersError as exc:
-        raise BuildersError(f"scenario {sc.name!r}: {as_keys(str(exc), sc)}") from exc
+        raise exc.reworded(f"scenario {sc.name!r}: {exc}") from exc.__cause__
     rep.status = "rebuilt" if previous else "built"
     return rep
-
-
-def as_keys(message: str, sc: Scenario) -> str:
-    """A build's refusal as the scenario's author fixes it: each option of build-splits (or
-    fewnerd-splits) that is a key of the scenario is named as that key (`--min-labels` ->
-    `min_labels`), since the scenario, not a command line, sets it."""
-    keys = set(SPLIT_KEYS if sc.kind == "splits" else FEWNERD_KEYS)
-
-    def key(m: re.Match[str]) -> str:
-        name = m[1].replace("-", "_")
-        return f"`{name}`" if name in keys else m[0]
-
-    text = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", key, message)
-    return text.replace("Options that help:", "Scenario keys that help:")

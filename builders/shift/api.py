@@ -30,7 +30,7 @@ from builders.defaults import (
     WEIGHTINGS,
     K,
 )
-from builders.errors import BuildersError
+from builders.errors import InvalidValue
 from builders.labels import normalise_label
 from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
@@ -75,9 +75,9 @@ def familiarity_of(
     Labels are compared normalised (NFC, lower case, `_` and spaces collapsed), as everywhere.
     """
     if weighting not in WEIGHTINGS:
-        raise BuildersError(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
+        raise InvalidValue(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
     if k < 1:
-        raise BuildersError(f"k must be >= 1, got {k}")
+        raise InvalidValue(f"k must be >= 1, got {k}")
     table = LabelTable.from_counts(_train_counts(train))
     sets = _evaluation_sets(evaluation)
 
@@ -99,15 +99,15 @@ def familiarity_of(
 
 def _train_counts(train: Mapping[str, int] | Sequence[str]) -> Counter[str]:
     if isinstance(train, str):
-        raise BuildersError("train is one string: give a list of labels or label -> count")
+        raise InvalidValue("train is one string: give a list of labels or label -> count")
     counts: Counter[str] = Counter()
     items = train.items() if isinstance(train, Mapping) else ((lab, 1) for lab in train)
     for label, n in items:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise BuildersError(f"count of training label {label!r} is not an integer >= 0: {n!r}")
+            raise InvalidValue(f"count of training label {label!r} is not an integer >= 0: {n!r}")
         counts[_label(label, "training")] += n
     if not +counts:
-        raise BuildersError("no training label has a mention: Familiarity is undefined")
+        raise InvalidValue("no training label has a mention: Familiarity is undefined")
     return +counts
 
 
@@ -115,23 +115,23 @@ def _evaluation_sets(
     evaluation: Mapping[str, Sequence[str]] | Sequence[str],
 ) -> dict[str, tuple[str, ...]]:
     if isinstance(evaluation, str):
-        raise BuildersError("evaluation is one string: give a list of labels or name -> labels")
+        raise InvalidValue("evaluation is one string: give a list of labels or name -> labels")
     named = evaluation if isinstance(evaluation, Mapping) else {EVALUATION: evaluation}
     out = {}
     for name, labels in named.items():
         if isinstance(labels, str):
-            raise BuildersError(f"the labels of {name!r} are one string: give a list")
+            raise InvalidValue(f"the labels of {name!r} are one string: give a list")
         out[str(name)] = tuple(dict.fromkeys(_label(z, "evaluation") for z in labels))
         if not out[str(name)]:
-            raise BuildersError(f"benchmark {name!r} has no labels")
+            raise InvalidValue(f"benchmark {name!r} has no labels")
     if not out:
-        raise BuildersError("no evaluation labels given")
+        raise InvalidValue("no evaluation labels given")
     return out
 
 
 def _label(raw: object, what: str) -> str:
     if not isinstance(raw, str) or not normalise_label(raw):
-        raise BuildersError(f"{what} label {raw!r} is not a non-empty string")
+        raise InvalidValue(f"{what} label {raw!r} is not a non-empty string")
     return normalise_label(raw)
 
 

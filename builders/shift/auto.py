@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from builders.errors import BuildersError, BuildersNote
+from builders.errors import BuildersError, BuildersNote, InvalidValue, opt
 from builders.labels import benchmarks, fewnerd_fine_types, fewnerd_verbalise, verbalise
 from builders.shift.models import auto_device, model_cache_dir
 from builders.shift.runtime import EXTRA_MODULES
@@ -68,7 +68,7 @@ def choose_backend(emb: Embedder) -> str:
     """The runtime `--backend auto` runs for `emb` (its model, precision and device)."""
     pinned = os.environ.get(BACKEND_ENV, "").strip().lower()
     if pinned not in ("", "auto", "torch", *AUTO_ORDER):
-        raise BuildersError(f"{BACKEND_ENV}={pinned!r}: give torch, onnx, openvino or auto")
+        raise InvalidValue(f"{BACKEND_ENV}={pinned!r}: give torch, onnx, openvino or auto")
     if emb.precision != "fp32" or emb.device_kind != "cpu":
         return "torch"  # the runtimes run on a CPU; only torch runs every precision
     if pinned not in ("", "auto"):
@@ -141,10 +141,10 @@ def _announce(emb: Embedder, backend: str, cosines: dict[str, Any]) -> None:
     )
     if backend == "torch":
         why = f"no runtime's vectors had cosine >= {AUTO_MIN_COSINE} with torch's ({checked})"
-        _note(f"--backend auto runs torch for {emb.model_name}: {why}")
+        _note(f"{opt('backend', 'auto')} runs torch for {emb.model_name}: {why}")
     else:
         _note(
-            f"--backend auto runs {backend} for {emb.model_name} (smallest cosine with torch "
+            f"{opt('backend', 'auto')} runs {backend} for {emb.model_name} (smallest cosine with torch "
             f"over {len(probe_labels())} labels: {checked}); checked once, remembered"
         )
 
@@ -153,7 +153,7 @@ def _note_once(emb: Embedder, text: str) -> None:
     memo = _memo_path(emb.model_name, "none-installed")
     if memo.is_file():
         return
-    _note(f"--backend auto runs {text}")
+    _note(f"{opt('backend', 'auto')} runs {text}")
     _write_memo(memo, {"backend": "torch", "installed": {}})
 
 

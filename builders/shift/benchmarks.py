@@ -32,7 +32,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from builders.defaults import DEFAULT_PROTOCOL, canonical_split
-from builders.errors import BuildersError, SourceFormatError
+from builders.errors import (
+    AmbiguousInput,
+    InputError,
+    InvalidValue,
+    SourceFormatError,
+    SplitNotStored,
+    opt,
+)
 from builders.labels import (
     FEWNERD_MODES,
     MISC_LABEL,
@@ -152,14 +159,14 @@ def resolve(
             if final in out:
                 if out[final].origin == found.origin:
                     continue  # the same benchmark named twice (`all,crossner-ai`)
-                raise BuildersError(
+                raise InvalidValue(
                     f"two benchmarks are named {final!r} ({out[final].origin} and "
                     f"{found.origin}); name one with NAME=ENTRY"
                 )
             if not found.labels:
-                raise BuildersError(
+                raise InputError(
                     f"benchmark {final!r} ({found.origin}) has no labels"
-                    + ("" if keep_misc else " (misc is left out; --keep-misc keeps it)")
+                    + ("" if keep_misc else f" (misc is left out; {opt('keep_misc')} keeps it)")
                 )
             out[final] = EvalSet(
                 final, found.labels, found.kind, found.origin, found.sentences, frozen, found.counts
@@ -176,7 +183,7 @@ def _entries(spec: str | Sequence[str] | None) -> list[tuple[str | None, str]]:
             continue
         name, sep, entry = item.partition("=")
         if sep and not entry.strip():
-            raise BuildersError(f"benchmark entry {item!r} names nothing. Valid forms: {FORMS}")
+            raise InvalidValue(f"benchmark entry {item!r} names nothing. Valid forms: {FORMS}")
         out.append((name.strip(), entry.strip()) if sep else (None, item))
     return out or [(None, "all")]
 
@@ -205,7 +212,7 @@ def _resolve_entry(
     path = Path(entry)
     is_file = path.suffix.lower() in LABEL_FILE_SUFFIXES and path.is_file()
     if stored and is_file:
-        raise BuildersError(
+        raise AmbiguousInput(
             f"{entry!r} is both a source in the store and a label file: write "
             f"file:{entry} or {base}:{EVAL_SPLIT}"
         )
@@ -214,7 +221,7 @@ def _resolve_entry(
         return [_stored(store, entry, base, split if sep else None, mapping, keep_misc)]
     if is_file:
         return [_from_file(path, mapping, keep_misc)]
-    raise BuildersError(_unknown(entry, base, store))
+    raise InvalidValue(_unknown(entry, base, store))
 
 
 def ingest_local(store: Store, source: str) -> str | None:
@@ -283,9 +290,11 @@ def _stored(
         split = have[0] if len(have) == 1 else EVAL_SPLIT
     split = canonical_split(split)
     if split not in have:
-        raise BuildersError(
+        raise SplitNotStored(
             f"source {source!r} has no {split} split (it has: {', '.join(have)}); "
-            f"name one: {', '.join(f'{source}:{s}' for s in have)}"
+            f"name one: {', '.join(f'{source}:{s}' for s in have)}",
+            source,
+            split,
         )
     rows = store.raw_labels(source, split)
     # Only Few-NERD's reader records coarse types: its fine types get Few-NERD's verbalisation.
@@ -307,7 +316,7 @@ def _fewnerd(
     parts = fewnerd_official_parts(base.removeprefix("fewnerd-"))
     types = [t for t, p in parts.items() if p == part]
     if not types:
-        raise BuildersError(f"{base} has no part {part!r}; parts: train, dev, test")
+        raise InvalidValue(f"{base} has no part {part!r}; parts: train, dev, test")
     labels = _labels(types, mapping, keep_misc, fewnerd=True)
     name = f"{base}:{part}" if explicit else base
     return EvalSet(name, labels, "fewnerd", f"{base}:{part}")
@@ -315,7 +324,7 @@ def _fewnerd(
 
 def _from_file(path: Path, mapping: Mapping[str, str], keep_misc: bool) -> EvalSet:
     if not path.is_file():
-        raise BuildersError(f"{path}: no such label file. Valid forms: {FORMS}")
+        raise InputError(f"{path}: no such label file. Valid forms: {FORMS}")
     raws, counts = read_label_file(path)
     name = path.parent.name if path.stem.lower() == "labels" and path.parent.name else path.stem
     labels = _labels(raws, mapping, keep_misc)
@@ -374,7 +383,7 @@ def read_label_map(path: str | Path) -> dict[str, str]:
     the shape of `builders/data/benchmarks.toml`, else its top-level keys)."""
     path = Path(path)
     if not path.is_file():
-        raise BuildersError(f"{path}: no such label map file (.json or .toml)")
+        raise InputError(f"{path}: no such label map file (.json or .toml)")
     text = read_text(path)
     try:
         if path.suffix.lower() == ".toml":

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION
-from builders.errors import BuildersError
+from builders.errors import CacheError, ConflictingOptions, InvalidValue, ModelUnavailable, opt
 from builders.shift.auto import choose_backend
 from builders.shift.models import (
     MINILM,
@@ -115,10 +115,12 @@ class Embedder:
         precision: str = DEFAULT_PRECISION,
     ):
         if batch_size is not None and batch_size < 1:
-            raise BuildersError(f"batch_size must be at least 1, got {batch_size}")
+            raise InvalidValue(f"batch_size must be at least 1, got {batch_size}")
         check_choice(backend, precision)
         if backend not in ("torch", "auto") and device not in (None, "auto", "cpu"):
-            raise BuildersError(f"--backend {backend} runs on the CPU, not on {device!r}")
+            raise ConflictingOptions(
+                f"{opt('backend', backend)} runs on the CPU, not on {device!r}"
+            )
         self.model = model
         self.requested_backend = backend
         self._backend: str | None = None if backend == "auto" else backend
@@ -172,7 +174,7 @@ class Embedder:
             _ = self.st
             folder = cached_snapshot(self.model_name) or folder
             if not folder.is_dir():
-                raise BuildersError(f"cannot locate the weights of {self.model!r} to hash them")
+                raise ModelUnavailable(f"cannot locate the weights of {self.model!r} to hash them")
         return weights_fingerprint(folder)
 
     @property
@@ -210,7 +212,7 @@ class Embedder:
                         res.path_or_name, device=self.device, local_files_only=_offline()
                     )
             except Exception as exc:
-                raise BuildersError(
+                raise ModelUnavailable(
                     f"cannot load model {self.model!r} from {res.path_or_name}: {exc}"
                 ) from exc
             # fp32 whatever the checkpoint holds: the runner casts to --precision
@@ -317,7 +319,7 @@ class Embedder:
         if table is None:
             table = np.empty((n, vectors.shape[1]), dtype=np.float32)
         elif vectors.shape[1] != table.shape[1]:
-            raise BuildersError(
+            raise CacheError(
                 f"cached {self.cache_key!r} vectors are {table.shape[1]}-d, the model gives "
                 f"{vectors.shape[1]}-d; clear the model's vectors (`builders cache clear`) "
                 "or drop them from the store's embedding cache"
@@ -348,7 +350,7 @@ def cosine_clipped(
     a32 = np.asarray(a, dtype=np.float32)
     b32 = np.asarray(b, dtype=np.float32)
     if a32.ndim != 2 or b32.ndim != 2 or a32.shape[1] != b32.shape[1]:
-        raise BuildersError(
+        raise InvalidValue(
             f"cosine_clipped: need (n, d) and (m, d) arrays, got {a32.shape}, {b32.shape}"
         )
     swap = len(b32) > len(a32)  # chunk the larger one: only the smaller is copied whole

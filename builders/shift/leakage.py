@@ -34,7 +34,7 @@ from builders.defaults import (
     FAMILIAR_SIM,
     NGRAM,
 )
-from builders.errors import BuildersError
+from builders.errors import ConflictingOptions, InvalidValue
 from builders.shift.benchmarks import EvalSet, ingest_local
 from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.report import similarity_matrix
@@ -154,7 +154,7 @@ class LeakageScan:
         import polars as pl
 
         if "training_text" not in self.pairs.columns:
-            raise BuildersError("this scan kept no sentence texts: scan(..., texts=True)")
+            raise InvalidValue("this scan kept no sentence texts: scan(..., texts=True)")
         return self.pairs.select(
             "benchmark",
             "benchmark_sentence_id",
@@ -195,14 +195,14 @@ def scan(
     """
 
     if n < 1:
-        raise BuildersError(f"the n-gram length must be >= 1, got {n}")
+        raise InvalidValue(f"the n-gram length must be >= 1, got {n}")
     given, model = model, canonical_name(model)  # a local folder's canonical name is no path
     if embedder is not None and (
         embedder.model_name,
         embedder.requested_backend,
         embedder.precision,
     ) != (model, backend, precision):
-        raise BuildersError(
+        raise ConflictingOptions(
             f"scan(embedder=...) embeds with {embedder.model_name} "
             f"{embedder.requested_backend} {embedder.precision}, not the {model} {backend} "
             f"{precision} it reports"

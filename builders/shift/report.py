@@ -27,7 +27,7 @@ from builders.defaults import (
     WEIGHTING,
     K,
 )
-from builders.errors import BuildersError
+from builders.errors import CannotBuild, InvalidValue
 from builders.labels import paper_training_label, union_labels
 from builders.shift.embedder import Embedder, cosine_clipped
 from builders.shift.familiarity import exact_overlap, familiarity, row_chunks, summarise
@@ -56,7 +56,7 @@ class LabelTable:
     def load(cls, store: Store, source: str, protocol: str = DEFAULT_PROTOCOL) -> LabelTable:
         rows = store.label_mentions(source)
         if not rows:
-            raise BuildersError(f"source {source!r} has no mentions to score")
+            raise CannotBuild(f"source {source!r} has no mentions to score")
         if protocol == "paper":
             return cls._paper(rows, store.label_coarse(source))
         labels, mentions = zip(*rows, strict=True)
@@ -249,11 +249,11 @@ def familiarity_report(
     """
     evals = union_labels(benchmarks)
     if sims_zd.shape[0] != len(evals):
-        raise BuildersError(f"sims have {sims_zd.shape[0]} rows for {len(evals)} labels")
+        raise InvalidValue(f"sims have {sims_zd.shape[0]} rows for {len(evals)} labels")
     keep = np.flatnonzero(counts > 0)
     kept = [train_labels[int(i)] for i in keep]
     if not kept:
-        raise BuildersError("the label set is empty: nothing to compute Familiarity on")
+        raise CannotBuild("the label set is empty: nothing to compute Familiarity on")
     # `familiarity` leaves the labels counted 0 out block by block, in the same tie order.
     f = familiarity(sims_zd, counts, k=k, weighting=weighting, labels=train_labels)
     index = {z: i for i, z in enumerate(evals)}
@@ -294,7 +294,7 @@ def column_max(sims: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
         block = sims[rows[lo:hi]][:, cols].max(axis=0)
         best = block if best is None else np.maximum(best, block)
     if best is None:
-        raise BuildersError("a benchmark without labels has no closest training labels")
+        raise InvalidValue("a benchmark without labels has no closest training labels")
     return best
 
 

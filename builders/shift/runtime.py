@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from builders.defaults import BACKENDS, PRECISIONS
-from builders.errors import BuildersError
+from builders.errors import BuildersError, ConflictingOptions, InvalidValue, ModelUnavailable, opt
 from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
 
 #: The precisions each backend runs; the others are refused with this list.
@@ -47,22 +47,29 @@ EXTRA_MODULES = {"onnx": ("onnxruntime", "onnx", "onnxscript"), "openvino": ("op
 EXPORT_MIN_COSINE = 0.9999
 PROBES = ("person", "programming language", "city", "river of the Amazon basin")
 META = "labelshift-export.json"
-NO_BF16 = (
-    "this CPU has no bf16 units, so OpenVINO would run f32 under a bf16 label; "
-    "use --precision fp32, or --backend torch --precision bf16 (emulated, slower)"
-)
+
+
+def no_bf16() -> str:
+    """Why OpenVINO does not run bf16 here, and the settings that run instead."""
+    return (
+        "this CPU has no bf16 units, so OpenVINO would run f32 under a bf16 label; "
+        f"use {opt('precision', 'fp32')}, or {opt('backend', 'torch')} "
+        f"{opt('precision', 'bf16')} (emulated, slower)"
+    )
 
 
 def check_choice(backend: str, precision: str) -> None:
     """Refuse an unknown backend or precision, or a pair the backend cannot run."""
     if backend not in BACKENDS:
-        raise BuildersError(f"unknown --backend {backend!r}. Valid: {', '.join(BACKENDS)}")
+        raise InvalidValue(f"unknown {opt('backend', repr(backend))}. Valid: {', '.join(BACKENDS)}")
     if precision not in PRECISIONS:
-        raise BuildersError(f"unknown --precision {precision!r}. Valid: {', '.join(PRECISIONS)}")
+        raise InvalidValue(
+            f"unknown {opt('precision', repr(precision))}. Valid: {', '.join(PRECISIONS)}"
+        )
     if precision not in SUPPORTED[backend]:
-        raise BuildersError(
-            f"--backend {backend} runs --precision {' or '.join(SUPPORTED[backend])}, "
-            f"not {precision}; use --backend torch for {precision}"
+        raise ConflictingOptions(
+            f"{opt('backend', backend)} runs {opt('precision', ' or '.join(SUPPORTED[backend]))}, "
+            f"not {precision}; use {opt('backend', 'torch')} for {precision}"
         )
 
 
@@ -72,8 +79,8 @@ def require_extra(backend: str) -> None:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise BuildersError(
-                f"--backend {backend} needs the package {name!r}: "
+            raise ModelUnavailable(
+                f"{opt('backend', backend)} needs the package {name!r}: "
                 f"pip install 'labelshift-builders[{backend}]'"
             ) from exc
 
@@ -88,7 +95,7 @@ def fast_tokenizer(st: Any) -> Any:
     """The `tokenizers.Tokenizer` behind a sentence-transformer (its lower-casing included)."""
     tok = getattr(st.tokenizer, "backend_tokenizer", None)
     if tok is None:
-        raise BuildersError("the model has no fast tokenizer; use a model with tokenizer.json")
+        raise ModelUnavailable("the model has no fast tokenizer; use a model with tokenizer.json")
     return tok
 
 
@@ -176,17 +183,17 @@ class OpenVinoRunner(Runner):
         hint = {"fp32": "f32", "bf16": "bf16"}[precision]
         core = ov.Core()
         if precision == "bf16" and not _has_bf16(core):
-            raise BuildersError(NO_BF16)
+            raise ModelUnavailable(no_bf16())
         # An explicit hint: on CPUs with bf16 units OpenVINO would otherwise run bf16 silently.
         compiled = core.compile_model(
             str(folder / "model.xml"), "CPU", {"INFERENCE_PRECISION_HINT": hint}
         )
         ran = compiled.get_property("INFERENCE_PRECISION_HINT")
         if ran != getattr(ov.Type, hint):  # the plugin may fall back: never mislabel vectors
-            raise BuildersError(
+            raise ModelUnavailable(
                 f"OpenVINO compiled the model for {ran.get_type_name()}, not the {precision} "
                 "asked, so its vectors would be cached under a precision they were not made in; "
-                "use another --precision or --backend"
+                f"use another {opt('precision')} or {opt('backend')}"
             )
         self.request = compiled.create_infer_request()
         self.name = f"openvino {precision} cpu"
@@ -211,7 +218,7 @@ def unavailable(backend: str, precision: str) -> str | None:
     if backend == "openvino" and precision == "bf16":
         import openvino as ov
 
-        return None if _has_bf16(ov.Core()) else NO_BF16
+        return None if _has_bf16(ov.Core()) else no_bf16()
     return None
 
 
@@ -357,7 +364,7 @@ def _check_export(work: Path, meta: dict[str, Any], backend: str, torch_runner: 
     want = torch_runner.encode(PROBES, rows=len(PROBES))
     cos = float((got * want).sum(axis=1).min())
     if cos < EXPORT_MIN_COSINE:
-        raise BuildersError(
+        raise ModelUnavailable(
             f"the {backend} export of {meta['key']} gives cosine {cos:.6f} against torch "
             f"(need >= {EXPORT_MIN_COSINE}); it is not kept"
         )

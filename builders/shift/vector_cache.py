@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from builders.errors import BuildersError, CacheWarning
+from builders.errors import CacheWarning, InvalidValue
 from builders.processes import pid_alive
 from builders.shift.models import cache_root
 
@@ -61,7 +61,7 @@ def parse_size(text: str, env: str = MAX_ENV) -> int:
     """`4G`, `500M`, `123456` -> bytes (`env`: the variable it was read from, for the error)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
     if not m:
-        raise BuildersError(f"{env}={text!r} is not a size: give bytes, or e.g. 500M, 4G")
+        raise InvalidValue(f"{env}={text!r} is not a size: give bytes, or e.g. 500M, 4G")
     return int(float(m.group(1)) * _UNITS[m.group(2)])
 
 

@@ -40,19 +40,18 @@ that reads it where one does. Some published files are lax (`I-x` opening an ent
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, Literal
 
-from builders.errors import InvalidValue, SourceFormatError
+from builders.errors import InvalidValue, SourceFormatError, reader_opt
 from builders.sources.base import Example, ReadReport
 from builders.sources.layout import (
     BLANK,
     DOCSTART,
     HASH,
-    TOO_FEW,
     Layout,
     cut_cells,
     decide,
@@ -63,6 +62,7 @@ from builders.sources.layout import (
     lines,
     scan,
     space_misfit,
+    too_few,
 )
 from builders.sources.options import ReaderOptions, option
 
@@ -72,6 +72,12 @@ __all__ = ["Options", "detect_scheme", "read"]
 _LATER = ("comments", "tags")
 
 _SEPARATORS = {"tab": "\t", "\\t": "\t", "space": " ", "whitespace": " "}
+
+
+def _given_with_columns() -> str:
+    return f"the layout is given with {reader_opt('columns')}, e.g. " + reader_opt(
+        "columns", "tag,token"
+    )
 
 
 @dataclass(frozen=True)
@@ -102,11 +108,8 @@ class Options(ReaderOptions):
         "(the second) or a column number; auto: the only one, or the outer of nested ones",
     )
 
-    renamed: ClassVar[Mapping[str, str]] = MappingProxyType(
-        {
-            "token_col": "the layout is given with --columns, e.g. --columns tag,token",
-            "tag_col": "the layout is given with --columns, e.g. --columns tag,token",
-        }
+    renamed: ClassVar[Mapping[str, str | Callable[[], str]]] = MappingProxyType(
+        {"token_col": _given_with_columns, "tag_col": _given_with_columns}
     )
 
     def __post_init__(self) -> None:
@@ -219,7 +222,8 @@ class _Rows:
                 self.as_row[0],
                 "this line starts like a comment ('#' and a space or tab, before a sentence) "
                 f"but reads as a row of the file, while line {self.first_comment} is a comment; "
-                "-o comments=skip skips every such line, -o comments=none reads them all as rows",
+                f"{reader_opt('comments', 'skip')} skips every such line, "
+                f"{reader_opt('comments', 'none')} reads them all as rows",
                 self.as_row[1],
             )
         return not row
@@ -286,21 +290,24 @@ def _width_error(
 ) -> SourceFormatError:
     width = layout.width
     if width < 2:
-        return SourceFormatError(path, number, TOO_FEW, line)
-    said = "" if opts.columns == "auto" else f" (--columns {opts.columns})"
+        return SourceFormatError(path, number, too_few(), line)
+    said = "" if opts.columns == "auto" else f" ({reader_opt('columns', opts.columns)})"
     message = f"expected {width} columns{said}, found {found}"
     if hashed:
-        message += "; -o comments=skip skips the lines starting with '#' before a sentence"
+        message += (
+            f"; {reader_opt('comments', 'skip')} skips the lines starting with '#' before a "
+            "sentence"
+        )
     elif is_comment_like(line):
         message += "; a line starting with '#' is a comment only before a sentence's first row"
     elif layout.cut == "\t" and "\t" not in line:
         misfit = space_misfit(path, width)
         message += ": this row has no tab, and the file's rows are cut on tabs; " + (
-            "-o sep=space cuts every row on runs of spaces and tabs, which reads every row of "
-            f"this file into {width} columns"
+            f"{reader_opt('sep', 'space')} cuts every row on runs of spaces and tabs, which "
+            f"reads every row of this file into {width} columns"
             if misfit is None
-            else f"-o sep=space would not read the file either (line {misfit[0]} would have "
-            f"{misfit[1]} columns)"
+            else f"{reader_opt('sep', 'space')} would not read the file either (line "
+            f"{misfit[0]} would have {misfit[1]} columns)"
         )
     return SourceFormatError(path, number, message, line)
 
@@ -380,7 +387,7 @@ def _decode_bio(
                 raise fail(
                     i,
                     f"{prefix}- tag {what} (expected B-{label}; use repair to read it as B-, "
-                    "with --repair or -o repair=true)",
+                    f"with {reader_opt('repair', True)})",
                 )
             report.add("repaired_tags")
             if open_label is not None:
@@ -415,7 +422,9 @@ def _bad_tag_message(scheme: str, tag: str) -> str:
         "io": "tag is not O, I-<type> or a bare type",
     }[scheme]
     if scheme == "bio" and tag[:2] in ("E-", "S-"):
-        message += " (-o scheme=bioes reads E- and S- tags)"
+        message += f" ({reader_opt('scheme', 'bioes')} reads E- and S- tags)"
     elif scheme == "io" and tag[:2] in ("B-", "E-", "S-"):
-        message += f" (-o scheme={'bio' if tag[0] == 'B' else 'bioes'} reads {tag[:2]} tags)"
+        message += (
+            f" ({reader_opt('scheme', 'bio' if tag[0] == 'B' else 'bioes')} reads {tag[:2]} tags)"
+        )
     return message

@@ -44,7 +44,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from builders.defaults import canonical_split
-from builders.errors import BuildersError, HubUnreachable, SourceFormatError
+from builders.errors import (
+    HubUnreachable,
+    InputError,
+    InvalidValue,
+    SourceFormatError,
+    reader_opt,
+)
 from builders.sources.base import DatasetSplit, Example, ReadReport
 from builders.sources.columns import _decode
 from builders.sources.layout import check_io, column_stats, detect_scheme, scheme_of
@@ -75,7 +81,7 @@ def hub_revision(dataset: str, revision: str | None = None) -> str:
     try:
         sha = HfApi().dataset_info(dataset, revision=revision).sha
     except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
-        raise BuildersError(
+        raise InputError(
             f"{where}: no such dataset or revision on the Hub, or no access to it "
             f"({type(exc).__name__}): check the dataset id and the revision"
         ) from exc
@@ -84,9 +90,9 @@ def hub_revision(dataset: str, revision: str | None = None) -> str:
         text = f"{where}: the Hub cannot be reached ({type(exc).__name__}: {first})"
         if _unreachable(exc):
             raise HubUnreachable(text) from exc
-        raise BuildersError(text.replace("cannot be reached", "did not answer")) from exc
+        raise HubUnreachable(text.replace("cannot be reached", "did not answer")) from exc
     if not sha:
-        raise BuildersError(f"{where}: the Hub gave no commit for it")
+        raise HubUnreachable(f"{where}: the Hub gave no commit for it")
     return str(sha)
 
 
@@ -111,7 +117,7 @@ def resolve_revision(dataset: str, revision: str | None) -> tuple[str | None, li
     """
     if _is_local(dataset):
         if revision is not None:
-            raise BuildersError(
+            raise InvalidValue(
                 f"{dataset}: a revision pins a Hub dataset, and this is a local folder: "
                 "give no revision"
             )
@@ -141,13 +147,13 @@ def available_splits(
         try:
             names = list(datasets.get_dataset_split_names(dataset, config, revision=revision))
         except Exception as exc:  # the Hub client raises many unrelated types
-            raise BuildersError(_load_failure(dataset, config, exc)) from exc
+            raise InputError(_load_failure(dataset, config, exc)) from exc
     if split is None:
         return names
     want = canonical_split(split)
     hits = [n for n in names if canonical_split(n) == want]
     if not hits:
-        raise BuildersError(
+        raise InputError(
             f"{_display(dataset, config)}: no split {split!r} (available: {', '.join(names) or 'none'})"
         )
     return hits
@@ -193,9 +199,9 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
     columns = list(ds.column_names)
     for key, name in (("tokens_column", tokens_column), ("tags_column", tags_column)):
         if name not in columns:
-            raise BuildersError(
+            raise InputError(
                 f"{where}: no column {name!r} (available columns: {', '.join(columns)}); "
-                f"choose one with -o {key}=<column>"
+                f"choose one with {reader_opt(key, '<column>')}"
             )
     names = _tag_names(ds.features[tags_column], where, tags_column)
     others = [c for c in columns if c not in (tokens_column, tags_column)]
@@ -212,7 +218,8 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
                     tokens,
                     tags,
                     f"column {tags_column!r}",
-                    "choose the columns with -o tokens_column=... -o tags_column=...",
+                    f"choose the columns with {reader_opt('tokens_column', '...')} "
+                    + reader_opt("tags_column", "..."),
                 )
         report.note(f"{where}: tag scheme detected as {scheme.upper()}")
     row = 0
@@ -250,12 +257,12 @@ def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
 
     inner = getattr(feature, "feature", None)
     if inner is None:
-        raise BuildersError(f"{where}: column {column!r} is not a sequence of tags ({feature})")
+        raise InputError(f"{where}: column {column!r} is not a sequence of tags ({feature})")
     if isinstance(inner, ClassLabel):
         return list(inner.names)
     if isinstance(inner, Value) and inner.dtype in ("string", "large_string"):
         return None
-    raise BuildersError(
+    raise InputError(
         f"{where}: column {column!r} holds {inner}, expected ClassLabel ids or strings"
     )
 
@@ -326,7 +333,7 @@ def _load_local_cached(folder: str, signature: tuple[tuple[str, int, int], ...])
         else:
             loaded = datasets.load_dataset(folder)
     except Exception as exc:  # datasets raises many types for an unreadable folder
-        raise BuildersError(_load_failure(folder, None, exc)) from exc
+        raise InputError(_load_failure(folder, None, exc)) from exc
     if isinstance(loaded, datasets.Dataset):
         loaded = datasets.DatasetDict({str(loaded.split or "train"): loaded})
     return loaded
@@ -336,14 +343,14 @@ def _load_split(dataset: str, config: str | None, split: str, revision: str | No
     if _is_local(dataset):
         loaded = _load_local(dataset)
         if split not in loaded:
-            raise BuildersError(f"{dataset}: no split {split!r} (available: {', '.join(loaded)})")
+            raise InputError(f"{dataset}: no split {split!r} (available: {', '.join(loaded)})")
         return loaded[split]
     import datasets
 
     try:
         return datasets.load_dataset(dataset, config, split=split, revision=revision)
     except Exception as exc:
-        raise BuildersError(_load_failure(dataset, config, exc)) from exc
+        raise InputError(_load_failure(dataset, config, exc)) from exc
 
 
 def _load_failure(dataset: str, config: str | None, exc: Exception) -> str:

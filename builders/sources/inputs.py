@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from builders.defaults import SPLIT_ALIASES
-from builders.errors import BuildersError
+from builders.errors import AmbiguousInput, InputError, opt
 
 #: file names in a data folder that are documentation, not data
 _NOT_DATA = re.compile(r"(readme|license|licence|changelog|citation)(\..*)?$|.*\.(md|pdf)$", re.I)
@@ -44,10 +44,10 @@ def expand(paths: Sequence[str | Path]) -> list[Path]:
         if not Path(text).exists() and _GLOB_CHARS.search(text):
             hits = sorted((Path(p) for p in glob.glob(text, recursive=True)), key=natural_key)
             if not hits:
-                raise BuildersError(f"{text}: no file matches this pattern")
+                raise InputError(f"{text}: no file matches this pattern")
             out.extend(hits)
         elif not Path(text).exists():
-            raise BuildersError(f"{text}: no such file or folder")
+            raise InputError(f"{text}: no such file or folder")
         else:
             out.append(Path(text))
     return list(dict.fromkeys(out))
@@ -55,7 +55,7 @@ def expand(paths: Sequence[str | Path]) -> list[Path]:
 
 def split_of(name: str, patterns: Mapping[str, tuple[str, ...]], words: bool = True) -> str | None:
     """The split a file name says: the source's patterns first, then (if `words`) split words;
-    None if it says none. Raises `BuildersError` when the words name two different splits."""
+    None if it says none. Raises `AmbiguousInput` when the words name two different splits."""
     for split, globs in patterns.items():
         if any(fnmatch.fnmatch(name, g) for g in globs):
             return split
@@ -63,9 +63,9 @@ def split_of(name: str, patterns: Mapping[str, tuple[str, ...]], words: bool = T
         return None
     found = {SPLIT_ALIASES[w] for w in _SPLIT_WORDS.findall(name.lower())}
     if len(found) > 1:
-        raise BuildersError(
+        raise AmbiguousInput(
             f"{name}: the file name says several splits ({', '.join(sorted(found))}); "
-            "say which with --split"
+            f"say which with {opt('split')}"
         )
     return found.pop() if found else None
 
@@ -113,12 +113,12 @@ def _folder(
                 found.setdefault(str(named[p]), []).append(p)
         skipped += [p for p in data if named[p] is None]
         if split is not None and split not in found:
-            raise BuildersError(
+            raise InputError(
                 f"{folder}: no file for split {split!r} "
                 f"(found: {', '.join(sorted(found_splits(named))) or 'none'})"
             )
     if not data:
-        raise BuildersError(f"{folder}: no input files found")
+        raise InputError(f"{folder}: no input files found")
     if skipped:
         notes.append(f"{folder}: not read: {', '.join(p.name for p in skipped)}")
     return found, notes

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from builders.errors import SourceFormatError
+from builders.errors import AmbiguousFormat, SourceFormatError, reader_opt
 from builders.sources.base import open_text
 
 TAG_PREFIXES = "BIES"
@@ -43,10 +43,13 @@ TAG_PREFIXES = "BIES"
 #: the kinds of lines `lines` tells apart
 BLANK, DOCSTART, HASH, ROW = "blank", "docstart", "hash", "row"
 
-TOO_FEW = (
-    "expected at least 2 columns (token and tag), cut by tabs or spaces; -o sep=CHAR reads "
-    "columns cut by another character"
-)
+
+def too_few() -> str:
+    """The refusal of a row with fewer than two columns (naming the separator option)."""
+    return (
+        "expected at least 2 columns (token and tag), cut by tabs or spaces; "
+        f"{reader_opt('sep', 'CHAR')} reads columns cut by another character"
+    )
 
 
 def is_tag(value: str) -> bool:
@@ -214,7 +217,7 @@ def scan(path: Path, sep: str | None, only: tuple[int, ...] = ()) -> Scan:
         if not seen:
             width = row_width(line, cut)
             if width < 2:
-                raise SourceFormatError(path, number, TOO_FEW, line)
+                raise SourceFormatError(path, number, too_few(), line)
             seen = [set() for _ in range(width)]
             wanted = tuple(j for j in (only or range(width)) if j < width)
         pos += 1
@@ -253,7 +256,8 @@ def decide(
             raise SourceFormatError(
                 path,
                 None,
-                f"--columns names {len(roles)} columns ({','.join(roles)}) but the rows have "
+                f"{reader_opt('columns')} names {len(roles)} columns ({','.join(roles)}) but the "
+                "rows have "
                 f"{width}",
             )
         token, tag, names = roles.index("token"), roles.index("tag"), roles
@@ -302,10 +306,10 @@ def _find_columns(
         tag = tagged[0]
         notes.append(_nested_note(path, tagged))
     else:
-        raise SourceFormatError(path, None, _ambiguous(found, tagged))
+        raise AmbiguousFormat(path, None, _ambiguous(found, tagged))
     words = [i for i in rest if i != tag and (i not in tagged or len(rest) == 2)]
     if len(words) != 1:
-        raise SourceFormatError(path, None, _ambiguous(found, [*tagged, tag]))
+        raise AmbiguousFormat(path, None, _ambiguous(found, [*tagged, tag]))
     return words[0], tag, _names(width, words[0], tag, index, tagged), notes
 
 
@@ -338,13 +342,13 @@ def _chosen(path: Path, found: Scan, tagged: list[int], tags: str) -> int:
         raise SourceFormatError(
             path,
             None,
-            f"-o tags={tags}: the file has {len(tagged)} column(s) of tags ({listed}); "
-            "-o tags=N names the column of tags by its number",
+            f"{reader_opt('tags', tags)}: the file has {len(tagged)} column(s) of tags "
+            f"({listed}); {reader_opt('tags', 'N')} names the column of tags by its number",
         )
     n = int(tags)
     if not 1 <= n <= found.width or n - 1 == found.index:
         why = "is the index" if n - 1 == found.index else f"is not one of the {found.width}"
-        raise SourceFormatError(path, None, f"-o tags={n}: column {n} {why} columns")
+        raise SourceFormatError(path, None, f"{reader_opt('tags', n)}: column {n} {why} columns")
     return n - 1
 
 
@@ -362,17 +366,18 @@ def _ambiguous(found: Scan, tagged: list[int]) -> str:
         why = f"no column holds only tags (most frequent values: {samples})"
     if width == 2:
         return (
-            f"cannot tell which column holds the tags: {why}; say it with --columns token,tag "
-            "or --columns tag,token"
+            f"cannot tell which column holds the tags: {why}; say it with "
+            f"{reader_opt('columns', 'token,tag')} or {reader_opt('columns', 'tag,token')}"
         )
     tag = tagged[-1] if tagged else width - 1
     token = words[0] if words else (0 if tag else width - 1)
-    example = "--columns " + _roles(width, token, tag, other="skip")
+    example = reader_opt("columns", _roles(width, token, tag, other="skip"))
     if len(tagged) > 1 and len(words) == 1:
-        picks = " or ".join(f"-o tags={i + 1}" for i in tagged)
+        picks = " or ".join(reader_opt("tags", i + 1) for i in tagged)
         if len(tagged) == 2:
             picks = (
-                f"-o tags=outer (column {tagged[0] + 1}) or -o tags=nested (column {tagged[1] + 1})"
+                f"{reader_opt('tags', 'outer')} (column {tagged[0] + 1}) or "
+                f"{reader_opt('tags', 'nested')} (column {tagged[1] + 1})"
             )
         example = f"{picks}, or {example}"
     return f"cannot tell which column holds the tags: {why}; say it with {example}"
@@ -410,9 +415,14 @@ def check_io(
     token: _Column,
     tag: _Column,
     column: str,
-    advice: str = "say which column holds the tags with --columns (e.g. --columns tag,token)",
+    advice: str | None = None,
 ) -> None:
-    """Refuse an IO reading of a column of words (see the module docstring)."""
+    """Refuse an IO reading of a column of words (see the module docstring); `advice` says
+    how to name the columns (by default the `columns` option)."""
+    advice = advice or (
+        f"say which column holds the tags with {reader_opt('columns')} "
+        f"(e.g. {reader_opt('columns', 'tag,token')})"
+    )
     if token.all_tags and not tag.all_tags:
         why = "the token column holds only tags"
     elif len(tag.distinct) > len(token.distinct):
@@ -423,10 +433,10 @@ def check_io(
     else:
         return
     value, n = tag.most_common()
-    raise SourceFormatError(
+    raise AmbiguousFormat(
         path,
         None,
         f"{column} read as IO tags looks like words: {why}; its most frequent value is "
-        f"{value!r} ({n:,} rows). {advice[0].upper() + advice[1:]}, or pass -o scheme=io if "
-        "these really are IO types",
+        f"{value!r} ({n:,} rows). {advice[0].upper() + advice[1:]}, or pass "
+        f"{reader_opt('scheme', 'io')} if these really are IO types",
     )

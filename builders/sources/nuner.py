@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError, InvalidValue, LiteralError, SourceFormatError
+from builders.errors import InputError, InvalidValue, LiteralError, SourceFormatError
 from builders.sources.base import WORD_RE, Example, ReadReport
 from builders.sources.options import ReaderOptions, option
 
@@ -211,7 +211,7 @@ def _read_in_helper(path: Path, report: ReadReport) -> Iterator[Example]:
             except EOFError:
                 code = proc.wait()
                 tail = proc.stderr.read().decode(errors="replace").strip()[-500:]
-                raise BuildersError(
+                raise InputError(
                     f"{path}: the parsing process ended early (exit code {code}): {tail}"
                 ) from None
             kind = msg[0]
@@ -225,7 +225,7 @@ def _read_in_helper(path: Path, report: ReadReport) -> Iterator[Example]:
             elif kind == "error":
                 raise SourceFormatError(*msg[1:])
             else:
-                raise BuildersError(f"{path}: the parsing process failed: {msg[1]}")
+                raise InputError(f"{path}: the parsing process failed: {msg[1]}")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import difflib
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
-from builders.errors import BuildersError
+from builders.errors import InvalidValue
 
 
 def option(default: Any, help: str) -> Any:
@@ -37,7 +37,9 @@ class ReaderOptions:
     """Base class of the readers' option dataclasses (no options of its own)."""
 
     #: former option names -> the hint shown when someone still passes them
-    renamed: ClassVar[Mapping[str, str]] = {}
+    #: Options renamed or gone: key -> a hint, or a function making it (when it names a
+    #: setting, rendered where the error is raised: see `builders.errors.opt`).
+    renamed: ClassVar[Mapping[str, str | Callable[[], str]]] = {}
 
     @classmethod
     def parse(cls, given: Mapping[str, object], reader: str) -> Any:
@@ -47,17 +49,17 @@ class ReaderOptions:
         values: dict[str, Any] = {}
         for key, value in given.items():
             if key not in names:
-                raise BuildersError(_unknown(key, reader, names, cls.renamed))
+                raise InvalidValue(_unknown(key, reader, names, cls.renamed))
             try:
                 values[key] = _coerce(value, hints[key])
             except _BadValue as bad:
-                raise BuildersError(
+                raise InvalidValue(
                     f"option {key}={value!r} of the {reader} reader: expected {bad.expected}"
                 ) from None
         try:
             return cls(**values)
         except ValueError as exc:
-            raise BuildersError(f"option of the {reader} reader: {exc}") from None
+            raise InvalidValue(f"option of the {reader} reader: {exc}") from None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,10 +79,13 @@ class ReaderOptions:
         ]
 
 
-def _unknown(key: str, reader: str, names: list[str], renamed: Mapping[str, str]) -> str:
+def _unknown(
+    key: str, reader: str, names: list[str], renamed: Mapping[str, str | Callable[[], str]]
+) -> str:
     if not names:
         return f"the {reader} reader takes no options (got {key!r})"
-    hint = renamed.get(key)
+    given = renamed.get(key)
+    hint = given() if callable(given) else given
     if hint is None:
         close = difflib.get_close_matches(key, names, n=1)
         hint = f"did you mean {close[0]!r}?" if close else ""

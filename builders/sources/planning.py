@@ -15,7 +15,14 @@ from types import MappingProxyType
 from typing import Any, Protocol, cast
 
 from builders.defaults import SPLIT_ALIASES
-from builders.errors import BuildersError, UnknownNameError
+from builders.errors import (
+    BuildersError,
+    ConflictingOptions,
+    InputError,
+    InvalidValue,
+    UnknownNameError,
+    opt,
+)
 from builders.labels import label_map
 from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand
@@ -101,9 +108,9 @@ def plan(
 
 def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[str, str]:
     if labels and spec.label_fn:
-        raise BuildersError(
+        raise ConflictingOptions(
             f"source {spec.name!r} names its types by its own table (Few-NERD's "
-            "coarse-fine types): --label-map does not apply to it"
+            f"coarse-fine types): {opt('label_map')} does not apply to it"
         )
     return label_map(labels or {})
 
@@ -130,10 +137,12 @@ def _read_plan(
         or (Path(first).is_dir() and _hf().is_dataset_folder(Path(first)))
     ):
         if len(given) > 1:
-            raise BuildersError("a Hugging Face dataset is read one at a time: give one --path")
+            raise InvalidValue(
+                f"a Hugging Face dataset is read one at a time: give one {opt('path')}"
+            )
         return _dataset_plan(spec, first, split, user, from_origin=False, revision=revision)
     if revision is not None:
-        raise BuildersError(
+        raise InvalidValue(
             f"a revision pins a Hub dataset, and {first} is read as files: give no revision"
         )
     paths = expand(given)
@@ -154,8 +163,8 @@ def _origin_plan(
 ) -> ReadPlan:
     """Read from the Hub origin; offline (or when it fails) say how to give the files."""
     if not spec.origin:
-        raise BuildersError(
-            f"source {spec.name!r} has no default origin: give the files with --path "
+        raise InputError(
+            f"source {spec.name!r} has no default origin: give the files with {opt('path')} "
             f"({spec.description})"
         )
     if spec.module == "hf":
@@ -167,9 +176,9 @@ def _origin_plan(
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
         why = "cannot be reached offline (HF_HUB_OFFLINE is set)" if offline else f"failed ({exc})"
         origin = spec.origin + (f"[{spec.origin_config}]" if spec.origin_config else "")
-        raise BuildersError(
+        raise InputError(
             f"source {spec.name!r}: no local copy{local}, and reading its Hub origin "
-            f"{origin} {why}: give the files with --path ({spec.description})"
+            f"{origin} {why}: give the files with {opt('path')} ({spec.description})"
         ) from exc
 
 

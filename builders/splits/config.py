@@ -34,7 +34,7 @@ from builders.defaults import (
     WEIGHTINGS,
     K,
 )
-from builders.errors import BuildersError
+from builders.errors import InvalidValue, opt
 from builders.labels import union_labels
 from builders.shift.models import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable
@@ -102,46 +102,46 @@ class SplitConfig:
             object.__setattr__(self, "benchmarks", ())
         object.__setattr__(self, "check_model", _models(self.check_model))
         if self.strategy not in NAMES:
-            raise BuildersError(f"unknown strategy {self.strategy!r}. Valid: {', '.join(NAMES)}")
+            raise InvalidValue(f"unknown strategy {self.strategy!r}. Valid: {', '.join(NAMES)}")
         bad = [lv for lv in self.levels if lv not in LEVELS]
         if bad or not self.levels:
-            raise BuildersError(
+            raise InvalidValue(
                 f"unknown level {bad[0] if bad else ''!r}. Valid: {', '.join(LEVELS)}"
             )
         if self.weighting not in WEIGHTINGS:
-            raise BuildersError(
+            raise InvalidValue(
                 f"unknown weighting {self.weighting!r}. Valid: {', '.join(WEIGHTINGS)}"
             )
         if self.protocol not in PROTOCOLS:
-            raise BuildersError(
-                f"unknown protocol {self.protocol!r}. Valid: {', '.join(PROTOCOLS)}"
-            )
+            raise InvalidValue(f"unknown protocol {self.protocol!r}. Valid: {', '.join(PROTOCOLS)}")
         if self.match not in MATCH_MODES:
-            raise BuildersError(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
+            raise InvalidValue(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
         if self.min_labels < 1 or self.min_mentions < 1:
-            raise BuildersError(
-                f"--min-labels and --min-mentions must be >= 1, got {self.min_labels} and "
+            raise InvalidValue(
+                f"{opt('min_labels')} and {opt('min_mentions')} must be >= 1, got {self.min_labels} and "
                 f"{self.min_mentions}"
             )
         check_choice(self.backend, self.precision)
         if self.k < 1:
-            raise BuildersError(f"--k must be >= 1, got {self.k}")
+            raise InvalidValue(f"{opt('k')} must be >= 1, got {self.k}")
         if self.temperature <= 0:
-            raise BuildersError(f"temperature must be > 0, got {self.temperature}")
+            raise InvalidValue(f"temperature must be > 0, got {self.temperature}")
         if self.ngram < 1:
-            raise BuildersError(f"--ngram must be >= 1, got {self.ngram}")
+            raise InvalidValue(f"{opt('ngram')} must be >= 1, got {self.ngram}")
         if self.max_label_share is not None and not 0 < self.max_label_share <= 1:
-            raise BuildersError(f"--max-label-share must be in (0, 1], got {self.max_label_share}")
+            raise InvalidValue(
+                f"{opt('max_label_share')} must be in (0, 1], got {self.max_label_share}"
+            )
         self._check_models()
         strategy(self.strategy).validate(self, every())
 
     def _check_models(self) -> None:
         """Check models other than the build's own and each other (as the cache names them)."""
-        seen = {canonical_name(self.model): "the build's own --model"}
+        seen = {canonical_name(self.model): f"the build's own {opt('model')}"}
         for name in self.check_model:
             if canonical_name(name) in seen:
-                raise BuildersError(
-                    f"--check-model {name} is {seen[canonical_name(name)]}: name another one"
+                raise InvalidValue(
+                    f"{opt('check_model', name)} is {seen[canonical_name(name)]}: name another one"
                 )
             seen[canonical_name(name)] = "named twice"
 
@@ -202,7 +202,7 @@ def _as(cast: Any, name: str, value: Any) -> Any:
     try:
         return cast(value)
     except (TypeError, ValueError):
-        raise BuildersError(f"--{name}: {value!r} is not a number") from None
+        raise InvalidValue(f"{opt(name)}: {value!r} is not a number") from None
 
 
 def _models(value: Any) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from builders.defaults import LEVELS
-from builders.errors import BuildersError
+from builders.errors import CannotBuild, opt, options_that_help
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.scoring import SelectionResult
 from builders.splits.config import SplitConfig, SubsetResult
@@ -218,7 +218,7 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remed
     (`remedy`: the strategy's options that would help, first in the message).
 
     Raises:
-        BuildersError: naming each problem with its numbers and the options that would help.
+        CannotBuild: naming each problem with its numbers and the options that would help.
     """
     problems = []
     # The paper protocol lets a label qualify for two levels; its verdicts report the overlap.
@@ -240,15 +240,16 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remed
                 f"(at least {cfg.min_labels:,} and {cfg.min_mentions:,} wanted)"
             )
     if problems:
-        raise BuildersError(
+        raise CannotBuild(
             f"{cfg.source}: {len(table.labels):,} labels cannot give disjoint "
             f"{'/'.join(lv.level for lv in levels)} levels of the size wanted: "
             + "; ".join(problems)
-            + ". Nothing was written. Options that help: "
+            + f". Nothing was written. {options_that_help()}: "
             + remedy
-            + "--min-labels and --min-mentions (smaller levels), --levels (fewer levels)"
+            + f"{opt('min_labels')} and {opt('min_mentions')} (smaller levels), "
+            + f"{opt('levels')} (fewer levels)"
             + (
-                ", --max-label-share (a looser bound)"
+                f", {opt('max_label_share')} (a looser bound)"
                 if any(lv.selection.get("share_capped") for lv in levels)
                 else ""
             )

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import opt
 from builders.hub.folder import subset_features, write_parquet_batches
 from builders.hub.outdir import TMP_PREFIX, OutLock
 from builders.labels import union_labels
@@ -97,7 +98,7 @@ def folder_names(cfg: SplitConfig, benchmarks: list[str]) -> list[str]:
     to be one folder name (no separator, `..`, leading dot or control character)."""
     groups = [f"-{b}" for b in benchmarks] if cfg.per_benchmark else [""]
     what = "a benchmark name" if cfg.per_benchmark else "the source name"
-    check_name(cfg.source, "source name", "ingest it again with --name NAME")
+    check_name(cfg.source, "source name", f"ingest it again with {opt('name', 'NAME')}")
     return [
         check_name(f"{cfg.source}{g}-{lv}-shift", f"folder name (from {what})")
         for g in groups

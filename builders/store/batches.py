@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 from duckdb import ColumnExpression, ConstantExpression, FunctionExpression
 
-from builders.errors import SourceFormatError
+from builders.errors import SourceFormatError, opt
 from builders.labels import natural_keys, normalise_label, table_label
 from builders.sources import SourceSpec
 from builders.sources.base import Example, ReadReport, Unit
@@ -136,7 +136,7 @@ class Validator:
                     line,
                     f"{key!r} is a benchmark tag (verbalised {tag!r}) and a natural-language "
                     f"label like this input's others ({_listed(text, 3)}): say which with "
-                    f"--label-map FILE ({key} = {tag!r}, or {key} = {key!r})",
+                    f"{opt('label_map', 'FILE')} ({key} = {tag!r}, or {key} = {key!r})",
                     raw,
                     record=record,
                 )

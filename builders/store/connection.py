@@ -17,6 +17,7 @@ from builders.errors import (
     StoreLocked,
     StoreOutOfMemory,
     StoreUnreadable,
+    opt,
 )
 from builders.store.failures import damaged, is_damage
 from builders.store.settings import LOCK_WAIT_ENV, MEMORY_ENV, lock_wait, memory_limit
@@ -98,7 +99,7 @@ def open_failure(path: Path, exc: Exception, *, writing: bool = True, waited: fl
         return (
             f"{path}: the store is in use by {who}{clash}: wait for it to finish "
             f"({how_long}{LOCK_WAIT_ENV}=SECONDS sets how long a command waits), or pass "
-            "--db another store"
+            f"{opt('db')} another store"
         )
     if is_damage(exc):
         return damaged(path, exc)
@@ -107,7 +108,7 @@ def open_failure(path: Path, exc: Exception, *, writing: bool = True, waited: fl
         return f"{path}: cannot read the store ({first}): check the file and its folder"
     return (
         f"{path}: not a store this DuckDB can open ({first}): restore it from a copy, or "
-        "ingest the sources again into a new --db"
+        f"ingest the sources again into a new {opt('db')}"
     )
 
 

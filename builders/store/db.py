@@ -44,6 +44,7 @@ from builders.errors import (
     StoreOutOfMemory,
     StoreWriteRefused,
     WritesKeptInWal,
+    opt,
 )
 from builders.store.catalogue import CatalogueQueries, StoredSplit
 from builders.store.connection import _connect, lock_holders, open_error, open_failure
@@ -126,7 +127,7 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
         if (read_only or not create) and not self.path.exists():
             raise NoStore(
                 f"{self.path}: no store here: run `builders ingest SOURCE --db {self.path}` "
-                "first, or pass --db the store you meant"
+                f"first, or pass {opt('db')} the store you meant"
             )
         self.shared = shared and not read_only and str(path) != ":memory:"
         self._wait = wait

@@ -20,6 +20,7 @@ from builders.errors import (
     StoreError,
     StoreOutOfMemory,
     StoreWriteRefused,
+    opt,
 )
 from builders.store.settings import MEMORY_ENV, memory_limit
 
@@ -37,18 +38,18 @@ def damaged(path: Path | str, exc: Exception, table: str | None = None) -> str:
     first = str(exc).splitlines()[0]
     return (
         f"{path}: the store is damaged{where}: {first}. Restore it from a copy, or ingest the "
-        "sources again into a new --db"
+        f"sources again into a new {opt('db')}"
     )
 
 
-#: What DuckDB says of a write the machine refused, and the fix.
+#: What DuckDB says of a write the machine refused, and the fix (`{db}`: the store setting).
 _WRITE_FIXES = {
-    "No space left on device": "free space there, or pass --db a store on another disk",
-    "Disk quota exceeded": "free space within your quota, or pass --db a store on another disk",
-    "File too large": "raise the file size limit (`ulimit -f`), or pass --db a store on "
+    "No space left on device": "free space there, or pass {db} a store on another disk",
+    "Disk quota exceeded": "free space within your quota, or pass {db} a store on another disk",
+    "File too large": "raise the file size limit (`ulimit -f`), or pass {db} a store on "
     "another disk",
-    "Read-only file system": "pass --db a store on a writable disk",
-    "Permission denied": "pass --db a store in a folder you can write to",
+    "Read-only file system": "pass {db} a store on a writable disk",
+    "Permission denied": "pass {db} a store in a folder you can write to",
     "Input/output error": "the disk reported an error: check it, then run the command again",
 }
 
@@ -59,11 +60,11 @@ def write_failure(path: Path | str, exc: Exception) -> str:
     if "No space left on device" in first:
         return (
             f"{path}: no space left on the device while writing the store; nothing was "
-            f"written: {_WRITE_FIXES['No space left on device']}"
+            f"written: {_WRITE_FIXES['No space left on device'].format(db=opt('db'))}"
         )
     fix = next((f for cause, f in _WRITE_FIXES.items() if cause in first), None)
     return f"{path}: could not write the store ({first}); nothing was written" + (
-        f": {fix}" if fix else ""
+        f": {fix.format(db=opt('db'))}" if fix else ""
     )
 
 

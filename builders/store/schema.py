@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from builders.defaults import SPLITS
-from builders.errors import StoreError
+from builders.errors import StoreError, opt
 
 #: 2: span-level negatives (`negative_spans`), each split's inputs (`sources.inputs`) and the
 #: registered source that read it (`sources.spec`)
@@ -85,7 +85,7 @@ def stored_version(con: duckdb.DuckDBPyConnection, path: Path) -> str | None:
         raise StoreError(
             f"{path}: this store has {found}; this toolkit reads and writes version "
             f"{SCHEMA_VERSION} (since 2: span-level negatives such as GLiNER's negative_ner, "
-            "and the inputs of every split). Ingest into a new store: point --db (or "
+            f"and the inputs of every split). Ingest into a new store: point {opt('db')} (or "
             f"$LABELSHIFT_DB) at a new file, or delete {path} and ingest again"
         )
     return str(row[0])

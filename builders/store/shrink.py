@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from builders.defaults import split_rank
-from builders.errors import BuildersError
+from builders.errors import IngestRefused
 from builders.store.catalogue import StoredSplit
 
 
@@ -57,7 +57,7 @@ class ShrinkGuard:
             after[split] = sum(n for n in counts if n is not None)
         fall = self._fall(stored, after) if after is not None else None
         if lines or fall:
-            raise BuildersError(self._message(lines + ([fall] if fall else [])))
+            raise IngestRefused(self._message(lines + ([fall] if fall else [])))
 
     def after_reading(self, stored: Mapping[str, StoredSplit], read: Mapping[str, int]) -> None:
         """Refuse a fall by more than half once the changed inputs are read (`read`: the
@@ -69,7 +69,7 @@ class ShrinkGuard:
         after = {s: v.sentences for s, v in stored.items()} | dict(read)  # none dropped
         fall = self._fall(stored, after)
         if fall:
-            raise BuildersError(self._message([fall]))
+            raise IngestRefused(self._message([fall]))
 
     def _fall(self, stored: Mapping[str, StoredSplit], after: Mapping[str, int]) -> str | None:
         before = sum(v.sentences for v in stored.values())

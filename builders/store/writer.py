@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.defaults import split_rank
-from builders.errors import BuildersError, SourceFormatError
+from builders.errors import ConflictingOptions, IngestRefused, SourceFormatError, opt
 from builders.names import check_name
 from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
@@ -47,14 +47,16 @@ from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_
 from builders.store.db import Store, StoredSplit
 from builders.store.shrink import ShrinkGuard
 
-#: The ingest's spelling of the fixes a refusal names; `regenerate` names its scenario keys
-#: and its own option (`shrink`: `exact` is never the ingest command's).
-FIXES = {
-    "replace": "--replace",
-    "append": "--append",
-    "name": "--name NAME",
-    "shrink": "pass allow_shrink=True",
-}
+
+def _fixes() -> dict[str, str]:
+    """How a refusal names `replace`, `append` and `name` where the ingest was asked for
+    (`write_source`'s `fixes` may name them otherwise: `regenerate` names scenario keys)."""
+    return {
+        "replace": opt("replace", True),
+        "append": opt("append", True),
+        "name": opt("name", "NAME"),
+        "shrink": "pass allow_shrink=True",  # only `regenerate` reads a whole input (exact)
+    }
 
 
 @dataclass
@@ -215,9 +217,11 @@ def write_source(
             set; or `append` meets a changed input or other options; or (`exact`) the input
             shrinks past the guard. Nothing is written then.
     """
-    fix = {**FIXES, **(fixes or {})}
+    fix = {**_fixes(), **(fixes or {})}
     if replace and append:
-        raise BuildersError(f"{fix['replace']} and {fix['append']} exclude each other: choose one")
+        raise ConflictingOptions(
+            f"{fix['replace']} and {fix['append']} exclude each other: choose one"
+        )
     source = check_name(name or spec.name, "source name", f"pass {fix['name']}")
     inputs = {
         split: [_Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]]
@@ -329,7 +333,7 @@ def _decide_all(
         else:
             jobs.append(verdict)
     if refusals:
-        raise BuildersError("\n".join(refusals))
+        raise IngestRefused("\n".join(refusals))
     return jobs, unchanged
 
 
@@ -342,7 +346,7 @@ def _decide(
     replace: bool | str,
     append: bool,
     spec: SourceSpec,
-    fix: Mapping[str, str] = FIXES,
+    fix: Mapping[str, str],
 ) -> _Job | str | None:
     """A job, None (unchanged) or the reason to refuse (see the module docstring)."""
     if old is None or replace is True:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from builders.errors import BuildersError
+from builders.errors import ConflictingOptions, opt
 
 if TYPE_CHECKING:
     from builders.shift.report import LabelTable
@@ -40,19 +40,17 @@ class Placed:
 class Strategy:
     """A way of choosing label-shift levels (`builders.splits.strategies` lists them)."""
 
-    #: The name `--strategy` and a repo folder's config use.
+    #: The name the `strategy` setting and a repo folder's config use.
     name: str = ""
-    #: `SplitConfig` fields that only this strategy reads: field -> (option, default).
-    options: ClassVar[Mapping[str, tuple[str, Any]]] = {}
+    #: `SplitConfig` fields that only this strategy reads: field -> default.
+    options: ClassVar[Mapping[str, Any]] = {}
     #: What those options do, for the refusal of them under another strategy
-    #: ("--targets place levels by Familiarity: use --strategy familiarity").
+    #: ("targets place levels by Familiarity: use the familiarity strategy").
     purpose: str = ""
     #: Parameters a recorded command names even at their defaults, beside the method's own.
     always_named: tuple[str, ...] = ()
     #: The default most of a level's mentions one label may hold (None: no bound).
     label_share: float | None = None
-    #: What `check_levels` suggests when levels come out too small.
-    size_remedy: str = ""
     #: A pointer printed when the levels' order fails (None: the strategy promises it).
     order_remedy: str | None = None
 
@@ -64,12 +62,17 @@ class Strategy:
                 continue
             given = changed(cfg, other.options)
             if given:
-                raise BuildersError(self.foreign(other, given))
+                raise ConflictingOptions(self.foreign(other, given))
         self.check(cfg)
 
     def foreign(self, owner: Strategy, given: list[str]) -> str:
         """Why options of `owner` are refused here."""
-        return f"{', '.join(given)} {owner.purpose}: use --strategy {owner.name}"
+        return f"{', '.join(given)} {owner.purpose}: use {opt('strategy', owner.name)}"
+
+    def size_remedy(self) -> str:
+        """What `check_levels` suggests first when levels come out too small (the settings,
+        as the surface in force names them, each with why, and a trailing `, `)."""
+        return ""
 
     def check(self, cfg: SplitConfig) -> None:
         """This strategy's own options, checked together."""
@@ -105,6 +108,7 @@ class Strategy:
         raise NotImplementedError
 
 
-def changed(cfg: SplitConfig, options: Mapping[str, tuple[str, Any]]) -> list[str]:
-    """The options given a value other than their default."""
-    return [opt for name, (opt, default) in options.items() if getattr(cfg, name) != default]
+def changed(cfg: SplitConfig, options: Mapping[str, Any]) -> list[str]:
+    """The options given a value other than their default, as the surface in force names
+    them."""
+    return [opt(name) for name, default in options.items() if getattr(cfg, name) != default]

@@ -13,7 +13,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from builders.defaults import LEVELS, MIN_GAP, TARGET_TOLERANCE
-from builders.errors import BuildersError
+from builders.errors import (
+    CannotBuild,
+    ConflictingOptions,
+    InvalidValue,
+    opt,
+    options_that_help,
+)
 from builders.hub.plots import dial_png
 from builders.shift.coverage import Ranking, familiarity_ranking
 from builders.shift.embedder import canonical_name
@@ -27,40 +33,40 @@ from builders.splits.strategies.base import Placed, Strategy
 from builders.store import Store
 from builders.store.subsets import Selection
 
-#: What `check_levels` suggests when levels come out too small.
-SIZE_REMEDY = "--level-mentions (another size), "
-
 
 class Familiarity(Strategy):
     """Levels placed by their Familiarity: equal in size, ordered by construction."""
 
     name = "familiarity"
-    options: ClassVar[Mapping[str, tuple[str, Any]]] = {
-        "targets": ("--targets", None),
-        "level_mentions": ("--level-mentions", None),
-        "min_gap": ("--min-gap", MIN_GAP),
+    options: ClassVar[Mapping[str, Any]] = {
+        "targets": None,
+        "level_mentions": None,
+        "min_gap": MIN_GAP,
     }
     purpose = "place levels by Familiarity"
     always_named = ("min_gap", "max_label_share")
     label_share = 0.3  # the shared corpora's levels hold 13-26% of one label (METHOD.md s. 4)
-    size_remedy = SIZE_REMEDY
 
     def foreign(self, owner: Strategy, given: list[str]) -> str:
         return (
-            f"--strategy familiarity places levels of equal size by their Familiarity "
+            f"{opt('strategy', 'familiarity')} places levels of equal size by their Familiarity "
             f"(METHOD.md section 8); {', '.join(given)} {owner.purpose}: leave them out, or "
             f"choose one of those strategies"
         )
 
     def check(self, cfg: SplitConfig) -> None:
         if not 0 <= cfg.min_gap < 1:
-            raise BuildersError(f"--min-gap must be in [0, 1), got {cfg.min_gap}")
+            raise InvalidValue(f"{opt('min_gap')} must be in [0, 1), got {cfg.min_gap}")
         if cfg.level_mentions is not None and cfg.level_mentions < cfg.min_mentions:
-            raise BuildersError(
-                f"--level-mentions {cfg.level_mentions} is below --min-mentions {cfg.min_mentions}"
+            raise ConflictingOptions(
+                f"{opt('level_mentions', cfg.level_mentions)} is below "
+                f"{opt('min_mentions', cfg.min_mentions)}"
             )
         if cfg.targets is not None:
             _check_targets(cfg, cfg.targets)
+
+    def size_remedy(self) -> str:
+        return _size_remedy()
 
     def place(
         self,
@@ -107,22 +113,22 @@ def _check_targets(cfg: SplitConfig, targets: tuple[float, ...]) -> None:
     """One Familiarity per level, in the levels' order, falling by the gap."""
     order = [lv for lv in LEVELS if lv in cfg.levels]
     if list(cfg.levels) != order:
-        raise BuildersError(
-            f"--levels {','.join(cfg.levels)} with --targets: name the levels in the order "
-            f"{','.join(order)}"
+        raise InvalidValue(
+            f"{opt('levels', ','.join(cfg.levels))} with {opt('targets')}: name the levels in "
+            f"the order {','.join(order)}"
         )
     if len(targets) != len(cfg.levels):
-        raise BuildersError(
-            f"--targets gives {len(targets)} values for {len(cfg.levels)} levels "
+        raise InvalidValue(
+            f"{opt('targets')} gives {len(targets)} values for {len(cfg.levels)} levels "
             f"({','.join(cfg.levels)}): give one Familiarity per level, in that order"
         )
     if not all(0 <= t <= 1 for t in targets):
-        raise BuildersError(f"--targets must lie in [0, 1], got {_shown(targets)}")
+        raise InvalidValue(f"{opt('targets')} must lie in [0, 1], got {_shown(targets)}")
     for (a, ta), (b, tb) in pairwise(zip(cfg.levels, targets, strict=True)):
         if ta - tb < cfg.min_gap:
-            raise BuildersError(
-                f"--targets {_shown(targets)}: {a} ({ta:g}) must be at least "
-                f"--min-gap {cfg.min_gap:g} above {b} ({tb:g})"
+            raise InvalidValue(
+                f"{opt('targets', _shown(targets))}: {a} ({ta:g}) must be at least "
+                f"{opt('min_gap', f'{cfg.min_gap:g}')} above {b} ({tb:g})"
             )
 
 
@@ -169,8 +175,8 @@ def _placed_on_what_is_written(
         try:
             found = _by_familiarity(cfg, table, ranking, order, sims, stage, checks, gap, size)
             scores, cuts, levels, extra = found
-            check_levels(levels, table, cfg, SIZE_REMEDY)
-        except BuildersError:
+            check_levels(levels, table, cfg, _size_remedy())
+        except CannotBuild:
             if not rounds:
                 raise
             if cfg.level_mentions is not None:
@@ -281,7 +287,7 @@ def _by_familiarity(
             models=models,
         )
     except Unreachable as e:
-        raise BuildersError(f"{cfg.source}: {e}. Nothing was written. {_REMEDY}") from None
+        raise e.reworded(f"{cfg.source}: {e}. Nothing was written. {_remedy()}") from None
     why = " (the largest that gives them)"
     if cfg.level_mentions:
         why = " (--level-mentions)"
@@ -303,20 +309,29 @@ def _familiarity_levels(cfg: SplitConfig, table: LabelTable, m: np.ndarray) -> l
     order = [lv for lv in LEVELS if lv in cfg.levels]
     need = len(order) * cfg.min_labels
     if len(table.labels) < need:
-        raise BuildersError(
+        raise CannotBuild(
             f"{cfg.source}: {len(table.labels):,} labels cannot give {len(order)} disjoint "
             f"levels of at least {cfg.min_labels} labels each ({need} labels needed; "
-            "--min-labels sets the least, --levels fewer levels). Nothing was written."
+            f"{opt('min_labels')} sets the least, {opt('levels')} fewer levels). Nothing was "
+            "written."
         )
     if m.shape[1] == 0:
-        raise BuildersError(f"{cfg.source}: the benchmarks have no labels to place levels by")
+        raise CannotBuild(f"{cfg.source}: the benchmarks have no labels to place levels by")
     return order
 
 
-_REMEDY = (
-    "Options that help: --targets (other values), --level-mentions (another size), "
-    "--min-gap (a smaller gap), --levels (fewer levels), or --strategy entropy|max"
-)
+def _size_remedy() -> str:
+    """What `check_levels` suggests first when levels come out too small."""
+    return f"{opt('level_mentions')} (another size), "
+
+
+def _remedy() -> str:
+    """The settings that help where no placement keeps the gaps."""
+    return (
+        f"{options_that_help()}: {opt('targets')} (other values), {opt('level_mentions')} "
+        f"(another size), {opt('min_gap')} (a smaller gap), {opt('levels')} (fewer levels), "
+        f"or {opt('strategy', 'entropy|max')}"
+    )
 
 
 def _asked(cfg: SplitConfig) -> str:

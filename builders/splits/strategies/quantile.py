@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from builders.defaults import DEFAULT_PROTOCOL
-from builders.errors import BuildersError
+from builders.errors import ConflictingOptions, opt
 from builders.hub.plots import histogram_png
 from builders.labels import union_labels
 from builders.shift.report import LabelTable
@@ -44,14 +44,14 @@ ORDER_REMEDY = (
     "falls from level to level by construction (METHOD.md section 8)."
 )
 
-#: The options of the quantile strategies: field -> (option, default).
+#: The options of the quantile strategies: field -> default.
 QUANTILE_OPTIONS = {
-    "low_quantile": ("--low-quantile", None),
-    "high_quantile": ("--high-quantile", None),
-    "medium_band": ("--medium-band", None),
-    "profile": ("--profile", None),
-    "match": ("--match", "none"),
-    "protocol": ("--protocol", DEFAULT_PROTOCOL),
+    "low_quantile": None,
+    "high_quantile": None,
+    "medium_band": None,
+    "profile": None,
+    "match": "none",
+    "protocol": DEFAULT_PROTOCOL,
 }
 
 
@@ -61,13 +61,17 @@ class Quantile(Strategy):
 
     options = QUANTILE_OPTIONS
     purpose = "belong to the quantile strategies (entropy, max)"
-    size_remedy = "--low-quantile, --high-quantile and --medium-band (wider cuts), "
     order_remedy = ORDER_REMEDY
 
     def __init__(self, name: str, symbol: str, familiar_high: bool):
         self.name = name
         self.symbol = symbol  # the score's name on the plot's axis
         self.familiar_high = familiar_high  # the labels closest to the benchmarks score high
+
+    def size_remedy(self) -> str:
+        return (
+            f"{opt('low_quantile')}, {opt('high_quantile')} and {opt('medium_band')} (wider cuts), "
+        )
 
     def scores(self, m: np.ndarray, temperature: float) -> np.ndarray:
         """Every training label's score against the evaluation labels (`m`: D x Z)."""
@@ -90,7 +94,7 @@ class Quantile(Strategy):
         levels = from_cuts(cuts, cfg.levels, rule.profile)
         levels = match_levels(levels, scores, table, self.familiar_high, cfg.match)
         levels = [bound_share(lv, table, cfg.label_share_bound) for lv in levels]
-        check_levels(levels, table, cfg, self.size_remedy)
+        check_levels(levels, table, cfg, self.size_remedy())
         stage("choosing each level's sentences")
         fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
         return Placed(rule.profile, scores, dict(cuts), fitted)
@@ -115,13 +119,14 @@ class Quantile(Strategy):
 
     def check(self, cfg: SplitConfig) -> None:
         if cfg.protocol == "paper" and cfg.match != "none":
-            raise BuildersError(
-                "--match needs one score per label; the paper protocol scores every "
-                "(label, benchmark) pair: use --protocol ours with --match"
+            raise ConflictingOptions(
+                f"{opt('match')} needs one score per label; the paper protocol scores every "
+                f"(label, benchmark) pair: use {opt('protocol', 'ours')} with {opt('match')}"
             )
         if cfg.match != "none" and cfg.label_share_bound is not None:
-            raise BuildersError(
-                f"--max-label-share {cfg.max_label_share:g} with --match {cfg.match}: --match cuts "
+            raise ConflictingOptions(
+                f"{opt('max_label_share', f'{cfg.max_label_share:g}')} with "
+                f"{opt('match', cfg.match)}: {opt('match')} cuts "
                 "every level to the smallest one's size in score order, and the bound would "
                 "shrink the levels it caps again below it; use one of the two"
             )
