@@ -30,17 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from builders.defaults import BACKENDS, PRECISIONS
 from builders.errors import BuildersError
 from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
 
-#: The precisions each backend runs; the others are refused with this list.
-SUPPORTED = {
-    "auto": PRECISIONS,  # `builders.shift.auto`: a CPU runtime at fp32, torch otherwise
-    "torch": PRECISIONS,
-    "onnx": ("fp32",),
-    "openvino": ("fp32", "bf16"),
-}
 #: What `pip install 'labelshift-builders[<backend>]'` brings: module names to import.
 EXTRA_MODULES = {"onnx": ("onnxruntime", "onnx", "onnxscript"), "openvino": ("openvino",)}
 #: An export must give these cosines against torch on the probe labels before it is kept.
@@ -51,19 +43,6 @@ NO_BF16 = (
     "this CPU has no bf16 units, so OpenVINO would run f32 under a bf16 label; "
     "use --precision fp32, or --backend torch --precision bf16 (emulated, slower)"
 )
-
-
-def check_choice(backend: str, precision: str) -> None:
-    """Refuse an unknown backend or precision, or a pair the backend cannot run."""
-    if backend not in BACKENDS:
-        raise BuildersError(f"unknown --backend {backend!r}. Valid: {', '.join(BACKENDS)}")
-    if precision not in PRECISIONS:
-        raise BuildersError(f"unknown --precision {precision!r}. Valid: {', '.join(PRECISIONS)}")
-    if precision not in SUPPORTED[backend]:
-        raise BuildersError(
-            f"--backend {backend} runs --precision {' or '.join(SUPPORTED[backend])}, "
-            f"not {precision}; use --backend torch for {precision}"
-        )
 
 
 def require_extra(backend: str) -> None:

@@ -21,7 +21,7 @@ from builders.store.subsets import Selection
 def choose_sentences(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> Selection:
     """The sentences the level keeps (a seeded draw for its capped labels)."""
     whole = table.stored(level.labels(table))
-    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.seed)
+    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.metric.seed)
 
 
 #: Levels cut to one size whose written sizes differ by more than this share of the smallest

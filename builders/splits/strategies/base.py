@@ -42,7 +42,8 @@ class Strategy:
 
     #: The name `--strategy` and a repo folder's config use.
     name: str = ""
-    #: `SplitConfig` fields that only this strategy reads: field -> (option, default).
+    #: `SplitConfig` parameters (flat: `SplitConfig.to_dict`) that only this strategy reads:
+    #: parameter -> (option, default).
     options: ClassVar[Mapping[str, tuple[str, Any]]] = {}
     #: What those options do, for the refusal of them under another strategy
     #: ("--targets place levels by Familiarity: use --strategy familiarity").
@@ -106,5 +107,7 @@ class Strategy:
 
 
 def changed(cfg: SplitConfig, options: Mapping[str, tuple[str, Any]]) -> list[str]:
-    """The options given a value other than their default."""
-    return [opt for name, (opt, default) in options.items() if getattr(cfg, name) != default]
+    """The options given a value other than their default (read in the config's flat
+    spelling: `protocol` is its metric's)."""
+    given = cfg.to_dict()
+    return [opt for name, (opt, default) in options.items() if given[name] != default]
