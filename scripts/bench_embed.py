@@ -42,7 +42,8 @@ from builders.labels import union_labels
 from builders.shift.benchmarks import evaluation_sets
 from builders.shift.embedder import Embedder, cosine_clipped
 from builders.shift.report import FamiliarityReport, LabelTable, familiarity_report
-from builders.shift.runtime import SUPPORTED, unavailable
+from builders.shift.runtime import unavailable
+from builders.shift.specs import SUPPORTED
 
 SHARED = Path(
     os.environ.get("LABELSHIFT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data")

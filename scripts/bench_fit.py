@@ -37,6 +37,7 @@ def child(db: str, source: str, strategy: str, model: str) -> dict[str, Any]:
     """One build in this process: its times and what it chose (printed as JSON)."""
     import pyarrow as pa
 
+    from builders.shift.specs import EmbeddingSpec
     from builders.splits import SplitConfig, build
     from builders.store import Store, subsets
 
@@ -61,7 +62,7 @@ def child(db: str, source: str, strategy: str, model: str) -> dict[str, Any]:
     timed(subsets.SubsetQueries, "select_sentences", "select")
     timed(subsets.SubsetQueries, "select_fitted", "select")  # (its fallback counts twice)
     with Store(db, read_only=True) as store:
-        cfg = SplitConfig(source, strategy, model=model, leakage=False)
+        cfg = SplitConfig(source, strategy, embedding=EmbeddingSpec(model), leakage=False)
         start = time.perf_counter()
         results = build(store, cfg, out=None)
         wall = time.perf_counter() - start

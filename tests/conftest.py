@@ -103,6 +103,7 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     "entropy": BuildResult, "max": BuildResult}. Read only: tests that change a folder or the
     store copy it first.
     """
+    from builders.shift.specs import EmbeddingSpec
     from builders.splits import SplitConfig, build
     from builders.store import Store
     from builders.store.ingest import ingest
@@ -119,7 +120,10 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
             ingest(store, name, DATA / path)
         for strategy in ("entropy", "max"):
             cfg = SplitConfig(
-                "pilener-sample", strategy, model="all-MiniLM-L6-v2", medium_band=SAMPLE_MEDIUM
+                "pilener-sample",
+                strategy,
+                embedding=EmbeddingSpec("all-MiniLM-L6-v2"),
+                medium_band=SAMPLE_MEDIUM,
             )
             (out[strategy],) = build(store, cfg, out["out"])
     return out
@@ -135,6 +139,7 @@ def sample_build(sample_results: dict) -> Path:
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real repo folder `pilener-low-shift` (entropy + max configs) built with MiniLM, for
     the publishing tests. Read only: tests that change it copy it first."""
+    from builders.shift.specs import EmbeddingSpec
     from builders.splits import SplitConfig, build
     from builders.store import Store
     from builders.store.ingest import ingest
@@ -151,7 +156,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     source="pilener",
                     strategy=strategy,
                     levels=("low",),
-                    model="all-MiniLM-L6-v2",
+                    embedding=EmbeddingSpec("all-MiniLM-L6-v2"),
                     min_labels=1,
                     min_mentions=1,
                 )

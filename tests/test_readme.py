@@ -131,6 +131,7 @@ def test_commands_and_their_options_exist(item: tuple[int, str]) -> None:
 def demo(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding `out/demo.duckdb` (a copy of the session's sample store) and
     `out/demo/pilener-sample-{low,medium,high}-shift/` (its familiarity levels, MiniLM)."""
+    from builders.shift.specs import EmbeddingSpec
     from builders.splits import SplitConfig, build
     from builders.store import Store
 
@@ -138,7 +139,7 @@ def demo(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> Path
     (root / "out").mkdir()
     db = root / "out" / "demo.duckdb"
     shutil.copy(sample_results["db"], db)  # a copy: `familiarity` writes its label vectors
-    cfg = SplitConfig("pilener-sample", "familiarity", model="all-MiniLM-L6-v2")
+    cfg = SplitConfig("pilener-sample", "familiarity", embedding=EmbeddingSpec("all-MiniLM-L6-v2"))
     with Store(db) as store:
         build(store, cfg, root / "out" / "demo")
     return root

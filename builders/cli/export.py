@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -13,20 +13,9 @@ from builders.cli.errors import handle_errors
 from builders.cli.options import common_options
 from builders.cli.output import emit_json, note
 from builders.cli.session import open_store
-from builders.hub.export import (
-    EVAL_FILES,
-    export_gliner,
-    export_gliner_benchmark,
-    export_gliner_source,
-    local_folder,
-)
-from builders.hub.folder import configs_of
-from builders.hub.manifest import check_levels
-from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS, Limits, TokenCount
+from builders.hub.export import EVAL_FILES, ExportRequest, export
+from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS, Limits
 from builders.splits.strategies import NAMES
-
-if TYPE_CHECKING:
-    from builders.hub.windows import Limits, TokenCount
 
 
 def _limit(name: str, default: int, what: str) -> Callable:
@@ -139,59 +128,23 @@ def export_gliner_cmd(
         raise click.UsageError(
             "give one of FOLDER (a built folder or Hub repo), --source NAME or --benchmark SOURCE"
         )
-    if benchmark is not None:
-        _export_benchmark(benchmark, out, db, as_json, quiet)
-        return
-
-    limits = Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows)
-    count = TokenCount(tokenizer)
-    if source is not None:
-        _export_source(source, split, out, limits, count, db, as_json, quiet)
-        return
-    assert folder is not None
-    _export_folder(folder, config, split, out, limits, count, as_json, quiet)
-
-
-def _export_folder(
-    folder: str,
-    config: str | None,
-    split: str,
-    out: Path,
-    limits: Limits,
-    count: TokenCount,
-    as_json: bool,
-    quiet: bool,
-) -> None:
-
-    where, repo_id = local_folder(folder, config)
-    if repo_id:
-        note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}", quiet)
+    request = ExportRequest(
+        out,
+        folder=folder,
+        source=source,
+        benchmark=benchmark,
+        config=config,
+        split=split,
+        limits=Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows),
+        tokenizer=tokenizer,
+    )
+    res = export(request, lambda: open_store(db, read_only=True), on_note=lambda s: note(s, quiet))
+    if as_json:
+        emit_json(res)
+    elif benchmark is not None:
+        _benchmark_summary(benchmark, res, out, quiet)
     else:
-        _check_level(where, config, quiet)
-    res = export_gliner(where, config, out, split=split, limits=limits, count=count)
-    if as_json:
-        emit_json({"folder": folder, "config": config, "split": split, "out": str(out), **res})
-        return
-    _summary(folder, res, out, quiet)
-
-
-def _export_source(
-    source: str,
-    split: str,
-    out: Path,
-    limits: Limits,
-    count: TokenCount,
-    db: Path,
-    as_json: bool,
-    quiet: bool,
-) -> None:
-
-    with open_store(db, read_only=True) as store:
-        res = export_gliner_source(store, source, out, split=split, limits=limits, count=count)
-    if as_json:
-        emit_json({"source": source, "split": split, "out": str(out), **res})
-        return
-    _summary(source, res, out, quiet)
+        _summary(folder or source or "", res, out, quiet)
 
 
 def _summary(what: str, res: dict[str, Any], out: Path, quiet: bool) -> None:
@@ -245,22 +198,8 @@ def _losses(d: dict[str, int]) -> str:
     return "; ".join(f"{n:,} {text}" for n, text in parts if n) or "nothing"
 
 
-def _check_level(folder: Path, config: str | None, quiet: bool) -> None:
-    """The config to export (the folder's default when None) is the one its build wrote."""
-
-    if config is None and folder.is_dir():
-        config = next(iter(configs_of(folder)), None)
-    if config is not None:
-        check_levels([folder], config, note=lambda text: note(f"note: {text}", quiet))
-
-
-def _export_benchmark(source: str, out: Path, db: Path, as_json: bool, quiet: bool) -> None:
-
-    with open_store(db, read_only=True) as store:
-        res = export_gliner_benchmark(store, source, out)
-    if as_json:
-        emit_json(res)
-        return
+def _benchmark_summary(source: str, res: dict[str, Any], out: Path, quiet: bool) -> None:
+    """What a benchmark's evaluation folder holds, and what GLiNER's evaluation makes of it."""
     rows = ", ".join(f"{name} {n:,}" for name, n in res["rows"].items())
     note(f"{source}: {rows} sentences, {res['labels']} labels -> {out}", quiet)
     missing = [name for name in EVAL_FILES if name not in res["rows"]]

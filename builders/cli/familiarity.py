@@ -13,21 +13,18 @@ from builders.cli.options import (
     benchmarks_option,
     common_options,
     embedding_options,
-    k_option,
+    metric_options,
     model_option,
-    protocol_option,
     source_options,
-    weighting_option,
 )
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import ensure_ingested, open_store
-from builders.defaults import SEED
 from builders.labels import paper_table, reference_familiarity
-from builders.shift.runtime import check_choice
 from builders.shift.survey import FamiliarityRequest, survey
 
 if TYPE_CHECKING:
     from builders.shift.report import FamiliarityReport
+    from builders.shift.specs import EmbeddingSpec, MetricSpec
     from builders.shift.survey import FamiliaritySurvey
 
 
@@ -35,11 +32,9 @@ if TYPE_CHECKING:
 @source_options
 @benchmarks_option
 @model_option
-@protocol_option
-@k_option
-@weighting_option
+@metric_options("protocol", "k", "weighting")
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
-@click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
+@metric_options("seed")
 @click.option("--per-label", is_flag=True, help="Also list F(z) for every evaluation label.")
 @click.option(
     "--reference",
@@ -56,18 +51,13 @@ def familiarity_cmd(
     path: str | None,
     benchmarks: str,
     label_map: str | None,
-    model: str,
-    protocol: str,
-    k: int,
-    weighting: str,
+    embedding: EmbeddingSpec,
+    metric: MetricSpec,
     keep_misc: bool,
-    seed: int,
     per_label: bool,
     reference: str | None,
     leakage: bool,
     ngram: int,
-    backend: str,
-    precision: str,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -82,15 +72,20 @@ def familiarity_cmd(
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
 
-    check_choice(backend, precision)  # before any ingest or load
     authors = reference_familiarity(reference or source)
     if reference and authors is None:
         raise click.BadParameter(
             f"the authors measured no corpus {reference!r}", param_hint="--reference"
         )
-    params = click.get_current_context().params  # the options, by name
     request = FamiliarityRequest(
-        **{key: params[key] for key in FamiliarityRequest.__dataclass_fields__}
+        source,
+        benchmarks,
+        label_map=label_map,
+        keep_misc=keep_misc,
+        leakage=leakage,
+        ngram=ngram,
+        embedding=embedding,
+        metric=metric,
     )
     # shared: the store is only read while labels are embedded and figures computed (other
     # commands read beside it); new label vectors are written when the block ends
@@ -119,9 +114,10 @@ def _print_survey(
     if as_json:
         emit_json({**found.to_dict(), "reference": _reference_json(authors, corpus)})
         return
+    emb, metric = req.embedding, req.metric
     title = (
-        f"Familiarity of {req.source} ({req.model}, K={req.k}, {req.weighting}, "
-        f"{req.protocol} protocol)"
+        f"Familiarity of {req.source} ({emb.model}, K={metric.k}, {metric.weighting}, "
+        f"{metric.protocol} protocol)"
     )
     _print_familiarity(title, found.report, per_label, authors)
     if authors:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, embedding_options, k_option, model_option
+from builders.cli.options import common_options, embedding_options, metric_options, model_option
 from builders.cli.output import emit_json, note, print_table, progress_bar
 from builders.cli.session import open_store, warn_older_reads
 from builders.defaults import (
@@ -23,10 +23,9 @@ from builders.defaults import (
     hub_split,
 )
 from builders.fewnerd.episodes import check_all, episode_record, sample_episodes, write_jsonl
-from builders.fewnerd.folder import read_part, write_split
-from builders.fewnerd.splits import build_split, familiarity_summary, store_examples
+from builders.fewnerd.folder import build_fewnerd, read_part
+from builders.fewnerd.splits import FewnerdRequest, store_examples
 from builders.hub.outdir import OutLock
-from builders.shift.runtime import check_choice
 from builders.sources import SOURCES
 from builders.store.ingest import ingest
 
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from builders.fewnerd.episodes import Episode
     from builders.fewnerd.splits import SplitBuild
     from builders.shift.report import FamiliarityReport
+    from builders.shift.specs import EmbeddingSpec, MetricSpec
     from builders.sources.base import Example
     from builders.store import Store
 
@@ -99,7 +99,7 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
     "--no-familiarity", is_flag=True, help="Skip Familiarity (no embedding model needed)."
 )
 @model_option
-@k_option
+@metric_options("k")
 @embedding_options
 @common_options
 @handle_errors
@@ -111,10 +111,8 @@ def fewnerd_splits_cmd(
     path: str | None,
     out: Path,
     no_familiarity: bool,
-    model: str,
-    k: int,
-    backend: str,
-    precision: str,
+    embedding: EmbeddingSpec,
+    metric: MetricSpec,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -129,23 +127,28 @@ def fewnerd_splits_cmd(
     Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
     """
 
-    check_choice(backend, precision)  # before any ingest or split
-    command = f"builders fewnerd-splits --mode {mode} --assignment {assignment} --seed {seed} --source {source}"
+    request = FewnerdRequest(
+        mode,
+        assignment,
+        seed,
+        source,
+        familiarity=not no_familiarity,
+        embedding=embedding,
+        metric=metric,
+    )
     with (
-        OutLock(out, command),
+        OutLock(out, request.command_line()),
         open_store(db, create=True, shared=True) as store,
     ):  # --out checked before the work
         _ensure_source(store, source, path, quiet)
-        with progress_bar(f"split {source} ({mode})", quiet, unit=" sent") as bar:
-            build = build_split(store, source, mode, assignment, seed, progress=bar)
-        fam = None
-        if not no_familiarity:
-            note(f"Familiarity with {model} (K={k})", quiet)
-            fam = familiarity_summary(
-                store, build, model, k=k, backend=backend, precision=precision
-            )
-        folder = write_split(build, out, fam, command=command)
-    _report_split(build, fam, folder, as_json, quiet)
+        made = build_fewnerd(
+            store,
+            request,
+            out,
+            progress=lambda desc: progress_bar(desc, quiet, unit=" sent"),
+            on_stage=lambda s: note(s, quiet),
+        )
+    _report_split(made.build, made.familiarity, made.folder, as_json, quiet)
 
 
 def _report_split(

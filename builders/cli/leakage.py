@@ -19,15 +19,14 @@ from builders.cli.options import (
     source_options,
 )
 from builders.cli.output import emit_json, note, print_table
-from builders.cli.session import ensure_ingested, open_store, warn_older_benchmarks
+from builders.cli.session import ensure_ingested, open_store
 from builders.defaults import FAMILIAR_SIM, NGRAM
 from builders.hub.folder import atomic_open
-from builders.shift.benchmarks import resolve
-from builders.shift.leakage import scan
-from builders.shift.runtime import check_choice
+from builders.shift.survey import LeakageRequest, leakage_survey
 
 if TYPE_CHECKING:
     from builders.shift.leakage import LeakageReport
+    from builders.shift.specs import EmbeddingSpec
 
 
 def ngram_option(f: Callable) -> Callable:
@@ -160,10 +159,8 @@ def leakage_cmd(
     label_map: str | None,
     ngram: int,
     threshold: float,
-    model: str,
+    embedding: EmbeddingSpec,
     pairs_path: Path | None,
-    backend: str,
-    precision: str,
     db: Path,
     as_json: bool,
     quiet: bool,
@@ -180,17 +177,24 @@ def leakage_cmd(
     """
     import pyarrow.parquet as pq
 
-    check_choice(backend, precision)  # before any ingest or load
+    request = LeakageRequest(
+        source,
+        benchmarks,
+        label_map=label_map,
+        ngram=ngram,
+        threshold=threshold,
+        embedding=embedding,
+    )
     with open_store(db, create=True, shared=True) as store:
         ensure_ingested(store, source, path, quiet)
-        sets = resolve(benchmarks, store=store, mapping=label_map)
-        warn_older_benchmarks(store, sets)
-        found = scan(
-            store, source, sets, n=ngram, model=model, threshold=threshold,
-            on_note=lambda s: note(s, quiet), backend=backend, precision=precision,
-        )  # fmt: skip
-        rep = found.report()
-    pairs = found.pairs_table()
+        found = leakage_survey(
+            store,
+            request,
+            on_note=lambda s: note(s, quiet),
+            on_warning=lambda s: click.echo(f"warning: {s}", err=True),
+        )
+        rep = found.scan.report()
+    pairs = found.scan.pairs_table()
     if pairs_path is not None:  # a command that reads writes only the file it was asked for
         with atomic_open(pairs_path, binary=True) as fh:
             pq.write_table(pairs, fh, compression="zstd")
@@ -198,7 +202,7 @@ def leakage_cmd(
         emit_json(
             {
                 **rep.to_dict(),
-                "benchmarks": [s.describe() for s in sets],
+                "benchmarks": [s.describe() for s in found.evalsets],
                 "pairs_file": None if pairs_path is None else str(pairs_path),
                 "pairs": pairs.num_rows,
             }

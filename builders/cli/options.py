@@ -1,9 +1,14 @@
 """The options commands share: where the store is (`--db`), how a command prints (`--json`,
 `-q`), the embedding and Familiarity settings, the training source, the benchmarks and a Hub
-organisation. Each is a decorator; the values are checked when the command line is parsed."""
+organisation. Each is a decorator; the values are checked when the command line is parsed.
+
+The embedding and metric options make one spec each (`model_option` with `embedding_options`,
+`metric_options`): the command gets the spec (`embedding`, `metric`), not its fields, so a new
+embedding field is one option in `_EMBEDDING_OPTIONS` and nothing in the commands."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +17,7 @@ from typing import Any
 import click
 
 from builders.cli.errors import COMMAND_LINE
+from builders.cli.output import printable_message
 from builders.defaults import (
     BACKENDS,
     DB_ENV,
@@ -22,6 +28,8 @@ from builders.defaults import (
     DEFAULT_PROTOCOL,
     PRECISIONS,
     PROTOCOLS,
+    SEED,
+    TEMPERATURE,
     WEIGHTING,
     WEIGHTINGS,
     K,
@@ -29,6 +37,7 @@ from builders.defaults import (
 from builders.errors import BuildersError, shown_on
 from builders.labels import ZERO_SHOT, benchmarks
 from builders.names import valid_org
+from builders.shift.specs import SPECS, spec_fields
 
 
 def output_options(f: Callable) -> Callable:
@@ -56,16 +65,59 @@ def common_options(f: Callable) -> Callable:
     return f
 
 
-def embedding_options(f: Callable) -> Callable:
-    """--backend and --precision: the runtime that embeds labels (cached apart per choice)."""
-    f = click.option(
-        "--precision",
-        type=click.Choice(PRECISIONS),
-        default=DEFAULT_PRECISION,
+def _spec_options(spec: str, options: dict[str, Callable]) -> Callable:
+    """A decorator declaring `options` (field name -> its option) of the spec a request holds
+    as `spec` (`embedding`, `metric`: `SPECS`). The command gets each spec whole, made of the
+    fields its options declared (the others at their defaults) and checked before it runs (a
+    refusal is its one-line error), never the fields one by one. A spec's options may be
+    declared in several places (`--help` lists them where they are declared; `--json` keeps
+    that order); an option of the command's own of the same name (fewnerd-splits' `--seed`)
+    stays its own."""
+    kind = SPECS[spec]
+    assert set(options) <= set(spec_fields(kind)), f"not fields of {kind.__name__}"
+
+    def decorate(f: Callable) -> Callable:
+        command = _making_specs(f)
+        command._spec_fields.update(dict.fromkeys(options, spec))  # type: ignore[attr-defined]
+        for option in reversed(options.values()):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def _making_specs(f: Callable) -> Callable:
+    """`f` wrapped once (however many spec options are declared) to get its specs whole: the
+    spec options' values are taken out of its arguments and given as one spec each."""
+    if hasattr(f, "_spec_fields"):
+        return f
+    fields: dict[str, str] = {}  # option name -> the spec it is a field of
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        given: dict[str, dict[str, Any]] = {}
+        for name, spec in fields.items():
+            given.setdefault(spec, {})[name] = kwargs.pop(name)
+        try:
+            specs = {spec: SPECS[spec](**values) for spec, values in given.items()}
+        except BuildersError as exc:  # as `cli.errors.handle_errors` words it
+            raise click.ClickException(printable_message(str(exc))) from exc
+        return f(*args, **kwargs, **specs)
+
+    command._spec_fields = fields  # type: ignore[attr-defined]
+    return command
+
+
+#: The options of `EmbeddingSpec`'s fields, in the order `--help` lists them.
+_EMBEDDING_OPTIONS = {
+    "model": click.option(
+        "--model",
+        default=DEFAULT_MODEL,
         show_default=True,
-        help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
-    )(f)
-    return click.option(
+        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
+        "a local folder or a Hub name.",
+    ),
+    "backend": click.option(
         "--backend",
         type=click.Choice(BACKENDS),
         default=DEFAULT_BACKEND,
@@ -73,44 +125,34 @@ def embedding_options(f: Callable) -> Callable:
         help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
         "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
         "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
-    )(f)
-
-
-def k_option(f: Callable) -> Callable:
-    return click.option(
-        "--k",
-        "-k",
-        "k",
-        type=click.IntRange(min=1),
-        default=K,
+    ),
+    "precision": click.option(
+        "--precision",
+        type=click.Choice(PRECISIONS),
+        default=DEFAULT_PRECISION,
         show_default=True,
-        help="Familiarity keeps the top K similarities (repeated by their mentions).",
-    )(f)
-
-
-def weighting_option(f: Callable) -> Callable:
-    return click.option(
-        "--weighting",
-        type=click.Choice(WEIGHTINGS),
-        default=WEIGHTING,
-        show_default=True,
-        help="Weights of the top K: zipf (1/k, the paper's), linear decay, or none.",
-    )(f)
+        help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
+    ),
+}
 
 
 def model_option(f: Callable) -> Callable:
-    return click.option(
-        "--model",
-        default=DEFAULT_MODEL,
-        show_default=True,
-        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
-        "a local folder or a Hub name.",
-    )(f)
+    """--model, the `EmbeddingSpec`'s model: declared where a command names what it measures
+    with (the runtime's options follow with `embedding_options`)."""
+    return _spec_options("embedding", {"model": _EMBEDDING_OPTIONS["model"]})(f)
 
 
-def protocol_option(f: Callable) -> Callable:
-    """--protocol ours|paper."""
-    return click.option(
+def embedding_options(f: Callable) -> Callable:
+    """--backend, --precision and every other `EmbeddingSpec` field but the model
+    (`model_option`): the runtime that embeds labels (cached apart per choice). With
+    `model_option` the command gets `embedding: EmbeddingSpec`."""
+    runtime = {name: opt for name, opt in _EMBEDDING_OPTIONS.items() if name != "model"}
+    return _spec_options("embedding", runtime)(f)
+
+
+#: The options of `MetricSpec`'s fields, in the order `--help` lists them.
+_METRIC_OPTIONS = {
+    "protocol": click.option(
         "--protocol",
         type=click.Choice(PROTOCOLS),
         default=DEFAULT_PROTOCOL,
@@ -119,7 +161,42 @@ def protocol_option(f: Callable) -> Callable:
         "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
         "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
         "Both headline figures are reported either way.",
-    )(f)
+    ),
+    "k": click.option(
+        "--k",
+        "-k",
+        "k",
+        type=click.IntRange(min=1),
+        default=K,
+        show_default=True,
+        help="Familiarity keeps the top K similarities (repeated by their mentions).",
+    ),
+    "weighting": click.option(
+        "--weighting",
+        type=click.Choice(WEIGHTINGS),
+        default=WEIGHTING,
+        show_default=True,
+        help="Weights of the top K: zipf (1/k, the paper's), linear decay, or none.",
+    ),
+    "temperature": click.option(
+        "--temperature",
+        type=click.FloatRange(min=0, min_open=True),
+        default=TEMPERATURE,
+        show_default=True,
+        help="Entropy softmax T.",
+    ),
+    "seed": click.option(
+        "--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed."
+    ),
+}
+
+
+def metric_options(*only: str) -> Callable:
+    """--protocol, --k, --weighting, --temperature and --seed (or `only` those, for a command
+    that reads only those; the others keep their defaults): how Familiarity and the label
+    scores are read, given to the command as `metric: MetricSpec`."""
+    chosen = only or tuple(_METRIC_OPTIONS)
+    return _spec_options("metric", {name: _METRIC_OPTIONS[name] for name in chosen})
 
 
 def source_options(f: Callable) -> Callable:

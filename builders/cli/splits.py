@@ -14,12 +14,10 @@ from builders.cli.options import (
     benchmarks_option,
     common_options,
     embedding_options,
-    k_option,
+    metric_options,
     model_option,
     org_option,
-    protocol_option,
     source_options,
-    weighting_option,
 )
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import ensure_ingested, open_store
@@ -30,9 +28,7 @@ from builders.defaults import (
     MIN_GAP,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
-    SEED,
     TARGET_TOLERANCE,
-    TEMPERATURE,
 )
 from builders.labels import reference_splits
 from builders.splits import SplitConfig, build
@@ -165,16 +161,7 @@ def _targets(
 @click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
 @benchmarks_option
 @model_option
-@protocol_option
-@k_option
-@weighting_option
-@click.option(
-    "--temperature",
-    type=click.FloatRange(min=0, min_open=True),
-    default=TEMPERATURE,
-    show_default=True,
-    help="Entropy softmax T.",
-)
+@metric_options("protocol", "k", "weighting", "temperature")
 @click.option("--low-quantile", type=_QUANTILE, help="Override the low-shift quantile (0 to 1).")
 @click.option("--high-quantile", type=_QUANTILE, help="Override the high-shift quantile (0 to 1).")
 @click.option(
@@ -187,7 +174,7 @@ def _targets(
 @click.option("--profile", type=click.Choice(["pilener", "nuner"]), help="Quantile profile.")
 @click.option("--per-benchmark", is_flag=True, help="One set of subsets per benchmark.")
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
-@click.option("--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed.")
+@metric_options("seed")
 @embedding_options
 @click.option(
     "--min-labels",
@@ -250,7 +237,7 @@ def build_splits(
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
 
-    cfg = SplitConfig(**params)  # the options are SplitConfig's parameters, by name
+    cfg = SplitConfig(**params)  # the options (and the two specs) are its parameters, by name
     # shared: the store is only read while labels are embedded and levels built (other
     # commands read beside it); new label vectors are written when the block ends
     with open_store(db, create=True, shared=True) as store:
@@ -276,7 +263,7 @@ def _print_results(
     for res in results:
         cols, rows = _summary_rows(res)
         how = strategy(cfg.strategy).size_text(res)
-        title = f"{cfg.source}: label-shift subsets ({cfg.strategy}, {how}, {cfg.model}, K={cfg.k})"
+        title = f"{cfg.source}: label-shift subsets ({cfg.strategy}, {how}, {cfg.embedding.model}, K={cfg.metric.k})"
         print_table(title, cols, rows)
         for sub in res.subsets:
             text = strategy(cfg.strategy).selection_text(sub.selection)

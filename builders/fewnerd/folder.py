@@ -12,18 +12,29 @@ typed ClassLabel columns. The same build gives the same bytes; the folder is swa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builders import __version__
 from builders.defaults import hub_split
 from builders.errors import InputError
-from builders.fewnerd.splits import PARTS, Part, SplitBuild, coarse_of, coarse_types
+from builders.fewnerd.splits import (
+    PARTS,
+    FewnerdRequest,
+    Part,
+    SplitBuild,
+    coarse_of,
+    coarse_types,
+    split_and_measure,
+)
 from builders.hub.folder import PARQUET_NAME, SUMMARY_JSON, atomic_dir, dataset_sizes, write_json
 from builders.hub.readme import CARD, folder_card, load_path, repo_name, write_method
 from builders.shift.report import FamiliarityReport
 from builders.sources.base import Example
+from builders.store import Store
 
 
 def features(fine_names: Iterable[str]) -> Any:
@@ -110,6 +121,31 @@ def write_split(
         card = folder_card(tmp, repo_name(target, org), load_path(target, org))
         (tmp / CARD).write_text(card, encoding="utf-8")
     return target
+
+
+@dataclass
+class FewnerdFolder:
+    """A written Few-NERD split: the build, its Familiarity (None when not asked), the folder."""
+
+    build: SplitBuild
+    familiarity: FamiliarityReport | None
+    folder: Path
+
+
+def build_fewnerd(
+    store: Store,
+    request: FewnerdRequest,
+    out: str | Path,
+    *,
+    progress: Callable[[str], AbstractContextManager[Callable[[int], None]]] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> FewnerdFolder:
+    """What `builders fewnerd-splits` does with a stored source: the request's split and its
+    Familiarity (`split_and_measure`), written to `OUT/fewnerd-{mode}/` with the command that
+    rebuilds it (`write_split`). The caller holds `out` (`hub.outdir.OutLock`)."""
+    build, fam = split_and_measure(store, request, progress=progress, on_stage=on_stage)
+    folder = write_split(build, out, fam, command=request.command_line())
+    return FewnerdFolder(build, fam, folder)
 
 
 def read_part(folder: str | Path, part: str) -> list[Example]:

@@ -19,18 +19,16 @@ import hashlib
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from builders.defaults import (
-    DEFAULT_BACKEND,
-    DEFAULT_PRECISION,
     FEWNERD_ASSIGNMENTS,
     FEWNERD_MODES,
+    SEED,
     SPLITS,
-    WEIGHTING,
-    K,
     hub_split,
 )
 from builders.errors import (
@@ -47,8 +45,8 @@ from builders.labels import fewnerd_fine_types as fine_types
 from builders.labels import fewnerd_official_name as official_name
 from builders.labels import fewnerd_official_parts
 from builders.labels import fewnerd_verbalise as verbalise
-from builders.shift.embedder import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
+from builders.shift.specs import EmbeddingSpec, MetricSpec, spec_fields
 from builders.sources.base import Example
 from builders.store import Store
 
@@ -58,6 +56,73 @@ ASSIGNMENTS = FEWNERD_ASSIGNMENTS
 PARTS = SPLITS
 #: Fraction of each coarse type's fine types sent to dev and to test by the random INTER split.
 RANDOM_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class FewnerdRequest:
+    """What `builders fewnerd-splits` builds: the `mode` (intra, inter) split of a stored
+    `source` under an `assignment` of types to parts, picked with `seed`; with `familiarity`,
+    the Familiarity of the validation and test types against the train types, embedded as
+    `embedding` says and read as `metric` says (its K; the split's seed is not its bootstrap's).
+    The mode and assignment are checked where the split is made (`assign_parts`).
+    """
+
+    mode: str
+    assignment: str = "official"
+    seed: int = SEED
+    source: str = "fewnerd"
+    familiarity: bool = True
+    embedding: EmbeddingSpec = EmbeddingSpec()
+    metric: MetricSpec = MetricSpec()
+
+    @classmethod
+    def from_dict(cls, source: str, params: Mapping[str, Any]) -> FewnerdRequest:
+        """A request from a Few-NERD scenario's flat keys (`mode`, `assignment`, `seed`,
+        `familiarity`, `k` and the embedding spec's fields)."""
+        embedding = EmbeddingSpec(**{key: params[key] for key in spec_fields(EmbeddingSpec)})
+        return cls(
+            params["mode"],
+            params["assignment"],
+            int(params["seed"]),
+            source,
+            bool(params["familiarity"]),
+            embedding,
+            MetricSpec(k=int(params["k"])),
+        )
+
+    def command_line(self) -> str:
+        """The command recorded in the folder (what rebuilds the split; Familiarity's options
+        change its summary, not its parts)."""
+        return (
+            f"builders fewnerd-splits --mode {self.mode} --assignment {self.assignment} "
+            f"--seed {self.seed} --source {self.source}"
+        )
+
+
+def split_and_measure(
+    store: Store,
+    request: FewnerdRequest,
+    *,
+    progress: Callable[[str], AbstractContextManager[Callable[[int], None]]] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> tuple[SplitBuild, FamiliarityReport | None]:
+    """The request's split (`build_split`) and, when asked, its Familiarity
+    (`familiarity_summary`). `progress(description)` gives the split's sentence counter as a
+    context (a bar, closed before the Familiarity is measured); `on_stage` hears each step."""
+    stage = on_stage or (lambda s: None)
+    with (progress or _no_progress)(f"split {request.source} ({request.mode})") as bar:
+        build = build_split(
+            store, request.source, request.mode, request.assignment, request.seed, bar
+        )
+    if not request.familiarity:
+        return build, None
+    stage(f"Familiarity with {request.embedding.model} (K={request.metric.k})")
+    return build, familiarity_summary(store, build, request.embedding, request.metric)
+
+
+@contextmanager
+def _no_progress(desc: str) -> Iterator[Callable[[int], None]]:
+    yield lambda n: None
 
 
 def assign_parts(
@@ -267,11 +332,8 @@ def build_split(
 def familiarity_summary(
     store: Store,
     build: SplitBuild,
-    model: str,
-    k: int = K,
-    weighting: str = WEIGHTING,
-    backend: str = DEFAULT_BACKEND,
-    precision: str = DEFAULT_PRECISION,
+    embedding: EmbeddingSpec = EmbeddingSpec(),
+    metric: MetricSpec = MetricSpec(),
 ) -> FamiliarityReport:
     """Familiarity of the validation and test types against the train types (METHOD.md 2).
 
@@ -292,16 +354,7 @@ def familiarity_summary(
     }
     if not evals:
         raise CannotBuild("the validation and test parts have no mentions")
-    return measure(
-        store,
-        LabelTable.from_counts(counts),
-        evals,
-        model=canonical_name(model),
-        k=k,
-        weighting=weighting,
-        backend=backend,
-        precision=precision,
-    )
+    return measure(store, LabelTable.from_counts(counts), evals, embedding=embedding, metric=metric)
 
 
 def store_examples(store: Store, source: str, split: str) -> list[Example]:

@@ -13,6 +13,8 @@ Evaluation layout, from a benchmark in the span store (GLiNER's zero-shot benchm
                                             "type": "label", "pos": [char_start, char_end]}]}]
     DIR/labels.json                        ["label", ...]
 
+One request says which of the three to write (`ExportRequest`); `export` writes it.
+
 The folder's spans have `end` exclusive (as in the span store); GLiNER's `end` is inclusive,
 so it is written as `end - 1`. The same input gives the same bytes; files are written beside
 their target and moved in.
@@ -22,14 +24,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
-from builders.errors import InputError, OutputFolderError, SplitNotStored, opt
-from builders.hub.folder import atomic_dir, atomic_open
+from builders.errors import ConflictingOptions, InputError, OutputFolderError, SplitNotStored, opt
+from builders.hub.folder import atomic_dir, atomic_open, configs_of
+from builders.hub.manifest import check_levels
 from builders.hub.windows import Budget, Limits, Losses, Row, Span, TokenCount, cut_rows
 from builders.sources.gliner import NEGATIVE_SPANS_KEY
 
@@ -56,6 +60,88 @@ NEGATIVES_KEY = "ner_negatives"
 EVAL_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
 LABELS_FILE = "labels.json"
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What `builders export-gliner` writes to `out`: one of a built `folder` (local, or a Hub
+    dataset repo ORG/NAME; its `config`, None for its default), a stored `source` (both as
+    training json, their `split` cut to the `limits` GLiNER keeps, tokens counted with
+    `tokenizer`, None: estimated) or a stored `benchmark` (GLiNER's evaluation folder)."""
+
+    out: Path
+    folder: str | None = None
+    source: str | None = None
+    benchmark: str | None = None
+    config: str | None = None
+    split: str = "train"
+    limits: Limits = field(default_factory=Limits)
+    tokenizer: str | None = None
+
+    def __post_init__(self) -> None:
+        if sum(x is not None for x in (self.folder, self.source, self.benchmark)) != 1:
+            raise ConflictingOptions(
+                f"give one of FOLDER (a built folder or Hub repo), {opt('source', 'NAME')} or "
+                f"{opt('benchmark', 'SOURCE')}"
+            )
+
+    @property
+    def reads_store(self) -> bool:
+        """Whether the export reads the span store (a stored source or benchmark)."""
+        return self.folder is None
+
+
+def export(
+    request: ExportRequest,
+    open_store: Callable[[], AbstractContextManager[Any]] | None = None,
+    *,
+    on_note: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Write what `request` asks; returns what was written (the `export-gliner --json`
+    result): the request's folder, config, split or source, `out` and the counts.
+
+    `open_store()` opens the span store read-only, called only when the request reads it
+    (after the tokenizer loads, so that a wrong `--tokenizer` fails first); `on_note` hears
+    where a folder was read from and what its manifest check found.
+    """
+    note = on_note or (lambda s: None)
+    if request.benchmark is not None:
+        assert open_store is not None, "a benchmark export reads the store"
+        with open_store() as store:
+            return export_gliner_benchmark(store, request.benchmark, request.out)
+    count = TokenCount(request.tokenizer)
+    out, split, limits = request.out, request.split, request.limits
+    if request.source is not None:
+        assert open_store is not None, "a source export reads the store"
+        with open_store() as store:
+            res = export_gliner_source(
+                store, request.source, out, split=split, limits=limits, count=count
+            )
+        return {"source": request.source, "split": split, "out": str(out), **res}
+    assert request.folder is not None
+    where = _built_folder(request.folder, request.config, note)
+    res = export_gliner(where, request.config, out, split=split, limits=limits, count=count)
+    return {
+        "folder": request.folder,
+        "config": request.config,
+        "split": split,
+        "out": str(out),
+        **res,
+    }
+
+
+def _built_folder(folder: str, config: str | None, note: Callable[[str], None]) -> Path:
+    """The folder to export: a local one, checked against the manifest its build wrote (the
+    config to export, the folder's default when None), or its Hub repo's copy."""
+    where, repo_id = local_folder(folder, config)
+    if repo_id:
+        note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}")
+        return where
+    if config is None and where.is_dir():
+        config = next(iter(configs_of(where)), None)
+    if config is not None:
+        check_levels([where], config, note=lambda text: note(f"note: {text}"))
+    return where
 
 
 def parquet_files(folder: Path, config: str | None = None, split: str = "train") -> list[Path]:

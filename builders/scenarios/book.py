@@ -24,9 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION, SEED, K
+from builders.defaults import SEED, K
 from builders.errors import ScenarioError, Surface
 from builders.names import check_name
+from builders.shift.specs import EmbeddingSpec, flat
 from builders.splits.config import SplitConfig
 
 KINDS = ("splits", "fewnerd")
@@ -39,16 +40,13 @@ SPLIT_KEYS: dict[str, Any] = {
     for k, v in SplitConfig.defaults().items()
     if k != "per_benchmark"
 } | {"benchmarks": "all", "check_model": None}
-FEWNERD_KEYS = {
-    "mode": None,
-    "assignment": "official",
-    "seed": SEED,
-    "model": DEFAULT_MODEL,
-    "k": K,
-    "familiarity": True,
-    "backend": DEFAULT_BACKEND,
-    "precision": DEFAULT_PRECISION,
-}
+#: Keys of a `fewnerd` scenario and their defaults (`FewnerdRequest.from_dict` reads them):
+#: the split's, K, and the embedding spec's fields.
+FEWNERD_KEYS = flat(
+    {"mode": None, "assignment": "official", "seed": SEED, "k": K, "familiarity": True}
+    | {"embedding": EmbeddingSpec()},
+    ("mode", "assignment", "seed", "model", "k", "familiarity", "backend", "precision"),
+)
 COMMON_KEYS = {
     "name", "kind", "source", "path", "store_as", "options", "ingest_label_map", "ingest",
     "revision", "description", "publish",

@@ -83,7 +83,7 @@ def rebuild_splits(
     stage: Callable[[str], None],
 ) -> None:
     """Build the scenario's subsets, then write every folder with its changelog entry."""
-    cfg = SplitConfig(source=sc.stored, **sc.params)
+    cfg = SplitConfig.from_dict({"source": sc.stored, **sc.params})
     results = build(store, cfg, None, progress=progress, on_stage=stage)
     prov = results[0].provenance if results else None
     settle_models(record, (prov or {}).get("model"))
@@ -158,28 +158,12 @@ def rebuild_fewnerd(
 ) -> None:
     """Build the Few-NERD split; its changelog and record go in with the folder's one swap."""
     from builders.fewnerd.folder import write_split
-    from builders.fewnerd.splits import build_split, familiarity_summary
+    from builders.fewnerd.splits import FewnerdRequest, split_and_measure
 
-    p = sc.params
+    request = FewnerdRequest.from_dict(sc.stored, sc.params)
     folder = out / rep.folders[0]
-    stage(f"Few-NERD {p['mode']} split of {sc.stored}")
-    built = build_split(store, sc.stored, p["mode"], p["assignment"], int(p["seed"]))
-    fam = (
-        familiarity_summary(
-            store,
-            built,
-            p["model"],
-            k=int(p["k"]),
-            backend=p["backend"],
-            precision=p["precision"],
-        )
-        if p["familiarity"]
-        else None
-    )
-    command = (
-        f"builders fewnerd-splits --mode {p['mode']} --assignment {p['assignment']} "
-        f"--seed {p['seed']} --source {sc.stored}"
-    )
+    stage(f"Few-NERD {request.mode} split of {sc.stored}")
+    built, fam = split_and_measure(store, request)
     settle_models(record)
     rep.key = record["key"]
     new = {**built.summary(), **({"familiarity": fam.to_dict()} if fam is not None else {})}
@@ -188,9 +172,9 @@ def rebuild_fewnerd(
     log = read_json(folder / CHANGELOG) or []
     if has_changes(changes) or rep.inputs:
         log = with_entry(
-            log, run, p["mode"], changes, f"{sc.name}: {rep.reason}", inputs=rep.inputs
+            log, run, request.mode, changes, f"{sc.name}: {rep.reason}", inputs=rep.inputs
         )
     extra: dict[str, Any] = {SCENARIO_FILE: {"scenario": record}}
     if log:
         extra[CHANGELOG] = log
-    write_split(built, out, fam, command=command, extra_json=extra)
+    write_split(built, out, fam, command=request.command_line(), extra_json=extra)

@@ -27,13 +27,13 @@ from builders.defaults import (
     DEFAULT_PRECISION,
     SEED,
     WEIGHTING,
-    WEIGHTINGS,
     K,
 )
 from builders.errors import InvalidValue
 from builders.labels import normalise_label
 from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
+from builders.shift.specs import EmbeddingSpec, MetricSpec
 from builders.store import Store
 
 if TYPE_CHECKING:
@@ -74,26 +74,14 @@ def familiarity_of(
 
     Labels are compared normalised (NFC, lower case, `_` and spaces collapsed), as everywhere.
     """
-    if weighting not in WEIGHTINGS:
-        raise InvalidValue(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
-    if k < 1:
-        raise InvalidValue(f"k must be >= 1, got {k}")
+    metric = MetricSpec(k=k, weighting=weighting, seed=seed)  # checked before any reading
+    embedding = EmbeddingSpec(canonical_name(model), backend, precision)
     table = LabelTable.from_counts(_train_counts(train))
     sets = _evaluation_sets(evaluation)
 
-    emb = Embedder(canonical_name(model), backend=backend, precision=precision)
+    emb = Embedder.of(embedding)
     with _cache(cache) as store:
-        report = measure(
-            store,
-            table,
-            sets,
-            model=emb.model_name,
-            k=k,
-            weighting=weighting,
-            seed=seed,
-            progress=progress,
-            embedder=emb,
-        )
+        report = measure(store, table, sets, embedding=emb, metric=metric, progress=progress)
     return replace(report, embedded=emb.last_stats)
 
 

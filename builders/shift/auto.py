@@ -21,6 +21,7 @@ import json
 import os
 import tempfile
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +116,15 @@ def _check(emb: Embedder, candidates: list[str]) -> tuple[str, dict[str, Any]]:
     """The first candidate whose probe vectors pass against torch's, and each one's result."""
     labels = probe_labels()
     make = type(emb)  # the Embedder class, without importing its module (it imports this one)
-    torch_emb = make(emb.model, device="cpu", batch_size=emb.batch_size, backend="torch")
+    # each runtime as the caller's spec says but for the backend (the device and rows fixed)
+    runtime = {"device": "cpu", "batch_size": emb.batch_size}
+    torch_emb = make.of(replace(emb.spec, backend="torch"), **runtime)
     torch_emb._st = emb._st  # a model the caller already loaded is not loaded twice
     want = torch_emb.encode(labels)
     emb._st = torch_emb._st
     cosines: dict[str, Any] = {}
     for backend in candidates:
-        other = make(emb.model, device="cpu", batch_size=emb.batch_size, backend=backend)
+        other = make.of(replace(emb.spec, backend=backend), **runtime)
         other._st = torch_emb._st
         try:
             got = other.encode(labels)

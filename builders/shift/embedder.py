@@ -33,13 +33,13 @@ from builders.shift.models import (
 from builders.shift.runtime import (
     Runner,
     TorchRunner,
-    check_choice,
     ensure_export,
     export_dir,
     load_exported,
     quiet_loss_type,
     require_extra,
 )
+from builders.shift.specs import EmbeddingSpec
 from builders.shift.vector_cache import VectorCache
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Embedder:
     ):
         if batch_size is not None and batch_size < 1:
             raise InvalidValue(f"batch_size must be at least 1, got {batch_size}")
-        check_choice(backend, precision)
+        EmbeddingSpec(model, backend, precision)  # refuses what no runtime runs
         if backend not in ("torch", "auto") and device not in (None, "auto", "cpu"):
             raise ConflictingOptions(
                 f"{opt('backend', backend)} runs on the CPU, not on {device!r}"
@@ -136,6 +136,21 @@ class Embedder:
         self._runner: Runner | None = None
         self.last_stats: CacheStats | None = None
         self._user_cache: VectorCache | str | None = "default"
+
+    @classmethod
+    def of(cls, spec: EmbeddingSpec | Embedder, **runtime: Any) -> Embedder:
+        """The embedder a request's `EmbeddingSpec` asks for (every field of it, by name);
+        `runtime` adds what the spec leaves to the machine (`device`, `batch_size`). An
+        `Embedder` is its own (a caller that shares one: one model load, one cache key)."""
+        if isinstance(spec, Embedder):
+            return spec
+        return cls(**spec.to_dict(), **runtime)
+
+    @property
+    def spec(self) -> EmbeddingSpec:
+        """What this embedder was asked for, as a request holds it (the backend as asked:
+        `auto` before its choice)."""
+        return EmbeddingSpec(self.model, self.requested_backend, self.precision)
 
     @property
     def backend(self) -> str:

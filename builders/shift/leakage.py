@@ -1,6 +1,6 @@
 """Leakage beyond label names: benchmark sentences and mentions inside a training corpus.
 
-    found = scan(store, "pilener", resolve("all", store=store), n=13, model=...)
+    found = scan(store, "pilener", resolve("all", store=store), n=13, embedding=EmbeddingSpec(...))
     report = found.report()                      the whole corpus
     report = found.report(labels=selected)       a label subset (a sentence is in it when it has
                                                  a mention of a selected label)
@@ -28,17 +28,15 @@ import numpy as np
 import pyarrow as pa
 
 from builders.defaults import (
-    DEFAULT_BACKEND,
-    DEFAULT_MODEL,
-    DEFAULT_PRECISION,
     FAMILIAR_SIM,
     NGRAM,
 )
-from builders.errors import ConflictingOptions, InvalidValue
+from builders.errors import InvalidValue
 from builders.shift.benchmarks import EvalSet, ingest_local
-from builders.shift.embedder import Embedder, canonical_name
+from builders.shift.embedder import Embedder
 from builders.shift.report import similarity_matrix
 from builders.shift.scan_cache import ScanCache, scan_key
+from builders.shift.specs import EmbeddingSpec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -172,22 +170,17 @@ def scan(
     sets: Sequence[EvalSet],
     *,
     n: int = NGRAM,
-    model: str = DEFAULT_MODEL,
+    embedding: EmbeddingSpec | Embedder = EmbeddingSpec(),
     threshold: float = FAMILIAR_SIM,
     on_note: Callable[[str], None] | None = None,
-    backend: str = DEFAULT_BACKEND,
-    precision: str = DEFAULT_PRECISION,
     texts: bool = True,
-    embedder: Embedder | None = None,
 ) -> LeakageScan:
     """Scan `source` for the evaluation sentences and mentions of `sets`.
 
-    `backend` and `precision` choose the runtime that embeds the labels compared with
-    `threshold` (`builders.shift.runtime`; cached apart per choice). `texts` keeps the
-    overlapping pairs' sentences for `pairs_table` (figures alone do not need them).
-    `embedder`, when given, embeds instead of a new one (a build shares its own, so a cold
-    cache loads the model once); it must be one of `model`, `backend` and `precision`, which
-    the report names.
+    `embedding` embeds the labels compared with `threshold` (cached apart per model, backend
+    and precision): the spec, or an `Embedder` made of one (a build shares its own, so a cold
+    cache loads the model once); the report names its model. `texts` keeps the overlapping
+    pairs' sentences for `pairs_table` (figures alone do not need them).
 
     Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
     store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
@@ -196,17 +189,8 @@ def scan(
 
     if n < 1:
         raise InvalidValue(f"the n-gram length must be >= 1, got {n}")
-    given, model = model, canonical_name(model)  # a local folder's canonical name is no path
-    if embedder is not None and (
-        embedder.model_name,
-        embedder.requested_backend,
-        embedder.precision,
-    ) != (model, backend, precision):
-        raise ConflictingOptions(
-            f"scan(embedder=...) embeds with {embedder.model_name} "
-            f"{embedder.requested_backend} {embedder.precision}, not the {model} {backend} "
-            f"{precision} it reports"
-        )
+    emb = Embedder.of(embedding)  # the model loads only if a familiar label is looked for
+    model = emb.model_name  # a local folder's canonical name is no path
     store.require_source(source)
     rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
@@ -215,9 +199,7 @@ def scan(
         _frame(t) for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
     )
     men = _eval_labels(men, {s.name: s for s in sets})
-    familiar = _familiar_pairs(
-        store, given, surfaces, men, threshold, backend, precision, embedder=embedder
-    )
+    familiar = _familiar_pairs(store, emb, surfaces, men, threshold)
     return LeakageScan(source, n, threshold, model, sent, pairs, men, surfaces, familiar, skipped)
 
 
@@ -287,14 +269,10 @@ LABEL_CHUNK = 65_536
 
 def _familiar_pairs(
     store: Store,
-    model: str,
+    emb: Embedder,
     surfaces: pl.DataFrame,
     men: pl.DataFrame,
     threshold: float,
-    backend: str = DEFAULT_BACKEND,
-    precision: str = DEFAULT_PRECISION,
-    *,
-    embedder: Embedder | None = None,
 ) -> pl.DataFrame:
     """(eval_label, label): each evaluation label with itself and the training labels of the
     seen surfaces that have sim >= threshold to it (labels embedded through the store's
@@ -307,10 +285,9 @@ def _familiar_pairs(
     evals = men["eval_label"].unique().sort()
     pairs = [(z, z) for z in evals]
     if len(train):
-        emb = embedder or Embedder(model, backend=backend, precision=precision)
         for first in range(0, len(train), LABEL_CHUNK):
             part = train.slice(first, LABEL_CHUNK)
-            m, _ = similarity_matrix(store, model, part.to_list(), evals.to_list(), embedder=emb)
+            m, _ = similarity_matrix(store, emb, part.to_list(), evals.to_list())
             rows, cols = np.nonzero(m >= threshold)  # (training labels, eval labels)
             pairs += zip(evals.gather(cols).to_list(), part.gather(rows).to_list(), strict=True)
     return pl.DataFrame(

@@ -1,8 +1,8 @@
 """Label shift of a training label set against evaluation label sets: the one report shape.
 
     table = LabelTable.load(store, "pilener")                    labels + support counts
-    m = similarity_matrix(store, model, table.labels, evals)     M[d, z], cached embeddings
-    report = familiarity_report(m.T, table.mentions, table.labels, benchmarks, ...)
+    m = similarity_matrix(store, embedder, table.labels, evals)  M[d, z], cached embeddings
+    report = familiarity_report(m.T, table.mentions, table.labels, benchmarks, model=..., metric=...)
 
 `FamiliarityReport` is what every part of the toolkit reports (subsets, the full corpus,
 Few-NERD parts, the `familiarity` command): F(z) per evaluation label with the benchmarks that
@@ -20,17 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from builders.defaults import (
-    DEFAULT_BACKEND,
-    DEFAULT_PRECISION,
     DEFAULT_PROTOCOL,
-    SEED,
-    WEIGHTING,
-    K,
 )
 from builders.errors import CannotBuild, InvalidValue
 from builders.labels import paper_training_label, union_labels
 from builders.shift.embedder import Embedder, cosine_clipped
 from builders.shift.familiarity import exact_overlap, familiarity, row_chunks, summarise
+from builders.shift.specs import EmbeddingSpec, MetricSpec
 
 if TYPE_CHECKING:
     from builders.shift.embedder import Embedder
@@ -91,27 +87,24 @@ class LabelTable:
 
 def similarity_matrix(
     store: Store,
-    model: str,
+    embedder: Embedder,
     train: Sequence[str],
     evals: Sequence[str],
     progress: bool = False,
     *,
-    backend: str = DEFAULT_BACKEND,
-    precision: str = DEFAULT_PRECISION,
-    embedder: Embedder | None = None,
     transposed: bool = False,
 ) -> tuple[np.ndarray, int]:
     """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
     many labels had to be embedded (the rest came from the store's cache, under the embedder's
-    `cache_key`). `embedder`, when given, is used instead of a new one for model, backend and
-    precision (a caller that also records its cache key). With `transposed`, M.T (Z, D), the
-    same bits, without a second copy.
+    `cache_key`). The caller makes the `embedder` (`Embedder.of(spec)`) and may keep it: one
+    model load for every matrix, and the cache key it records. With `transposed`, M.T (Z, D),
+    the same bits, without a second copy.
 
     A training label whose (normalised) text is an evaluation label's has similarity exactly
     1: the cosine of a float32 unit vector with itself can read 0.99999994 (METHOD.md section 4).
     """
 
-    emb = embedder or Embedder(model, backend=backend, precision=precision)
+    emb = embedder
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
     t, z = vecs[: len(train)], vecs[len(train) :]
     m = cosine_clipped(t, z, dtype=np.float32, transposed=transposed)
@@ -232,13 +225,12 @@ def familiarity_report(
     benchmarks: Mapping[str, Sequence[str]],
     *,
     model: str,
-    k: int = K,
-    weighting: str = WEIGHTING,
-    seed: int = SEED,
+    metric: MetricSpec = MetricSpec(),
     top: int = TOP_LABELS,
-    protocol: str = DEFAULT_PROTOCOL,
 ) -> FamiliarityReport:
-    """F(z) for every evaluation label, per-benchmark means, the union macro, VB, CI, overlap.
+    """F(z) for every evaluation label, per-benchmark means, the union macro, VB, CI, overlap:
+    the top `metric.k` similarities weighted `metric.weighting`, bootstrapped with `metric.seed`;
+    `model` is the name the report gives the similarities' model.
 
     Args:
         sims_zd: shape (Z, D): sim(z, d) for z in `union_labels(benchmarks)` (in that order)
@@ -255,6 +247,7 @@ def familiarity_report(
     if not kept:
         raise CannotBuild("the label set is empty: nothing to compute Familiarity on")
     # `familiarity` leaves the labels counted 0 out block by block, in the same tie order.
+    k, weighting, seed = metric.k, metric.weighting, metric.seed
     f = familiarity(sims_zd, counts, k=k, weighting=weighting, labels=train_labels)
     index = {z: i for i, z in enumerate(evals)}
     train_set = set(kept)
@@ -282,7 +275,7 @@ def familiarity_report(
         overlap=exact_overlap(evals, train_set),
         per_benchmark=per_bench,
         per_label={z: float(v) for z, v in zip(evals, f, strict=True)},
-        protocol=protocol,
+        protocol=metric.protocol,
     )
 
 
@@ -312,38 +305,17 @@ def measure(
     table: LabelTable,
     benchmarks: Mapping[str, Sequence[str]],
     *,
-    model: str,
-    k: int = K,
-    weighting: str = WEIGHTING,
-    seed: int = SEED,
+    embedding: EmbeddingSpec | Embedder = EmbeddingSpec(),
+    metric: MetricSpec = MetricSpec(),
     progress: bool = False,
-    protocol: str = DEFAULT_PROTOCOL,
-    backend: str = DEFAULT_BACKEND,
-    precision: str = DEFAULT_PRECISION,
-    embedder: Embedder | None = None,
 ) -> FamiliarityReport:
     """Embed (through the store's cache) and report: the whole walk for one label table.
-    `embedder`, when given, embeds instead of a new one (`similarity_matrix`)."""
-    evals = union_labels(benchmarks)
+    `embedding` is the spec to embed with, or an `Embedder` made of one (shared by a caller
+    that embeds more: one model load); the report names its model's canonical name."""
+    emb = Embedder.of(embedding)
     sims_zd, _ = similarity_matrix(
-        store,
-        model,
-        table.labels,
-        evals,
-        progress,
-        backend=backend,
-        precision=precision,
-        embedder=embedder,
-        transposed=True,
+        store, emb, table.labels, union_labels(benchmarks), progress, transposed=True
     )
     return familiarity_report(
-        sims_zd,
-        table.mentions,
-        table.labels,
-        benchmarks,
-        model=model,
-        k=k,
-        weighting=weighting,
-        seed=seed,
-        protocol=protocol,
+        sims_zd, table.mentions, table.labels, benchmarks, model=emb.model_name, metric=metric
     )

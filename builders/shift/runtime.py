@@ -30,17 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from builders.defaults import BACKENDS, PRECISIONS
-from builders.errors import BuildersError, ConflictingOptions, InvalidValue, ModelUnavailable, opt
+from builders.errors import BuildersError, ModelUnavailable, opt
 from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
 
-#: The precisions each backend runs; the others are refused with this list.
-SUPPORTED = {
-    "auto": PRECISIONS,  # `builders.shift.auto`: a CPU runtime at fp32, torch otherwise
-    "torch": PRECISIONS,
-    "onnx": ("fp32",),
-    "openvino": ("fp32", "bf16"),
-}
 #: What `pip install 'labelshift-builders[<backend>]'` brings: module names to import.
 EXTRA_MODULES = {"onnx": ("onnxruntime", "onnx", "onnxscript"), "openvino": ("openvino",)}
 #: An export must give these cosines against torch on the probe labels before it is kept.
@@ -56,21 +48,6 @@ def no_bf16() -> str:
         f"use {opt('precision', 'fp32')}, or {opt('backend', 'torch')} "
         f"{opt('precision', 'bf16')} (emulated, slower)"
     )
-
-
-def check_choice(backend: str, precision: str) -> None:
-    """Refuse an unknown backend or precision, or a pair the backend cannot run."""
-    if backend not in BACKENDS:
-        raise InvalidValue(f"unknown {opt('backend', repr(backend))}. Valid: {', '.join(BACKENDS)}")
-    if precision not in PRECISIONS:
-        raise InvalidValue(
-            f"unknown {opt('precision', repr(precision))}. Valid: {', '.join(PRECISIONS)}"
-        )
-    if precision not in SUPPORTED[backend]:
-        raise ConflictingOptions(
-            f"{opt('backend', backend)} runs {opt('precision', ' or '.join(SUPPORTED[backend]))}, "
-            f"not {precision}; use {opt('backend', 'torch')} for {precision}"
-        )
 
 
 def require_extra(backend: str) -> None:

@@ -1,62 +1,118 @@
-"""What `builders familiarity` computes, from one request: a stored corpus's Familiarity with
-the benchmarks and, optionally, its leakage.
+"""What `builders familiarity` and `builders leakage` compute, each from one request: a
+stored corpus's Familiarity with the benchmarks (and, optionally, its leakage), or its leakage
+alone.
 
     request = FamiliarityRequest("pilener-sample", benchmarks="crossner-ai,mit-movie")
     found = survey(store, request)            # the store only read (its label vectors cached)
     found.report.union_macro, found.to_dict()
+    found = leakage_survey(store, LeakageRequest("pilener-sample"))
+    found.scan.report(), found.scan.pairs_table()
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from builders.defaults import (
-    DEFAULT_BACKEND,
-    DEFAULT_MODEL,
-    DEFAULT_PRECISION,
-    DEFAULT_PROTOCOL,
-    NGRAM,
-    SEED,
-    WEIGHTING,
-    K,
-)
+from builders.defaults import FAMILIAR_SIM, NGRAM
 from builders.shift.benchmarks import resolve, stored_sources
-from builders.shift.embedder import Embedder, canonical_name
+from builders.shift.embedder import Embedder
 from builders.shift.leakage import scan
 from builders.shift.report import LabelTable, measure
+from builders.shift.specs import EmbeddingSpec, MetricSpec
 
 if TYPE_CHECKING:
     from builders.shift.benchmarks import EvalSet
     from builders.shift.embedder import Embedder
+    from builders.shift.leakage import LeakageScan
     from builders.shift.report import FamiliarityReport, LabelTable
     from builders.store import Store
 
 
 @dataclass(frozen=True)
 class FamiliarityRequest:
-    """What to measure: the corpus, the benchmarks (`--benchmarks` syntax), the model and the
-    metric's options; `leakage` adds the leakage scan with `ngram`-grams."""
+    """What to measure: the corpus, the benchmarks (`--benchmarks` syntax, `--label-map`,
+    `keep_misc`), how labels are embedded and how Familiarity is read; `leakage` adds the
+    leakage scan with `ngram`-grams."""
 
     source: str
     benchmarks: str = "all"
     label_map: str | None = None
-    model: str = DEFAULT_MODEL
-    protocol: str = DEFAULT_PROTOCOL
-    k: int = K
-    weighting: str = WEIGHTING
     keep_misc: bool = False
-    seed: int = SEED
     leakage: bool = False
     ngram: int = NGRAM
-    backend: str = DEFAULT_BACKEND
-    precision: str = DEFAULT_PRECISION
+    embedding: EmbeddingSpec = EmbeddingSpec()
+    metric: MetricSpec = MetricSpec()
 
-    def metric(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, Any]:
         """model, k, weighting, backend, precision: what the JSON result names."""
-        keys = ("model", "k", "weighting", "backend", "precision")
-        return {key: asdict(self)[key] for key in keys}
+        emb, metric = self.embedding, self.metric
+        return {
+            "model": emb.model,
+            "k": metric.k,
+            "weighting": metric.weighting,
+            "backend": emb.backend,
+            "precision": emb.precision,
+        }
+
+
+@dataclass(frozen=True)
+class LeakageRequest:
+    """What to scan: the corpus, the benchmarks (`--benchmarks` syntax, `--label-map`), the
+    n-gram length, and the similarity (under `embedding`) at which a seen mention's training
+    label is familiar."""
+
+    source: str
+    benchmarks: str = "all"
+    label_map: str | None = None
+    ngram: int = NGRAM
+    threshold: float = FAMILIAR_SIM
+    embedding: EmbeddingSpec = EmbeddingSpec()
+
+
+@dataclass
+class LeakageSurvey:
+    """A leakage request's answer: the benchmarks as resolved and the scan (its `report()`,
+    its `pairs_table()`)."""
+
+    request: LeakageRequest
+    evalsets: list[EvalSet]
+    scan: LeakageScan
+
+
+def leakage_survey(
+    store: Store,
+    request: LeakageRequest,
+    *,
+    on_note: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> LeakageSurvey:
+    """Scan `request.source` (in the store) for the request's benchmarks' sentences and
+    mentions. Reads the store; writes only what reading needs first (a packaged benchmark
+    ingested from its local copy) and the label vectors it embeds. `on_note` hears what was
+    done, `on_warning` what the figures rest on (a benchmark read by an older reader)."""
+    sets = resolve(request.benchmarks, store=store, mapping=request.label_map)
+    _warn_older(store, sets, on_warning)
+    found = scan(
+        store,
+        request.source,
+        sets,
+        n=request.ngram,
+        embedding=request.embedding,
+        threshold=request.threshold,
+        on_note=on_note,
+    )
+    return LeakageSurvey(request, sets, found)
+
+
+def _warn_older(
+    store: Store, evalsets: list[EvalSet], on_warning: Callable[[str], None] | None
+) -> None:
+    """Tell `on_warning` which stored benchmark sources an older reader read."""
+    for src in stored_sources(evalsets):
+        for text in store.older_read_notes(src):
+            (on_warning or (lambda s: None))(text)
 
 
 @dataclass
@@ -74,7 +130,7 @@ class FamiliaritySurvey:
         """The `familiarity --json` result (without the authors' reference figures)."""
         return {
             "source": self.request.source,
-            **self.request.metric(),
+            **self.request.settings(),
             "labels": len(self.table.labels),
             "mentions": int(self.table.mentions.sum()),
             **self.report.to_dict(),
@@ -102,31 +158,24 @@ def survey(
     """
 
     note = on_note or (lambda s: None)
-    warn = on_warning or (lambda s: None)
-    emb = embedder or Embedder(
-        request.model, backend=request.backend, precision=request.precision
-    )  # one model load for the metric and the leakage scan
+    # one model load for the metric and the leakage scan
+    emb = embedder or Embedder.of(request.embedding)
     evalsets = resolve(
         request.benchmarks,
         store=store,
         keep_misc=request.keep_misc,
         mapping=request.label_map,
-        protocol=request.protocol,
+        protocol=request.metric.protocol,
     )
-    for src in stored_sources(evalsets):
-        for text in store.older_read_notes(src):
-            warn(text)
-    table = LabelTable.load(store, request.source, request.protocol)
-    metric = {**request.metric(), "model": canonical_name(request.model)}
+    _warn_older(store, evalsets, on_warning)
+    table = LabelTable.load(store, request.source, request.metric.protocol)
     report = measure(
         store,
         table,
         {s.name: s.labels for s in evalsets},
-        seed=request.seed,
+        embedding=emb,
+        metric=request.metric,
         progress=progress,
-        protocol=request.protocol,
-        embedder=emb,
-        **metric,
     )
     leak = _leakage(store, request, evalsets, emb, note) if request.leakage else None
     return FamiliaritySurvey(request, evalsets, table, report, leak)
@@ -145,11 +194,8 @@ def _leakage(
         request.source,
         evalsets,
         n=request.ngram,
-        model=request.model,
+        embedding=emb,
         on_note=note,
-        backend=request.backend,
-        precision=request.precision,
         texts=False,
-        embedder=emb,
     )
     return found.report().to_dict()

@@ -7,7 +7,8 @@ the scenarios and the command line read them.
 from __future__ import annotations
 
 import shlex
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,6 @@ import pyarrow as pa
 
 from builders import __version__
 from builders.defaults import (
-    DEFAULT_BACKEND,
-    DEFAULT_MODEL,
-    DEFAULT_PRECISION,
-    DEFAULT_PROTOCOL,
     DEFAULT_STRATEGY,
     LEVELS,
     MATCH_MODES,
@@ -27,28 +24,35 @@ from builders.defaults import (
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
     NGRAM,
-    PROTOCOLS,
-    SEED,
-    TEMPERATURE,
-    WEIGHTING,
-    WEIGHTINGS,
-    K,
 )
 from builders.errors import InvalidValue, opt
 from builders.labels import union_labels
 from builders.shift.models import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable
-from builders.shift.runtime import check_choice
+from builders.shift.specs import EmbeddingSpec, MetricSpec, flat, split_flat
 from builders.splits.strategies import NAMES, every, strategy
 
 #: Parameters a recorded command always names.
 _ALWAYS = ("strategy", "model", "k", "temperature", "weighting", "seed", "protocol")
+#: The parameters in their flat spelling (the specs' fields among the others), in the order
+#: build.json's `config`, `--json` and a recorded command have always had; a field added to a
+#: spec comes after them.
+FLAT_ORDER = (
+    "source", "strategy", "levels", "benchmarks", "model", "k", "temperature", "weighting",
+    "low_quantile", "high_quantile", "medium_band", "profile", "per_benchmark", "keep_misc",
+    "seed", "min_labels", "min_mentions", "match", "protocol", "label_map", "leakage",
+    "decontaminate", "ngram", "backend", "precision", "targets", "min_gap", "level_mentions",
+    "check_model", "max_label_share",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class SplitConfig:
     """Everything that determines a build; written into every output and card.
 
+    How labels are embedded (`embedding`) and how Familiarity and the scores are read
+    (`metric`) are one spec each; `from_dict` takes them in their flat spelling (`model`, `k`,
+    ...), as a scenarios file and build.json have them, and `to_dict` gives that spelling.
     Sequences may be given as lists (as a scenarios file has them); they are kept as tuples.
     """
 
@@ -56,27 +60,21 @@ class SplitConfig:
     strategy: str = DEFAULT_STRATEGY
     levels: tuple[str, ...] = LEVELS
     benchmarks: tuple[str, ...] = ()
-    model: str = DEFAULT_MODEL
-    k: int = K
-    temperature: float = TEMPERATURE
-    weighting: str = WEIGHTING
+    embedding: EmbeddingSpec = EmbeddingSpec()
+    metric: MetricSpec = MetricSpec()
     low_quantile: float | None = None
     high_quantile: float | None = None
     medium_band: tuple[float, float] | None = None
     profile: str | None = None
     per_benchmark: bool = False
     keep_misc: bool = False
-    seed: int = SEED
     min_labels: int = MIN_LEVEL_LABELS
     min_mentions: int = MIN_LEVEL_MENTIONS
     match: str = "none"
-    protocol: str = DEFAULT_PROTOCOL
     label_map: str | None = None
     leakage: bool = True
     decontaminate: bool = False
     ngram: int = NGRAM
-    backend: str = DEFAULT_BACKEND
-    precision: str = DEFAULT_PRECISION
     #: `familiarity` strategy: the Familiarity asked of each level (in `levels` order), the
     #: smallest gap between consecutive levels, and the mentions of every level (None: the
     #: largest size that gives the levels asked for).
@@ -108,12 +106,6 @@ class SplitConfig:
             raise InvalidValue(
                 f"unknown level {bad[0] if bad else ''!r}. Valid: {', '.join(LEVELS)}"
             )
-        if self.weighting not in WEIGHTINGS:
-            raise InvalidValue(
-                f"unknown weighting {self.weighting!r}. Valid: {', '.join(WEIGHTINGS)}"
-            )
-        if self.protocol not in PROTOCOLS:
-            raise InvalidValue(f"unknown protocol {self.protocol!r}. Valid: {', '.join(PROTOCOLS)}")
         if self.match not in MATCH_MODES:
             raise InvalidValue(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
         if self.min_labels < 1 or self.min_mentions < 1:
@@ -121,11 +113,6 @@ class SplitConfig:
                 f"{opt('min_labels')} and {opt('min_mentions')} must be >= 1, got {self.min_labels} and "
                 f"{self.min_mentions}"
             )
-        check_choice(self.backend, self.precision)
-        if self.k < 1:
-            raise InvalidValue(f"{opt('k')} must be >= 1, got {self.k}")
-        if self.temperature <= 0:
-            raise InvalidValue(f"temperature must be > 0, got {self.temperature}")
         if self.ngram < 1:
             raise InvalidValue(f"{opt('ngram')} must be >= 1, got {self.ngram}")
         if self.max_label_share is not None and not 0 < self.max_label_share <= 1:
@@ -137,7 +124,7 @@ class SplitConfig:
 
     def _check_models(self) -> None:
         """Check models other than the build's own and each other (as the cache names them)."""
-        seen = {canonical_name(self.model): f"the build's own {opt('model')}"}
+        seen = {canonical_name(self.embedding.model): f"the build's own {opt('model')}"}
         for name in self.check_model:
             if canonical_name(name) in seen:
                 raise InvalidValue(
@@ -164,22 +151,19 @@ class SplitConfig:
         not at its default, each spelt as the option of the same name."""
         args = ["build-splits", "--source", self.source]
         defaults = SplitConfig.defaults()
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "max_label_share" and value is None:  # as it applies: a default too
+        for name, value in self.to_dict().items():
+            if name == "max_label_share" and value is None:  # as it applies: a default too
                 value = self.label_share_bound
                 if value is None:
                     continue
-            if f.name == "source" or (
-                value == defaults[f.name] and f.name not in self.always_named()
-            ):
+            if name == "source" or (value == defaults[name] and name not in self.always_named()):
                 continue
-            option = "--" + f.name.replace("_", "-")
+            option = "--" + name.replace("_", "-")
             if isinstance(value, bool):
-                args.append(option if value else "--no-" + f.name.replace("_", "-"))
-            elif f.name in ("levels", "benchmarks", "targets"):
+                args.append(option if value else "--no-" + name.replace("_", "-"))
+            elif name in ("levels", "benchmarks", "targets"):
                 args += [option, ",".join(str(v) for v in value)]
-            elif f.name == "check_model":  # repeated, one model each
+            elif name == "check_model":  # repeated, one model each
                 args += [x for v in value for x in (option, v)]
             elif isinstance(value, tuple):
                 args += [option, *(str(v) for v in value)]
@@ -189,11 +173,21 @@ class SplitConfig:
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
-        """Every parameter but the source with its default (what a scenario may set)."""
-        return {f.name: f.default for f in fields(cls) if f.name != "source"}
+        """Every parameter but the source with its default, in the flat spelling (what a
+        scenario may set)."""
+        given = {f.name: f.default for f in fields(cls) if f.name != "source"}
+        return flat(given, FLAT_ORDER)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SplitConfig:
+        """A config from its parameters by name: flat (`model`, `k`, ... as `to_dict`, a
+        scenarios file and build.json spell them) or with the specs whole (`embedding`,
+        `metric`)."""
+        return cls(**split_flat(values, ("embedding", "metric")))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every parameter, flat and in `FLAT_ORDER` (build.json's `config`)."""
+        return flat({f.name: getattr(self, f.name) for f in fields(self)}, FLAT_ORDER)
 
 
 def _as(cast: Any, name: str, value: Any) -> Any:

@@ -21,7 +21,7 @@ from builders.store.subsets import Selection
 def choose_sentences(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> Selection:
     """The sentences the level keeps (a seeded draw for its capped labels)."""
     whole = table.stored(level.labels(table))
-    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.seed)
+    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.metric.seed)
 
 
 #: Levels cut to one size whose written sizes differ by more than this share of the smallest
@@ -64,7 +64,9 @@ def fit(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> tupl
     index = {lab: i for i, lab in enumerate(table.labels)}
     done = level.realised([index[lab] for lab in whole], {index[k]: v for k, v in caps.items()})
     whole_stored, capped = table.stored(done.labels(table)), done.capped(table)
-    chosen = store.select_fitted(cfg.source, order, level.take, whole_stored, capped, cfg.seed)
+    chosen = store.select_fitted(
+        cfg.source, order, level.take, whole_stored, capped, cfg.metric.seed
+    )
     done.selection = {
         **level.selection,
         "written": {

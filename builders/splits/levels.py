@@ -222,7 +222,7 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remed
     """
     problems = []
     # The paper protocol lets a label qualify for two levels; its verdicts report the overlap.
-    pairs = combinations(levels, 2) if cfg.protocol != "paper" else []
+    pairs = combinations(levels, 2) if cfg.metric.protocol != "paper" else []
     for a, b in pairs:
         shared = sorted(set(a.kept(table)) & set(b.kept(table)))
         if shared:

@@ -75,7 +75,7 @@ def build(
         store=store,
         keep_misc=cfg.keep_misc,
         mapping=cfg.label_map,
-        protocol=cfg.protocol,
+        protocol=cfg.metric.protocol,
     )
     sets = {s.name: s.labels for s in evalsets}
     names = folder_names(cfg, list(sets))
@@ -120,7 +120,7 @@ def _build(
     for src in stored_sources(evalsets):
         for text in store.older_read_notes(src):
             stage(f"warning: {text}")
-    emb = Embedder(cfg.model, backend=cfg.backend, precision=cfg.precision)  # one model load
+    emb = Embedder.of(cfg.embedding)  # one model load
     found = _scan(store, cfg, evalsets, stage, emb)
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
@@ -147,19 +147,10 @@ def _measure(
     spill: Path | None = None,
 ) -> list[BuildResult]:
     """Every group's scores, cuts, subsets and Familiarity."""
-    table = LabelTable.load(store, cfg.source, cfg.protocol)
+    table = LabelTable.load(store, cfg.source, cfg.metric.protocol)
     all_evals = union_labels(sets)
     stage(f"labels: {len(table.labels):,} training, {len(all_evals)} evaluation")
-    m_all, new = similarity_matrix(
-        store,
-        cfg.model,
-        table.labels,
-        all_evals,
-        progress,
-        backend=cfg.backend,
-        precision=cfg.precision,
-        embedder=emb,
-    )
+    m_all, new = similarity_matrix(store, emb, table.labels, all_evals, progress)
     total = len(set(table.labels) | set(all_evals))
     stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")
     checks = _check_matrices(store, cfg, table, all_evals, progress, stage)
@@ -188,17 +179,8 @@ def _check_matrices(
     for name in cfg.check_model:
         model = canonical_name(name)
         stage(f"check model {model}: the labels' similarities under it")
-        check = Embedder(name, backend=cfg.backend, precision=cfg.precision)
-        out[model], _ = similarity_matrix(
-            store,
-            name,
-            table.labels,
-            evals,
-            progress,
-            backend=cfg.backend,
-            precision=cfg.precision,
-            embedder=check,
-        )
+        check = Embedder.of(cfg.embedding.with_model(name))
+        out[model], _ = similarity_matrix(store, check, table.labels, evals, progress)
     return out
 
 
@@ -218,15 +200,7 @@ def _check(cfg: SplitConfig, res: BuildResult, checks: dict[str, np.ndarray]) ->
                     counts[index[lab]] = n
             sub.checks.append(
                 familiarity_report(
-                    sims,
-                    counts,
-                    table.labels,
-                    res.benchmarks,
-                    model=model,
-                    k=cfg.k,
-                    weighting=cfg.weighting,
-                    seed=cfg.seed,
-                    protocol=cfg.protocol,
+                    sims, counts, table.labels, res.benchmarks, model=model, metric=cfg.metric
                 )
             )
     min_gap = strategy(cfg.strategy).promised_gap(cfg)
@@ -244,18 +218,7 @@ def _scan(
     if not (cfg.leakage or cfg.decontaminate):
         return None
     stage(f"leakage: scanning {cfg.source} for the benchmarks' sentences (n = {cfg.ngram})")
-    return scan(
-        store,
-        cfg.source,
-        evalsets,
-        n=cfg.ngram,
-        model=cfg.model,
-        on_note=stage,
-        backend=cfg.backend,
-        precision=cfg.precision,
-        texts=False,
-        embedder=emb,
-    )
+    return scan(store, cfg.source, evalsets, n=cfg.ngram, embedding=emb, on_note=stage, texts=False)
 
 
 def _subset(
@@ -312,19 +275,11 @@ def _build_group(
     checks = checks or {}
     method = strategy(cfg.strategy)
     placed = method.place(store, cfg, table, group, m, stage, checks)
-    model = canonical_name(cfg.model)
+    model = canonical_name(cfg.embedding.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
         return familiarity_report(
-            sims_zd,
-            counts,
-            table.labels,
-            group,
-            model=model,
-            k=cfg.k,
-            weighting=cfg.weighting,
-            seed=cfg.seed,
-            protocol=cfg.protocol,
+            sims_zd, counts, table.labels, group, model=model, metric=cfg.metric
         )
 
     stage("Familiarity of the full corpus")

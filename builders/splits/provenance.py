@@ -61,10 +61,10 @@ def provenance(store: Store, cfg: SplitConfig, cache_key: str) -> dict[str, Any]
             },
         },
         "model": {
-            "name": canonical_name(cfg.model),
-            "backend": _ran(cache_key, cfg.backend),  # `auto`: the runtime it chose
-            "requested_backend": cfg.backend,
-            "precision": cfg.precision,
+            "name": canonical_name(cfg.embedding.model),
+            "backend": _ran(cache_key, cfg.embedding.backend),  # `auto`: the runtime it chose
+            "requested_backend": cfg.embedding.backend,
+            "precision": cfg.embedding.precision,
             "cache_key": cache_key,
         },
         "recipe": ingest_commands(cfg.source, spec, stored),

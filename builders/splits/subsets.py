@@ -203,7 +203,7 @@ def _plot(res: BuildResult, level: str) -> bytes:
     strategy the Familiarity of windows along the ranking with the levels' windows."""
     cfg = res.config
     title = score_plot_title(
-        cfg.source, cfg.strategy, res.scores.size, list(res.benchmarks), cfg.model, level
+        cfg.source, cfg.strategy, res.scores.size, list(res.benchmarks), cfg.embedding.model, level
     )
     return strategy(cfg.strategy).plot(res, level, title)
 

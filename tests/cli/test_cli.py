@@ -228,7 +228,7 @@ def test_recorded_command_names_every_parameter_not_at_its_default() -> None:
 
     ctx = build_splits.make_context("build-splits", shlex.split(cfg.command_line())[1:])
     local = {"path", "out", "org", "db", "as_json", "quiet"}
-    assert SplitConfig(**{k: v for k, v in ctx.params.items() if k not in local}) == cfg
+    assert SplitConfig.from_dict({k: v for k, v in ctx.params.items() if k not in local}) == cfg
 
 
 def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None:

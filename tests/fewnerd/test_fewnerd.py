@@ -17,6 +17,7 @@ from builders.errors import BuildersError, SourceFormatError
 from builders.fewnerd import episodes as E
 from builders.fewnerd import splits as F
 from builders.fewnerd.folder import features, read_part, write_split
+from builders.shift.specs import EmbeddingSpec, MetricSpec
 from builders.sources import fewnerd as reader
 from builders.sources.base import Example, ReadReport
 from builders.store import Store
@@ -395,12 +396,14 @@ def test_hub_copy_is_read_with_its_fine_tags(tmp_path: Path, monkeypatch) -> Non
 @pytest.mark.slow
 def test_familiarity_summary_with_minilm(tiny: Store) -> None:
     build = F.build_split(tiny, "fewnerd", "inter")
-    fam = F.familiarity_summary(tiny, build, "all-MiniLM-L6-v2", k=10)
+    fam = F.familiarity_summary(tiny, build, EmbeddingSpec("all-MiniLM-L6-v2"), MetricSpec(k=10))
     for part, name in (("dev", "validation"), ("test", "test")):
         rep = fam.per_benchmark[name]
         assert 0.0 <= rep.familiarity <= 1.0
         assert set(rep.labels) == {F.verbalise(t) for t in build.parts[part].type_counts}
-    assert fam == F.familiarity_summary(tiny, build, "all-MiniLM-L6-v2", k=10)
+    assert fam == F.familiarity_summary(
+        tiny, build, EmbeddingSpec("all-MiniLM-L6-v2"), MetricSpec(k=10)
+    )
 
 
 # ---------------------------------------------------------------------- shared data (Done-when)

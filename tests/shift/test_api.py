@@ -11,6 +11,7 @@ from builders.errors import BuildersError
 from builders.shift.benchmarks import evaluation_sets
 from builders.shift.embedder import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
+from builders.shift.specs import EmbeddingSpec
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -35,7 +36,7 @@ def test_equals_the_store_path_on_the_bundled_sample(db: Path) -> None:
     with Store(db) as store:
         ingest(store, "pilener-sample")
         table = LabelTable.load(store, "pilener-sample")
-        want = measure(store, table, sets, model=canonical_name(MINILM))
+        want = measure(store, table, sets, embedding=EmbeddingSpec(MINILM))
         counts = {lab: int(n) for lab, n in zip(table.labels, table.mentions, strict=True)}
     got = familiarity_of(counts, sets, model=MINILM)  # in-memory cache: nothing written
     assert isinstance(got, FamiliarityReport)

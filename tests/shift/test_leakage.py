@@ -18,6 +18,7 @@ from builders.errors import BuildersError
 from builders.shift.benchmarks import resolve
 from builders.shift.embedder import Embedder
 from builders.shift.leakage import scan
+from builders.shift.specs import EmbeddingSpec
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -66,7 +67,9 @@ def _store(db: Path, tmp: Path, training: list[Sentence]) -> Store:
 
 def test_planted_leaks_are_found_exactly(db: Path, tmp_path: Path) -> None:
     with _store(db, tmp_path, [*CLEAN, *planted(), CLEAN[0]]) as store:
-        found = scan(store, "train", resolve("crossner-ai", store=store), model=MINILM)
+        found = scan(
+            store, "train", resolve("crossner-ai", store=store), embedding=EmbeddingSpec(MINILM)
+        )
         ids = {p: sorted(found.pairs.filter(p)["benchmark_sentence_id"]) for p in ("exact",)}
         rep = found.report().per_benchmark["crossner-ai"]
     n_clean = len(CLEAN)
@@ -96,8 +99,8 @@ def test_a_scan_without_texts_gives_the_same_figures(db: Path, tmp_path: Path) -
     """What a build scans with: no sentence texts, and the report unchanged."""
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         sets = resolve("crossner-ai", store=store)
-        full = scan(store, "train", sets, model=MINILM)
-        bare = scan(store, "train", sets, model=MINILM, texts=False)
+        full = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
+        bare = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM), texts=False)
     assert bare.report() == full.report()
     assert bare.overlapping_training_ids() == full.overlapping_training_ids()
     with pytest.raises(BuildersError, match="texts=True"):
@@ -106,7 +109,9 @@ def test_a_scan_without_texts_gives_the_same_figures(db: Path, tmp_path: Path) -
 
 def test_clean_corpus_reports_zero(db: Path, tmp_path: Path) -> None:
     with _store(db, tmp_path, CLEAN) as store:
-        found = scan(store, "train", resolve("crossner-ai", store=store), model=MINILM)
+        found = scan(
+            store, "train", resolve("crossner-ai", store=store), embedding=EmbeddingSpec(MINILM)
+        )
     rep = found.report()
     for figures in (rep.per_benchmark["crossner-ai"], rep.union):
         assert figures["sentences"] == 3
@@ -123,12 +128,17 @@ def test_shorter_n_finds_a_middle_edit_and_short_sentences_count_for_exact_only(
     middle = [*s0[:10], ("XYZ", "O"), *s0[11:]]  # 20 tokens, token 11 replaced
     with _store(db, tmp_path, [*CLEAN, middle]) as store:
         sets = resolve("crossner-ai", store=store)
-        assert scan(store, "train", sets, model=MINILM).report().union["ngram_sentences"] == 0
-        rep = scan(store, "train", sets, n=5, model=MINILM).report().union
+        assert (
+            scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
+            .report()
+            .union["ngram_sentences"]
+            == 0
+        )
+        rep = scan(store, "train", sets, n=5, embedding=EmbeddingSpec(MINILM)).report().union
         assert rep["ngram_sentences"] == 1 and rep["exact_sentences"] == 0
         # 16 5-grams, of which the 5 covering token 11 are lost
         assert rep["containment_max"] == pytest.approx(11 / 16)
-        rep = scan(store, "train", sets, n=21, model=MINILM).report().union
+        rep = scan(store, "train", sets, n=21, embedding=EmbeddingSpec(MINILM)).report().union
         assert rep["ngram_eligible_sentences"] == 2  # 21 and 22 tokens; the 20-token one not
 
 
@@ -144,7 +154,9 @@ def test_mention_overlap_equals_a_hand_count(db: Path, tmp_path: Path) -> None:
         [("hmm", "B-city"), ("is", "O"), ("a", "O"), ("word", "O"), (".", "O")],
     ]  # fmt: skip
     with _store(db, tmp_path, training) as store:
-        found = scan(store, "train", resolve("crossner-ai", store=store), model=MINILM)
+        found = scan(
+            store, "train", resolve("crossner-ai", store=store), embedding=EmbeddingSpec(MINILM)
+        )
     rep = found.report().per_benchmark["crossner-ai"]
     # seen: naive bayes classifier (algorithm), lrec (conference; software), hmm (city)
     assert (rep["mentions"], rep["seen_mentions"], rep["unseen_mentions"]) == (8, 3, 5)
@@ -177,9 +189,9 @@ def test_familiar_labels_compared_in_chunks_give_the_same_scan(
     ]  # fmt: skip
     with _store(db, tmp_path, training) as store:
         sets = resolve("crossner-ai", store=store)
-        whole = scan(store, "train", sets, model=MINILM)
+        whole = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
         monkeypatch.setattr(leakage, "LABEL_CHUNK", 1)
-        chunked = scan(store, "train", sets, model=MINILM)
+        chunked = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
     assert whole.familiar.filter(pl.col("label") != pl.col("eval_label")).height  # found
     assert chunked.familiar.equals(whole.familiar)
     assert chunked.report() == whole.report()
@@ -202,7 +214,7 @@ def test_the_scan_embeds_with_the_backend_it_is_given(
         sets = resolve("crossner-ai", store=store)
         reports = {}
         for backend in ("torch", "onnx"):
-            found = scan(store, "train", sets, model=MINILM, backend=backend)
+            found = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM, backend))
             reports[backend] = found.report().per_benchmark["crossner-ai"]
         keys = [k.split("|")[1] for k in dict(store.stats()["embeddings"])]
     assert sorted(keys) == ["onnx", "torch"]
@@ -216,7 +228,7 @@ def test_union_and_unscanned_benchmarks(db: Path, tmp_path: Path) -> None:
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         ingest(store, "mit-movie", DATA / "mit-movie" / "engtest.bio")
         sets = resolve(f"crossner-ai,mit-movie,fewnerd-inter,file:{labels}", store=store)
-        rep = scan(store, "train", sets, model=MINILM).report()
+        rep = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM)).report()
     assert list(rep.per_benchmark) == ["crossner-ai", "mit-movie"]
     assert rep.union["sentences"] == 3 + 3
     assert rep.union["exact_sentences"] == 2
@@ -227,7 +239,9 @@ def test_union_and_unscanned_benchmarks(db: Path, tmp_path: Path) -> None:
 
 def test_packaged_benchmark_without_a_local_copy_is_not_scanned(db: Path, tmp_path: Path) -> None:
     with _store(db, tmp_path, CLEAN) as store:
-        rep = scan(store, "train", resolve("mit-restaurant", store=store), model=MINILM).report()
+        rep = scan(
+            store, "train", resolve("mit-restaurant", store=store), embedding=EmbeddingSpec(MINILM)
+        ).report()
     assert rep.per_benchmark == {}
     assert "LABELSHIFT_DATA" in rep.not_scanned["mit-restaurant"]
 
@@ -239,9 +253,20 @@ def test_bad_arguments(db: Path, tmp_path: Path) -> None:
             scan(store, "train", sets, n=0)
         with pytest.raises(BuildersError, match="not in"):
             scan(store, "nothing", sets)
-        other = Embedder(MINILM, backend="torch", precision="bf16")
-        with pytest.raises(BuildersError, match=r"embeds with .* bf16, not the .* fp32"):
-            scan(store, "train", sets, model=MINILM, embedder=other)
+        with pytest.raises(BuildersError, match="--backend onnx runs --precision fp32"):
+            scan(store, "train", sets, embedding=EmbeddingSpec(MINILM, "onnx", "fp16"))
+
+
+def test_an_embedder_given_is_the_one_that_embeds(db: Path, tmp_path: Path) -> None:
+    """A caller that shares its `Embedder` (a build: one model load) gets its model named in
+    the report and its vectors used; the spec it was made of gives the same figures."""
+    with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
+        sets = resolve("crossner-ai", store=store)
+        shared = Embedder.of(EmbeddingSpec(MINILM))
+        found = scan(store, "train", sets, embedding=shared)
+        again = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
+    assert found.report().model == shared.model_name  # its canonical name
+    assert found.report() == again.report()
 
 
 def _reference() -> object:
@@ -258,7 +283,9 @@ def test_sql_scan_agrees_with_the_plain_python_reference(db: Path, tmp_path: Pat
     ref = _reference()
     training = [*CLEAN, *planted()]
     with _store(db, tmp_path, training) as store:
-        found = scan(store, "train", resolve("crossner-ai", store=store), model=MINILM)
+        found = scan(
+            store, "train", resolve("crossner-ai", store=store), embedding=EmbeddingSpec(MINILM)
+        )
         bench = [[t for t, _ in s] for s in BENCH]
         want = ref.python_scan(bench, [[t for t, _ in s] for s in training], 13)  # type: ignore[attr-defined]
     got = found.report().union

@@ -14,6 +14,7 @@ from builders.shift import scan_cache
 from builders.shift.benchmarks import resolve
 from builders.shift.leakage import scan
 from builders.shift.scan_cache import ScanCache
+from builders.shift.specs import EmbeddingSpec
 from builders.store.ingest import ingest
 
 
@@ -39,10 +40,10 @@ def test_a_second_scan_reads_the_first_ones_tables(
     notes: list[str] = []
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         sets = resolve("crossner-ai", store=store)
-        first = scan(store, "train", sets, model=MINILM, on_note=notes.append)
-        second = scan(store, "train", sets, model=MINILM, on_note=notes.append)
-        scan(store, "train", sets, n=5, model=MINILM)  # another n: scanned
-        bare = scan(store, "train", sets, model=MINILM, texts=False)
+        first = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM), on_note=notes.append)
+        second = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM), on_note=notes.append)
+        scan(store, "train", sets, n=5, embedding=EmbeddingSpec(MINILM))  # another n: scanned
+        bare = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM), texts=False)
     assert calls == ["train", "train", "train"]  # the second scan ran no SQL
     assert any("unchanged since its last scan" in n for n in notes)
     assert second.report() == first.report()
@@ -59,16 +60,18 @@ def test_a_changed_corpus_or_benchmark_is_scanned_again(
     calls = _counting(monkeypatch)
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         sets = resolve("crossner-ai", store=store)
-        before = scan(store, "train", sets, model=MINILM)
+        before = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
         more = write_bio(tmp_path / "more-train.bio", planted())
         ingest(store, "columns", more, name="train", split="train", append=True,
                options={"repair": True})  # fmt: skip
-        after = scan(store, "train", sets, model=MINILM)
+        after = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
         fewer = write_bio(tmp_path / "test.txt", BENCH[1:])  # the verbatim copy's sentence gone
         ingest(store, "crossner-ai", fewer, split="test", replace=True)
-        again = scan(store, "train", resolve("crossner-ai", store=store), model=MINILM)
+        again = scan(
+            store, "train", resolve("crossner-ai", store=store), embedding=EmbeddingSpec(MINILM)
+        )
         ingest(store, "crossner-ai", fewer, split="test", replace=True)  # the same input, anew
-        scan(store, "train", resolve("crossner-ai", store=store), model=MINILM)
+        scan(store, "train", resolve("crossner-ai", store=store), embedding=EmbeddingSpec(MINILM))
     assert len(calls) == 4  # --replace reads it again: what the reader makes of it may differ
     assert after.report() != before.report()
     assert again.report() != after.report()
@@ -80,11 +83,11 @@ def test_a_decontaminated_view_is_never_cached(
     calls = _counting(monkeypatch)
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         sets = resolve("crossner-ai", store=store)
-        found = scan(store, "train", sets, model=MINILM)
+        found = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
         with store.without_sentences("train", found.overlapping_training_ids()):
-            inside = scan(store, "train", sets, model=MINILM)
-            inside_again = scan(store, "train", sets, model=MINILM)
-        outside = scan(store, "train", sets, model=MINILM)
+            inside = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
+            inside_again = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
+        outside = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
     assert len(calls) == 3  # the two scans of the view ran; the last one read the first's
     assert inside.report() == inside_again.report() != found.report()
     assert outside.report() == found.report()
@@ -96,14 +99,14 @@ def test_a_damaged_entry_is_removed_and_the_scan_runs(
     calls = _counting(monkeypatch)
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         sets = resolve("crossner-ai", store=store)
-        first = scan(store, "train", sets, model=MINILM)
+        first = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
         cache = ScanCache.default()
         assert cache is not None
         (key, _, _) = cache.entries()[0]
         (cache.root / key / "pairs.parquet").write_bytes(b"PAR1 not parquet")
         with pytest.warns(scan_cache.CacheWarning, match="unreadable leakage-scan cache"):
-            second = scan(store, "train", sets, model=MINILM)
-        third = scan(store, "train", sets, model=MINILM)
+            second = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
+        third = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
     assert len(calls) == 2
     assert second.report() == third.report() == first.report()
 
@@ -118,7 +121,7 @@ def test_an_unwritable_cache_warns_and_changes_nothing(
     with _store(db, tmp_path, [*CLEAN, *planted()]) as store:
         sets = resolve("crossner-ai", store=store)
         with pytest.warns(scan_cache.CacheWarning, match="No space left"):
-            found = scan(store, "train", sets, model=MINILM)
+            found = scan(store, "train", sets, embedding=EmbeddingSpec(MINILM))
     cache = ScanCache.default()
     assert cache is not None and cache.entries() == []
     assert not [p for p in cache.root.iterdir()]  # no temporary entry left

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers import SIZE_MATCHED
 
+from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -109,7 +110,11 @@ def sample_spans() -> list[list[Span]]:
 def familiarity_out(sample_results: dict, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("clean") / "out"
     with Store(sample_results["db"], read_only=True) as store:
-        build(store, SplitConfig("pilener-sample", "familiarity", model=MINILM), out)
+        build(
+            store,
+            SplitConfig("pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM)),
+            out,
+        )
     return out
 
 
@@ -139,7 +144,11 @@ def test_size_matched_levels_strip_no_mention(sample_results, sample_spans, tmp_
     """`--match mentions` cuts a level's last label: by its sentences, not its mentions."""
     with Store(sample_results["db"], read_only=True) as store:
         label_of = _label_map(store, "pilener-sample")
-        build(store, SplitConfig("pilener-sample", "max", model=MINILM, **SIZE_MATCHED), tmp_path)
+        build(
+            store,
+            SplitConfig("pilener-sample", "max", embedding=EmbeddingSpec(MINILM), **SIZE_MATCHED),
+            tmp_path,
+        )
     _check(tmp_path, "pilener-sample", "max", sample_spans, label_of, min_labels=1)
 
 
@@ -153,11 +162,15 @@ def test_a_shared_corpus_levels_strip_no_mention(shared: Path, tmp_path: Path) -
         label_of = _label_map(store, "fewnerd-a")
         (n,) = store.con.execute("SELECT count(*) FROM mentions").fetchone()
         assert sum(len(s) for s in spans) == n
-        build(store, SplitConfig("fewnerd-a", "familiarity", model=MINILM), tmp_path / "out")
+        build(
+            store,
+            SplitConfig("fewnerd-a", "familiarity", embedding=EmbeddingSpec(MINILM)),
+            tmp_path / "out",
+        )
         quantiles = SplitConfig(
             "fewnerd-a",
             "entropy",
-            model=MINILM,
+            embedding=EmbeddingSpec(MINILM),
             low_quantile=0.25,
             medium_band=(0.4, 0.6),
             high_quantile=0.75,
@@ -176,7 +189,11 @@ def test_a_bounded_share_is_kept_on_the_rows_written(
     with Store(sample_results["db"], read_only=True) as store:
         label_of = _label_map(store, "pilener-sample")
         cfg = SplitConfig(
-            "pilener-sample", "entropy", model=MINILM, max_label_share=0.5, min_mentions=20
+            "pilener-sample",
+            "entropy",
+            embedding=EmbeddingSpec(MINILM),
+            max_label_share=0.5,
+            min_mentions=20,
         )
         (res,) = build(store, cfg, tmp_path)
     found = _check(tmp_path, "pilener-sample", "entropy", sample_spans, label_of)

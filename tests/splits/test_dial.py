@@ -134,7 +134,7 @@ def test_familiarity_options_are_checked_before_anything_is_read(
     changes: dict, message: str
 ) -> None:
     with pytest.raises(BuildersError, match=message):
-        SplitConfig("pilener", **changes)
+        SplitConfig.from_dict({"source": "pilener", **changes})
 
 
 def test_check_models_from_a_name_a_list_and_the_recorded_command() -> None:

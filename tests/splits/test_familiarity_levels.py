@@ -26,6 +26,7 @@ from helpers import (
 
 from builders.cli.main import build_splits
 from builders.hub.folder import subset_features, write_parquet
+from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -39,7 +40,11 @@ def _build(sample_results: dict, root: Path, check_model: str | None, min_gap: f
     db = root / "s.duckdb"
     shutil.copy(sample_results["db"], db)
     cfg = SplitConfig(
-        "pilener-sample", "familiarity", model=MINILM, check_model=check_model, min_gap=min_gap
+        "pilener-sample",
+        "familiarity",
+        embedding=EmbeddingSpec(MINILM),
+        check_model=check_model,
+        min_gap=min_gap,
     )
     with Store(db) as store:
         (res,) = build(store, cfg, root / "out")
@@ -174,7 +179,7 @@ def test_the_folders_load_and_say_how_they_were_built(familiarity_build) -> None
 
 
 def test_the_same_inputs_give_the_same_bytes(familiarity_build, tmp_path: Path) -> None:
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM)
+    cfg = SplitConfig("pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM))
     with Store(familiarity_build["db"]) as store:
         build(store, cfg, tmp_path)
     for folder in FOLDERS:
@@ -264,7 +269,9 @@ def test_a_quantile_build_whose_order_fails_points_to_the_familiarity_strategy(
 
 
 def test_levels_named_in_any_order_are_placed_easy_to_hard(familiarity_build) -> None:
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, levels=("high", "low"))
+    cfg = SplitConfig(
+        "pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM), levels=("high", "low")
+    )
     with Store(familiarity_build["db"]) as store:
         (res,) = build(store, cfg, None)
     low, high = res.subsets
@@ -279,7 +286,9 @@ def test_the_cards_load_line_works_as_printed(
     import re
 
     monkeypatch.chdir(tmp_path)
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, levels=("low", "high"))
+    cfg = SplitConfig(
+        "pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM), levels=("low", "high")
+    )
     with Store(familiarity_build["db"]) as store:
         (res,) = build(store, cfg, Path("runs/out"))
     card = (tmp_path / "runs/out/pilener-sample-low-shift/README.md").read_text()
@@ -297,7 +306,7 @@ def test_rows_written_as_they_come_equal_the_rows_held_in_memory(
     """A build with `out` streams each level's rows to its parquet file (a large corpus's
     levels are never held in memory); without `out` they are kept as a table. Same rows, the
     same counts, the capped labels' included."""
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM)
+    cfg = SplitConfig("pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM))
     with Store(familiarity_build["db"]) as store:
         (held,) = build(store, cfg)
     written = familiarity_build["result"]
@@ -392,7 +401,7 @@ def test_written_levels_short_of_the_gap_are_placed_again_smaller(
     db = tmp_path / "s.duckdb"
     shutil.copy(familiarity_build["db"], db)
     largest = familiarity_build["result"].subsets[0].selection["level_mentions"]
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM)
+    cfg = SplitConfig("pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM))
     with Store(db) as store:
         (res,) = build(store, cfg, tmp_path / "out")
     sel = res.subsets[0].selection
@@ -423,7 +432,9 @@ def test_a_given_size_whose_gap_never_holds_on_the_rows_ends(
     db = tmp_path / "s.duckdb"
     shutil.copy(familiarity_build["db"], db)
     size = familiarity_build["result"].subsets[0].selection["level_mentions"] // 2
-    cfg = SplitConfig("pilener-sample", "familiarity", model=MINILM, level_mentions=size)
+    cfg = SplitConfig(
+        "pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM), level_mentions=size
+    )
     with Store(db) as store:
         (res,) = build(store, cfg, None)
     sel = res.subsets[0].selection

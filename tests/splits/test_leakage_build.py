@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import DATA, SAMPLE_MEDIUM
 
+from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -39,7 +40,12 @@ def leaky_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _build(db: Path, out: Path, **kw: object) -> list:
     cfg = SplitConfig(
-        "leaky", "max", benchmarks=("crossner-ai",), model=MINILM, medium_band=SAMPLE_MEDIUM, **kw
+        "leaky",
+        "max",
+        benchmarks=("crossner-ai",),
+        embedding=EmbeddingSpec(MINILM),
+        medium_band=SAMPLE_MEDIUM,
+        **kw,
     )  # type: ignore[arg-type]
     with Store(db) as store:
         return build(store, cfg, out)
@@ -97,7 +103,7 @@ def test_user_benchmarks_are_named_in_cards_and_changelogs(
         "leaky",
         "max",
         benchmarks=("mine=crossner-ai:test", f"file:{labels}"),
-        model=MINILM,
+        embedding=EmbeddingSpec(MINILM),
         medium_band=SAMPLE_MEDIUM,
     )
     with Store(leaky_store) as store:

@@ -15,6 +15,7 @@ from helpers import LABELS_A, SAMPLE_MEDIUM, SIZE_MATCHED, bio_corpus
 from builders.errors import BuildersError
 from builders.shift.embedder import Embedder
 from builders.shift.report import similarity_matrix
+from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.splits import subsets as subsets_module
 from builders.store import Store
@@ -41,7 +42,7 @@ def test_an_exact_label_has_similarity_one(sample_db: Path) -> None:
     train = ["year", "person", "film year", "genre"]
     evals = ("year", "genre", "actor")
     with Store(sample_db) as store:
-        m, _ = similarity_matrix(store, MINILM, train, evals)
+        m, _ = similarity_matrix(store, Embedder(MINILM), train, evals)
     assert m[0, 0] == 1.0 and m[3, 1] == 1.0  # exactly, whatever float32 says
     assert m[2, 0] < 1.0 and m[1, 2] < 1.0  # other pairs keep their cosine
 
@@ -92,7 +93,11 @@ def test_levels_that_share_labels_are_refused_before_anything_is_written(
 ) -> None:
     out = tmp_path / "out"
     cfg = SplitConfig(  # a low cut of half the labels overlaps the middle band
-        "pilener-sample", "max", model=MINILM, low_quantile=0.5, medium_band=SAMPLE_MEDIUM
+        "pilener-sample",
+        "max",
+        embedding=EmbeddingSpec(MINILM),
+        low_quantile=0.5,
+        medium_band=SAMPLE_MEDIUM,
     )
     with Store(sample_db) as store, pytest.raises(BuildersError) as err:
         build(store, cfg, out)
@@ -109,7 +114,7 @@ def test_levels_too_small_are_refused_with_their_numbers(tmp_path: Path) -> None
     with Store(tmp_path / "s.duckdb") as store:
         ingest(store, "columns", corpus, name="tiny")
         with pytest.raises(BuildersError) as err:
-            build(store, SplitConfig("tiny", "max", model=MINILM), out)
+            build(store, SplitConfig("tiny", "max", embedding=EmbeddingSpec(MINILM)), out)
     msg = str(err.value)
     assert "tiny: 14 labels cannot give disjoint low/medium/high levels" in msg
     assert re.search(
@@ -123,13 +128,21 @@ def test_a_failed_build_leaves_earlier_output_byte_identical(
     sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "out"
-    cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
+    cfg = SplitConfig(
+        "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+    )
     with Store(sample_db) as store:
         build(store, cfg, out)
         before = _tree(out)
         # 1. refused by the checks: nothing computed is written
         with pytest.raises(BuildersError, match="cannot give disjoint"):
-            build(store, SplitConfig("pilener-sample", "entropy", model=MINILM, min_labels=50), out)
+            build(
+                store,
+                SplitConfig(
+                    "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), min_labels=50
+                ),
+                out,
+            )
         assert _tree(out) == before
         # 2. a failure while the third folder is staged: no folder changes
         real = subsets_module._write_config
@@ -142,7 +155,9 @@ def test_a_failed_build_leaves_earlier_output_byte_identical(
             return real(where, res, sub, record)
 
         monkeypatch.setattr(subsets_module, "_write_config", fail_third)
-        other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=(0.4, 0.6))
+        other = SplitConfig(
+            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=(0.4, 0.6)
+        )
         with pytest.raises(OSError, match="disk full"):
             build(store, other, out)
     assert calls == ["low", "medium", "high"]
@@ -156,7 +171,9 @@ def test_a_failed_swap_puts_every_folder_back(
 
     out = tmp_path / "out"
     with Store(sample_db) as store:
-        cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
+        cfg = SplitConfig(
+            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+        )
         build(store, cfg, out)
         before = _tree(out)
         real, swaps = folder_module.swap_in, []
@@ -168,7 +185,9 @@ def test_a_failed_swap_puts_every_folder_back(
             return real(tmp, target)
 
         monkeypatch.setattr(folder_module, "swap_in", fail_last)
-        other = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=(0.4, 0.6))
+        other = SplitConfig(
+            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=(0.4, 0.6)
+        )
         with pytest.raises(OSError, match="rename failed"):
             build(store, other, out)
     assert len(swaps) == 3
@@ -176,7 +195,7 @@ def test_a_failed_swap_puts_every_folder_back(
 
 
 def test_size_matched_levels_by_mentions(sample_db: Path) -> None:
-    cfg = SplitConfig("pilener-sample", "max", model=MINILM, **SIZE_MATCHED)
+    cfg = SplitConfig("pilener-sample", "max", embedding=EmbeddingSpec(MINILM), **SIZE_MATCHED)
     with Store(sample_db) as store:
         (res,) = build(store, cfg)
     target = res.subsets[0].selection["matched_to"]
@@ -196,7 +215,11 @@ def test_size_matched_levels_by_mentions(sample_db: Path) -> None:
 
 def test_size_matched_levels_by_labels(sample_db: Path) -> None:
     cfg = SplitConfig(
-        "pilener-sample", "max", model=MINILM, medium_band=SAMPLE_MEDIUM, match="labels"
+        "pilener-sample",
+        "max",
+        embedding=EmbeddingSpec(MINILM),
+        medium_band=SAMPLE_MEDIUM,
+        match="labels",
     )
     with Store(sample_db) as store:
         (res,) = build(store, cfg)
@@ -222,7 +245,9 @@ def test_same_bytes_whatever_the_cache_held_before(sample_results: dict, tmp_pat
                 labels = [lab for lab, _, _ in store.label_counts("pilener-sample")][::-1]
                 Embedder(MINILM).embed_cached(store, ["extra label", *labels[:100]])
                 Embedder(MINILM).embed_cached(store, labels)
-            cfg = SplitConfig("pilener-sample", "max", model=MINILM, medium_band=SAMPLE_MEDIUM)
+            cfg = SplitConfig(
+                "pilener-sample", "max", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+            )
             build(store, cfg, tmp_path / f"out-{fill_first}")
         trees.append(_tree(tmp_path / f"out-{fill_first}"))
     assert trees[0] == trees[1]

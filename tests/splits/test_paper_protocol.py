@@ -22,6 +22,7 @@ from builders.labels import paper_training_label, reference_familiarity
 from builders.shift.benchmarks import evaluation_sets
 from builders.shift.report import LabelTable, familiarity_report
 from builders.shift.scoring import default_rule, paper_scores, select_pooled
+from builders.shift.specs import EmbeddingSpec, MetricSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -142,7 +143,12 @@ def test_both_headline_figures() -> None:
     sets = {"a": ("x", "y"), "b": ("y", "z", "w")}
     sims = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 0.2], [0.1, 0.1]])  # x, y, z, w
     rep = familiarity_report(
-        sims, np.array([10, 10]), ["p", "q"], sets, model="m", k=10, weighting="unweighted"
+        sims,
+        np.array([10, 10]),
+        ["p", "q"],
+        sets,
+        model="m",
+        metric=MetricSpec(k=10, weighting="unweighted"),
     )
     f = rep.per_label
     assert rep.union_macro == pytest.approx(np.mean([f["x"], f["y"], f["z"], f["w"]]))
@@ -157,7 +163,11 @@ def test_build_splits_paper_protocol_selects_what_the_authors_rule_selects(
     shutil.copy(sample_results["db"], db)
     for strategy in ("entropy", "max"):
         cfg = SplitConfig(
-            "pilener-sample", strategy, model=MINILM, protocol="paper", medium_band=(0.495, 0.505)
+            "pilener-sample",
+            strategy,
+            embedding=EmbeddingSpec(MINILM),
+            metric=MetricSpec(protocol="paper"),
+            medium_band=(0.495, 0.505),
         )
         with Store(db) as store:
             (res,) = build(store, cfg, tmp_path / "out")
@@ -178,7 +188,7 @@ def test_build_splits_paper_protocol_selects_what_the_authors_rule_selects(
 
 def test_paper_protocol_needs_one_score_for_size_matching() -> None:
     with pytest.raises(BuildersError, match="--match needs one score per label"):
-        SplitConfig("x", protocol="paper", match="mentions")
+        SplitConfig("x", metric=MetricSpec(protocol="paper"), match="mentions")
 
 
 def test_paper_labels_of_fewnerd_merge_their_counts(tmp_path: Path, data_dir: Path) -> None:

@@ -15,6 +15,7 @@ from builders.labels import union_labels
 from builders.shift.benchmarks import evaluation_sets
 from builders.shift.report import LabelTable
 from builders.shift.scoring import default_rule
+from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store
 from builders.store.ingest import ingest
@@ -122,7 +123,7 @@ def test_levels_keep_their_negative_spans_through_export(tmp_path: Path, data_di
             "max",
             benchmarks=("crossner-ai",),
             levels=("low", "high"),
-            model=MINILM,
+            embedding=EmbeddingSpec(MINILM),
             min_labels=1,
             min_mentions=1,
         )
@@ -234,7 +235,9 @@ def test_full_corpus_familiarity_is_macro_of_union(builds: dict) -> None:
 
 def test_build_is_deterministic(sample_store: Path, builds: dict, tmp_path: Path) -> None:
     with Store(sample_store) as store:
-        cfg = SplitConfig("pilener-sample", "entropy", model=MINILM, medium_band=SAMPLE_MEDIUM)
+        cfg = SplitConfig(
+            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+        )
         build(store, cfg, tmp_path)
     for sub in builds["entropy"].subsets:
         a = Path(sub.path) / "entropy/train-00000-of-00001.parquet"
@@ -247,7 +250,7 @@ def test_per_benchmark_mode(sample_store: Path, tmp_path: Path) -> None:
         "pilener-sample",
         "max",
         benchmarks=("crossner-ai", "mit-movie"),
-        model=MINILM,
+        embedding=EmbeddingSpec(MINILM),
         per_benchmark=True,
         levels=("low",),
     )
@@ -264,7 +267,13 @@ def test_overrides_and_errors(sample_store: Path) -> None:
     with Store(sample_store) as store:
         (r,) = build(
             store,
-            SplitConfig("pilener-sample", "max", model=MINILM, low_quantile=0.9, levels=("low",)),
+            SplitConfig(
+                "pilener-sample",
+                "max",
+                embedding=EmbeddingSpec(MINILM),
+                low_quantile=0.9,
+                levels=("low",),
+            ),
         )
         assert r.subsets[0].selection["quantiles"] == [0.9]
         assert r.subsets[0].selection["profile"] == "custom"
@@ -279,8 +288,8 @@ def test_overrides_and_errors(sample_store: Path) -> None:
     with pytest.raises(BuildersError, match="unknown level 'easy'"):
         SplitConfig("x", levels=("easy",))
     with pytest.raises(BuildersError, match="--backend openvino runs --precision fp32 or bf16"):
-        SplitConfig("x", backend="openvino", precision="fp16")
-    assert SplitConfig("x", backend="onnx").to_dict()["backend"] == "onnx"
+        SplitConfig("x", embedding=EmbeddingSpec(backend="openvino", precision="fp16"))
+    assert SplitConfig("x", embedding=EmbeddingSpec(backend="onnx")).to_dict()["backend"] == "onnx"
 
 
 def test_build_json_records_parameters(builds: dict) -> None:

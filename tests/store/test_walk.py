@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from helpers import SIZE_MATCHED
 
+from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store, subsets
 from builders.store.subsets import _stable_argsort, _walk
@@ -145,8 +146,14 @@ def sample_walks(sample_results: dict, tmp_path_factory: pytest.TempPathFactory)
     try:
         with Store(sample_results["db"], read_only=True) as store:
             out = tmp_path_factory.mktemp("walks")
-            build(store, SplitConfig("pilener-sample", "familiarity", model=MINILM), out)
-            cfg = SplitConfig("pilener-sample", "max", model=MINILM, **SIZE_MATCHED)
+            build(
+                store,
+                SplitConfig("pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM)),
+                out,
+            )
+            cfg = SplitConfig(
+                "pilener-sample", "max", embedding=EmbeddingSpec(MINILM), **SIZE_MATCHED
+            )
             build(store, cfg, out)
     finally:
         mp.undo()

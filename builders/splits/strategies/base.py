@@ -110,5 +110,6 @@ class Strategy:
 
 def changed(cfg: SplitConfig, options: Mapping[str, Any]) -> list[str]:
     """The options given a value other than their default, as the surface in force names
-    them."""
-    return [opt(name) for name, default in options.items() if getattr(cfg, name) != default]
+    them (read in the config's flat spelling: `protocol` is its metric's)."""
+    given = cfg.to_dict()
+    return [opt(name) for name, default in options.items() if given[name] != default]

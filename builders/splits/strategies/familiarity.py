@@ -166,7 +166,9 @@ def _placed_on_what_is_written(
     sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
     order = _familiarity_levels(cfg, table, m)
     stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
-    ranking = familiarity_ranking(m, table.mentions, cfg.k, cfg.weighting)  # once: sizes vary
+    ranking = familiarity_ranking(
+        m, table.mentions, cfg.metric.k, cfg.metric.weighting
+    )  # once: sizes vary
     gap, size = cfg.min_gap, cfg.level_mentions
     rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
     for _ in range(PLACE_TRIES):
@@ -205,7 +207,7 @@ def _smaller(cfg: SplitConfig, size: int | None) -> int:
     if cfg.level_mentions is not None:
         return cfg.level_mentions
     smaller = int((size or 0) * RETRY_STEP)
-    return smaller if smaller >= max(cfg.min_mentions, cfg.k) else 0
+    return smaller if smaller >= max(cfg.min_mentions, cfg.metric.k) else 0
 
 
 def _note_rounds(
@@ -243,7 +245,11 @@ def _gap_shortfall(
             counts = table_counts(table, chosen)
             cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
             f = closed_form(
-                np.maximum(s[:, cols], 0), counts[cols], np.arange(cols.size), cfg.k, cfg.weighting
+                np.maximum(s[:, cols], 0),
+                counts[cols],
+                np.arange(cols.size),
+                cfg.metric.k,
+                cfg.metric.weighting,
             )
             union.append(float(np.sort(f).mean()))
         for a, b in pairwise(union):
@@ -270,7 +276,7 @@ def _by_familiarity(
     BuildResult fields it adds (the ranking's columns and the Familiarity along it).
     """
     stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
-    models = [canonical_name(cfg.model), *checks]
+    models = [canonical_name(cfg.embedding.model), *checks]
     try:
         dial, placed = choose(
             ranking,
@@ -281,8 +287,8 @@ def _by_familiarity(
             tolerance=TARGET_TOLERANCE,
             size=size if size is not None else cfg.level_mentions,
             smallest=cfg.min_mentions,
-            k=cfg.k,
-            weighting=cfg.weighting,
+            k=cfg.metric.k,
+            weighting=cfg.metric.weighting,
             min_labels=cfg.min_labels,
             models=models,
         )
@@ -362,7 +368,7 @@ def _level(
         **placed.to_dict(),
         "level_mentions": dial.size,
         "size": "given" if cfg.level_mentions else "largest",
-        "label_cap": cfg.k,
+        "label_cap": cfg.metric.k,
         "capped_labels": int((placed.take < table.mentions[placed.labels]).sum()),
         "min_gap": cfg.min_gap,
         "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,

@@ -89,7 +89,9 @@ class Quantile(Strategy):
     ) -> Placed:
         """The profile, every label's score, the cuts and the levels, fitted."""
         rule = selection_rule(cfg, len(table.labels))
-        stage(f"scoring ({cfg.strategy}, {cfg.protocol} protocol) against {m.shape[1]} labels")
+        stage(
+            f"scoring ({cfg.strategy}, {cfg.metric.protocol} protocol) against {m.shape[1]} labels"
+        )
         scores, cuts = self._score_and_cut(cfg, rule, group, m)
         levels = from_cuts(cuts, cfg.levels, rule.profile)
         levels = match_levels(levels, scores, table, self.familiar_high, cfg.match)
@@ -109,16 +111,16 @@ class Quantile(Strategy):
         """Our protocol: one score per label against the union, cut at its quantiles. The
         paper's: one score per (label, benchmark), cut at the pooled quantiles, a label kept
         if it qualifies for any benchmark (scores of shape (D, B))."""
-        if cfg.protocol != "paper":
-            scores = self.scores(m, cfg.temperature)
+        if cfg.metric.protocol != "paper":
+            scores = self.scores(m, cfg.metric.temperature)
             return scores, select(scores, cfg.strategy, rule)
         evals = union_labels(group)
         cols = [np.array([evals.index(z) for z in labels]) for labels in group.values()]
-        rows = paper_scores(m, cols, cfg.strategy, cfg.temperature)
+        rows = paper_scores(m, cols, cfg.strategy, cfg.metric.temperature)
         return rows, select_pooled(rows, cfg.strategy, rule)
 
     def check(self, cfg: SplitConfig) -> None:
-        if cfg.protocol == "paper" and cfg.match != "none":
+        if cfg.metric.protocol == "paper" and cfg.match != "none":
             raise ConflictingOptions(
                 f"{opt('match')} needs one score per label; the paper protocol scores every "
                 f"(label, benchmark) pair: use {opt('protocol', 'ours')} with {opt('match')}"
