@@ -47,6 +47,8 @@ PAPER_ENTROPY_EPSILON = 1e-10
 #: The default strategy (`builders.splits.strategies` registers every one). `entropy` and
 #: `max` are the paper's label scores (`SCORES`), cut at quantiles.
 SCORES = ("entropy", "max")
+#: Each score's name and symbol (a card's cut rule `e ≥ q(0.9)`, a plot's axis).
+SCORE_SYMBOLS = {"entropy": ("entropy", "e"), "max": ("max similarity", "m")}
 DEFAULT_STRATEGY = "entropy"
 #: `familiarity` levels: the smallest Familiarity gap between consecutive levels, and how
 #: close a level must come to a Familiarity it is asked for (`--targets`).

@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from builders.defaults import LEVELS
+from builders.defaults import LEVELS, SCORE_SYMBOLS
 from builders.hub.changelog import describe_inputs
 from builders.hub.folder import subset_features
 from builders.hub.templating import (
@@ -163,7 +163,7 @@ def _cuts_view(b: Mapping[str, Any], symbol: str) -> list[dict[str, Any]]:
 def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
     cfg, sub = b["config"], b["subset"]
     full = b.get("full")
-    symbol = {"entropy": "e", "max": "m"}.get(cfg["strategy"], "")
+    symbol = SCORE_SYMBOLS[cfg["strategy"]][1] if cfg["strategy"] in SCORE_SYMBOLS else ""
     sel = sub["selection"]
     return {
         "name": config,

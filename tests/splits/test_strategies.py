@@ -33,6 +33,9 @@ def _name_comparisons_text(text: str) -> list[str]:
     a strategy compared with a strategy's name (a metric called `familiarity` is not one)."""
     found = []
     for node in ast.walk(ast.parse(text)):
+        if _looked_up_by_name(node):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+            continue
         if not isinstance(node, ast.Compare):
             continue
         sides = [node.left, *node.comparators]
@@ -44,6 +47,21 @@ def _name_comparisons_text(text: str) -> list[str]:
         if named and any("strategy" in ast.unparse(side) for side in sides):
             found.append(f"{node.lineno}: {ast.unparse(node)}")
     return found
+
+
+def _looked_up_by_name(node: ast.AST) -> bool:
+    """`{"entropy": "e", "max": "m"}.get(cfg.strategy)` or `{...}[strategy]`: a table keyed by
+    strategies' names, read with a strategy."""
+    if isinstance(node, ast.Subscript):
+        table, key = node.value, [node.slice]
+    elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "get" and node.args:
+        table, key = node.func.value, node.args[:1]  # type: ignore[attr-defined]
+    else:
+        return False
+    named = isinstance(table, ast.Dict) and any(
+        isinstance(k, ast.Constant) and k.value in NAMES for k in table.keys
+    )
+    return named and "strategy" in ast.unparse(key[0])
 
 
 def test_nothing_outside_a_strategy_branches_on_its_name() -> None:
@@ -60,7 +78,12 @@ def test_nothing_outside_a_strategy_branches_on_its_name() -> None:
 
 def test_the_scan_finds_a_branch() -> None:
     """The check can fail: lines like the old pipeline's and verdicts' are caught."""
-    for text in ('if cfg.strategy == "familiarity": pass', 'x = s.strategy != "max"'):
+    for text in (
+        'if cfg.strategy == "familiarity": pass',
+        'x = s.strategy != "max"',
+        'symbol = {"entropy": "e", "max": "m"}.get(cfg["strategy"], "")',
+        'symbol = {"entropy": "e"}[res.config.strategy]',
+    ):
         assert _name_comparisons_text(text), text
     assert not _name_comparisons_text('if m in ("familiarity",): pass')  # a metric's name
 

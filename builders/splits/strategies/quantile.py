@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from builders.defaults import DEFAULT_PROTOCOL
+from builders.defaults import DEFAULT_PROTOCOL, SCORE_SYMBOLS
 from builders.errors import ConflictingOptions, opt
 from builders.hub.plots import histogram_png
 from builders.labels import union_labels
@@ -157,5 +157,5 @@ def selection_rule(cfg: SplitConfig, n_labels: int) -> SelectionRule:
     )
 
 
-ENTROPY = Quantile("entropy", "entropy e", familiar_high=False)
-MAX = Quantile("max", "max similarity m", familiar_high=True)
+ENTROPY = Quantile("entropy", " ".join(SCORE_SYMBOLS["entropy"]), familiar_high=False)
+MAX = Quantile("max", " ".join(SCORE_SYMBOLS["max"]), familiar_high=True)
