@@ -27,7 +27,11 @@ from builders.errors import BuildersError, HubUnreachable, InvalidValue, Scenari
 from builders.labels import ZERO_SHOT, benchmarks, label_map
 from builders.scenarios.book import Scenario
 from builders.shift.benchmarks import read_label_map
+from builders.sources import SOURCES, get_source, is_hub_id
+from builders.sources.hf import hub_revision, is_commit
 from builders.store import Store
+from builders.store.ingest import ingest, plan_ingest
+from builders.store.writer import unit_key
 
 
 @dataclass
@@ -63,7 +67,6 @@ def local_benchmarks(sc: Scenario, owned: Collection[str]) -> list[str]:
     from the store and no scenario owns: a packaged benchmark's test sentences where leakage
     is measured or removed (`all`: the seven), and a stored-source entry naming one
     (`mit-movie:test`). Their local copy ($LABELSHIFT_DATA) is regenerate's to follow."""
-    from builders.sources import SOURCES
 
     if sc.kind != "splits":
         return []
@@ -153,8 +156,6 @@ def take_benchmark(
     guard), when the store has none or has the one read from that copy. A stored copy read
     from other files is kept (said in a note); without a local copy, None: the store's copy,
     if any, is what the scenarios read."""
-    from builders.sources import get_source
-    from builders.store.ingest import ingest
 
     local = get_source(name).default_path()
     if local is None:
@@ -206,7 +207,6 @@ def take(
     """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged); a
     replace that shrinks the source past the guard (`store.shrink`) is refused unless
     `allow_shrink`. A Hub dataset is read at the commit the Hub names now (`hub_commit`)."""
-    from builders.store.ingest import ingest
 
     mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
     base = Path(where) if isinstance(where, Path) else None
@@ -258,8 +258,6 @@ def _kept_by_append(
     base: Path | None,
 ) -> list[str]:
     """Notes on the stored inputs no longer under `path`, which `ingest = "append"` keeps."""
-    from builders.store.ingest import plan_ingest
-    from builders.store.writer import unit_key
 
     _, plan = plan_ingest(
         sc.source, where, options=dict(sc.options), label_map=mapping, revision=commit
@@ -296,7 +294,6 @@ def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
         BuildersError: the Hub cannot be reached and the source is stored at another commit
             than `revision` pins (naming `revision`); the Hub's refusal.
     """
-    from builders.sources.hf import hub_revision, is_commit
 
     try:
         return hub_revision(dataset, sc.revision)
@@ -365,7 +362,6 @@ def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict
 
 def available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
     """Where to ingest from (None: use the stored copy), or raise with why it is unavailable."""
-    from builders.sources import get_source, is_hub_id
 
     spec = get_source(sc.source)
     if sc.path is not None:
