@@ -221,6 +221,14 @@ def test_a_command_names_its_options_and_exits_1(tmp_path: Path) -> None:
     assert "'--org': must be a user or organisation name like `my-org`, got 'no org'" in (
         res.output
     )
+    # a spec is made of its options before the command runs (`cli.options._making_specs`)
+    for command in ("familiarity", "build-splits", "leakage", "fewnerd-splits --mode inter"):
+        args = [*command.split(), "--source", "x", "--backend", "onnx", "--precision", "fp16"]
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 1, (command, res.output)
+        assert "Error: --backend onnx runs --precision fp32, not fp16; use --backend torch" in (
+            res.output
+        ), command
 
 
 def _instance(kind: type[BaseException]) -> BuildersError:

@@ -98,8 +98,9 @@ def _making_specs(f: Callable) -> Callable:
         given: dict[str, dict[str, Any]] = {}
         for name, spec in fields.items():
             given.setdefault(spec, {})[name] = kwargs.pop(name)
-        try:
-            specs = {spec: SPECS[spec](**values) for spec, values in given.items()}
+        try:  # made before `handle_errors` runs the command: on its surface too
+            with shown_on(COMMAND_LINE):
+                specs = {spec: SPECS[spec](**values) for spec, values in given.items()}
         except BuildersError as exc:  # as `cli.errors.handle_errors` words it
             raise click.ClickException(printable_message(str(exc))) from exc
         return f(*args, **kwargs, **specs)

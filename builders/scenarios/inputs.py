@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builders.errors import BuildersError, HubUnreachable, InvalidValue, ScenarioError
+from builders.errors import (
+    BuildersError,
+    HubUnreachable,
+    InputError,
+    InvalidValue,
+    ScenarioError,
+)
 from builders.labels import ZERO_SHOT, benchmarks, label_map
 from builders.scenarios.book import Scenario
 from builders.shift.benchmarks import read_label_map
@@ -397,7 +403,7 @@ def check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None)
     want = dict(sorted(label_map(mapping or {}).items()))
     for split, stored in sorted(store.stored_splits(sc.stored).items()):
         if (stored.options or {}).get("label_map", {}) != want:
-            raise ScenarioError(
+            raise InputError(
                 f"scenario {sc.name!r}: {sc.stored}/{split} is in the store read with another "
                 f"label map than ingest_label_map ({sc.ingest_label_map or 'none'}), and its "
                 "input is not at hand to read again: give its files with `path = ...` in the "

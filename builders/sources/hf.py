@@ -72,7 +72,8 @@ def hub_revision(dataset: str, revision: str | None = None) -> str:
     Raises:
         HubUnreachable: offline mode, no connection, a timeout, a server error or a refusal
             to answer now (429).
-        BuildersError: no such dataset or revision, or no access to it.
+        InputError: no such dataset or revision, or no access to it; any other failure
+            (the Hub did not answer, or gave no commit).
     """
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
@@ -90,9 +91,10 @@ def hub_revision(dataset: str, revision: str | None = None) -> str:
         text = f"{where}: the Hub cannot be reached ({type(exc).__name__}: {first})"
         if _unreachable(exc):
             raise HubUnreachable(text) from exc
-        raise HubUnreachable(text.replace("cannot be reached", "did not answer")) from exc
+        # any other failure (a 401/403, a bug) is refused, not taken for being offline
+        raise InputError(text.replace("cannot be reached", "did not answer")) from exc
     if not sha:
-        raise HubUnreachable(f"{where}: the Hub gave no commit for it")
+        raise InputError(f"{where}: the Hub gave no commit for it")
     return str(sha)
 
 

@@ -357,9 +357,8 @@ class SubsetQueries:
         its ties by corpus order, as the rows are), read once per seed."""
         ranks = rows.draws.get(seed)
         if ranks is None:
-            sentences = pa.table(
-                {"split": rows.split, "idx": rows.idx, "k": pa.array(range(len(rows.idx)))}
-            )
+            k = np.arange(len(rows.idx), dtype=np.int64)  # typed: a level with no rows too
+            sentences = pa.table({"split": rows.split, "idx": rows.idx, "k": k})
             with self._registered("_sentences", sentences):
                 order = self.con.sql(_DRAW_ORDER, params=[str(seed)]).to_arrow_table()
             ranks = np.empty(len(rows.idx), dtype=np.int64)

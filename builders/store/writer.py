@@ -209,7 +209,8 @@ def write_source(
         allow_shrink: with `exact`, accept a split removed whole or a source that falls by
             more than half of its sentences (refused otherwise: `ShrinkGuard`).
         fixes: how the caller spells the fixes its refusals name (keys `replace`, `append`,
-            `name`, `shrink`; default the ingest's `--replace`, `--append`, `--name NAME`).
+            `name`, `shrink`; default the ingest's, as the surface in force names them:
+            `replace=True` from Python, `--replace` on the command line).
         progress: called with the number of examples read since the last call.
 
     Raises:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from helpers import LABELS_A, LABELS_B
 
 from builders.cli.main import cli
-from builders.errors import BuildersError, HubUnreachable
+from builders.errors import BuildersError, HubUnreachable, InputError
 from builders.scenarios.book import load_scenarios
 from builders.scenarios.regenerate import regenerate
 from builders.store import Store
@@ -126,6 +126,28 @@ def test_hub_revision_says_unreachable_apart_from_refused(fake_hub: FakeHub) -> 
     ):
         assert hf._unreachable(exc)  # type: ignore[arg-type]
     assert not hf._unreachable(ValueError("a bug"))
+
+
+def test_a_hub_refusal_is_not_taken_for_being_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure that is no connection, timeout, server error or 429 (a 401, a bug), and an
+    answer with no commit, are refused: read as "offline", the input would be recorded
+    without its commit (`resolve_revision`) or the stored copy used unchecked."""
+    from huggingface_hub import HfApi
+
+    from builders.sources import hf
+
+    class Unauthorized(Exception):
+        response = SimpleNamespace(status_code=401)
+
+    def refuse(self: Any, *a: Any, **kw: Any) -> Any:
+        raise Unauthorized("401 Client Error")
+
+    monkeypatch.setattr(HfApi, "dataset_info", refuse)
+    with pytest.raises(InputError, match=r"org/ds: the Hub did not answer \(Unauthorized"):
+        hf.resolve_revision(DATASET, None)
+    monkeypatch.setattr(HfApi, "dataset_info", lambda self, *a, **kw: SimpleNamespace(sha=None))
+    with pytest.raises(InputError, match=r"org/ds@main: the Hub gave no commit for it"):
+        hf.resolve_revision(DATASET, "main")
 
 
 def test_a_hub_inputs_fingerprint_holds_its_commit() -> None:

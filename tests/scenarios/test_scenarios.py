@@ -13,7 +13,7 @@ from helpers import LABELS_A, LABELS_B, bio_corpus, json_result
 from hubserver import HubServer
 
 from builders.cli.main import cli
-from builders.errors import BuildersError
+from builders.errors import BuildersError, InputError, ScenarioError
 from builders.scenarios.book import load_scenarios, parse_scenarios
 from builders.scenarios.regenerate import regenerate
 from builders.store import Store
@@ -339,6 +339,8 @@ def test_a_scenario_reads_its_source_with_its_ingest_label_map(tmp_path: Path) -
         with pytest.raises(BuildersError, match="read with another label map") as err:
             regenerate(store, [other], book.out)
     assert "corpus-a/train" in str(err.value) and "path = ..." in str(err.value)
+    # the stored copy's input (not the scenarios file) is at fault: the errors branch's type
+    assert isinstance(err.value, InputError) and not isinstance(err.value, ScenarioError)
     assert low["provenance"]["source"]["splits"]["train"]["reader_options"]["label_map"] == {
         "song": "tune"
     }

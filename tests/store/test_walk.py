@@ -257,3 +257,19 @@ def test_a_fitted_level_draws_the_sentences_select_sentences_draws(sample_result
         assert got == store.select_sentences(source, every[0], {}, 0)
         outside = store.select_fitted(source, order[:10], plan[:10], order[10:12], {}, 0)
         assert outside == store.select_sentences(source, order[10:12], {}, 0)
+
+
+def test_a_fitted_level_with_no_rows_draws_nothing(sample_results: dict) -> None:
+    """A level whose labels have no mention in the source (none in its order, or none
+    stored; a decontaminated corpus can lose a label's every sentence) is drawn as the SQL
+    draws it: nothing, not an error on its empty seeded order."""
+    with Store(sample_results["db"], read_only=True) as store:
+        for order, whole, caps in (
+            ([], [], {}),
+            (["no such label"], [], {"no such label": 3}),
+            (["no such label"], ["no such label"], {}),
+        ):
+            take = np.full(len(order), 5, dtype=np.int64)
+            got = store.select_fitted("pilener-sample", order, take, whole, caps, 0)
+            assert got == store.select_sentences("pilener-sample", whole, caps, 0)
+            assert got.mentions == 0 and got.drawn == 0
