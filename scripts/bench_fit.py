@@ -7,7 +7,7 @@ code (exported with `git archive` to a temp folder); each build runs in a child 
 the old tree and the working tree on PYTHONPATH in turn, back to back, `--repeat` times:
 
 1. the familiarity build (`build(..., out=None)`, no leakage scan): wall time, the time in
-   `_walk`, in `fit_level`, in choosing sentences (`select_sentences`, `select_fitted`
+   `walk`, in `fit_level`, in choosing sentences (`select_sentences`, `select_fitted`
    where the code has it), and every level's mentions, sentences,
    labels, a digest of its rows and its union Familiarity, which must be the same under both;
 2. the entropy build with the new code (the reference the familiarity build is compared to).
@@ -57,6 +57,7 @@ def child(db: str, source: str, strategy: str, model: str) -> dict[str, Any]:
 
         setattr(owner, name, wrapper)
 
+    timed(subsets, "walk", "walk")  # as fit_level calls it (older code: `_walk`)
     timed(subsets, "_walk", "walk")
     timed(subsets.SubsetQueries, "fit_level", "fit_level")
     timed(subsets.SubsetQueries, "select_sentences", "select")

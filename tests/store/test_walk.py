@@ -1,4 +1,4 @@
-"""`fit_level`'s walk (`subsets._walk`) gives exactly what the straightforward walk gave: the
+"""`fit_level`'s walk (`draws.walk`) gives exactly what the straightforward walk gave: the
 reference below is the walk as it was before it learned to skip the sentences that hold no
 capped label, compared on random inputs and on the bundled sample's familiarity levels."""
 
@@ -13,7 +13,7 @@ from helpers import SIZE_MATCHED
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.store import Store, subsets
-from builders.store.subsets import _stable_argsort, _walk
+from builders.store.draws import stable_argsort, walk
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -114,20 +114,20 @@ def test_walk_is_the_reference_walk_on_random_levels(seed: int) -> None:
         pos, n, first, take = _random_rows(rng)
         total = int(n.sum())
         for size in {1, total // 4 + 1, total // 2 + 1, int(total * rng.random()) + 1, total}:
-            assert _walk(pos, n, first, take, size) == reference_walk(pos, n, first, take, size)
+            assert walk(pos, n, first, take, size) == reference_walk(pos, n, first, take, size)
 
 
 def test_walk_of_no_rows() -> None:
     empty = np.zeros(0, dtype=np.int64)
     take = np.array([3, 0, 2], dtype=np.int64)
     first = np.zeros(1, dtype=np.int64)
-    assert _walk(empty, empty, first, take, 5) == reference_walk(empty, empty, first, take, 5)
+    assert walk(empty, empty, first, take, 5) == reference_walk(empty, empty, first, take, 5)
 
 
 @pytest.mark.parametrize("top", [10, 70_000, 300_000])
 def test_stable_argsort_is_numpys(top: int) -> None:
     pos = np.random.default_rng(top).integers(0, top, 20_000)
-    assert (_stable_argsort(pos) == np.argsort(pos, kind="stable")).all()
+    assert (stable_argsort(pos) == np.argsort(pos, kind="stable")).all()
 
 
 @pytest.fixture(scope="module")
@@ -138,11 +138,11 @@ def sample_walks(sample_results: dict, tmp_path_factory: pytest.TempPathFactory)
     mp = pytest.MonkeyPatch()
 
     def spy(*args):  # type: ignore[no-untyped-def]
-        out = _walk(*args)
+        out = walk(*args)
         seen.append((args[:5], out))  # the sixth: the rows' walk index, made once per level
         return out
 
-    mp.setattr(subsets, "_walk", spy)
+    mp.setattr(subsets, "walk", spy)  # as fit_level calls it
     try:
         with Store(sample_results["db"], read_only=True) as store:
             out = tmp_path_factory.mktemp("walks")
@@ -167,7 +167,7 @@ def test_walk_is_the_reference_walk_on_the_sample(sample_walks: list) -> None:
         assert out == reference_walk(pos, n, first, take, size)
         capped += len(out[1])
         for smaller in (size // 2, size // 5, size - 1):  # refits, and more caps
-            got = _walk(pos, n, first, take, smaller)
+            got = walk(pos, n, first, take, smaller)
             assert got == reference_walk(pos, n, first, take, smaller)
             capped += len(got[1])
     assert capped, "the sample's levels cap labels: the walks go past capped ones"
