@@ -16,8 +16,7 @@ from typing import Any
 
 import click
 
-from builders.cli.errors import COMMAND_LINE
-from builders.cli.output import printable_message
+from builders.cli.errors import COMMAND_LINE, failure
 from builders.defaults import (
     BACKENDS,
     DB_ENV,
@@ -101,8 +100,8 @@ def _making_specs(f: Callable) -> Callable:
         try:  # made before `handle_errors` runs the command: on its surface too
             with shown_on(COMMAND_LINE):
                 specs = {spec: SPECS[spec](**values) for spec, values in given.items()}
-        except BuildersError as exc:  # as `cli.errors.handle_errors` words it
-            raise click.ClickException(printable_message(str(exc))) from exc
+        except BuildersError as exc:
+            raise failure(exc) from exc  # as `handle_errors` fails the command
         return f(*args, **kwargs, **specs)
 
     command._spec_fields = fields  # type: ignore[attr-defined]

@@ -243,8 +243,7 @@ class SubsetQueries:
         """
         rows = self._level_rows(source, order, take)
         take = np.asarray(take, dtype=np.int64)
-        index = rows.walk_index if take.size == len(order) else None
-        whole, caps = walk(rows.pos, rows.n, rows.first, take, int(size), index)
+        whole, caps = walk(rows.pos, rows.n, rows.first, take, int(size), rows.walk_index)
         return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
 
     def select_fitted(

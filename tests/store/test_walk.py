@@ -173,17 +173,22 @@ def test_walk_is_the_reference_walk_on_the_sample(sample_walks: list) -> None:
     assert capped, "the sample's levels cap labels: the walks go past capped ones"
 
 
+def _most_frequent(store: Store, source: str, n: int) -> list[str]:
+    """The source's `n` labels with the most mentions (ties by label)."""
+    rows = store.con.execute(
+        "SELECT label FROM mentions WHERE source = $1 GROUP BY label "
+        "ORDER BY count(*) DESC, label LIMIT $2",
+        [source, n],
+    ).fetchall()
+    return [lab for (lab,) in rows]
+
+
 def test_a_refit_reads_the_level_rows_once(sample_results: dict) -> None:
     """`fit_level` keeps a level's rows while its plan (`take`) lives: fitting it again to a
     smaller size reads none, and gives what a fit from a fresh read gives."""
     source = "pilener-sample"
     with Store(sample_results["db"], read_only=True) as store:
-        labels = store.con.execute(
-            "SELECT label FROM mentions WHERE source = $1 GROUP BY label "
-            "ORDER BY count(*) DESC, label LIMIT 300",
-            [source],
-        ).fetchall()
-        order = [lab for (lab,) in labels]
+        order = _most_frequent(store, source, 300)
         plan = np.full(len(order), 40, dtype=np.int64)
         first_fit = store.fit_level(source, order, plan, 3000)
         cache = store.__dict__["_per_label_cache"]
@@ -233,12 +238,7 @@ def test_a_fitted_level_draws_the_sentences_select_sentences_draws(sample_result
     whole and capped labels and seeds; a label outside the order goes to SQL."""
     source = "pilener-sample"
     with Store(sample_results["db"], read_only=True) as store:
-        labels = store.con.execute(
-            "SELECT label FROM mentions WHERE source = $1 GROUP BY label "
-            "ORDER BY count(*) DESC, label LIMIT 400",
-            [source],
-        ).fetchall()
-        order = [lab for (lab,) in labels]
+        order = _most_frequent(store, source, 400)
         plan = np.full(len(order), 30, dtype=np.int64)
         compared = 0
         for size, seed in ((4000, 0), (1500, 7), (300, 3)):
