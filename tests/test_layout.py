@@ -25,6 +25,7 @@ RANKS = {
     "defaults": 0,
     "names": 1,
     "processes": 0,
+    "deferred": 0,
     "data": 0,
     "labels": 1,
     "sources": 2,

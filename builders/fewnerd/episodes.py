@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import CannotBuild, InvalidValue
 from builders.hub.folder import atomic_open
 from builders.sources.base import Example

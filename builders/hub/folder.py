@@ -26,10 +26,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from builders.defaults import config_order
+from builders.deferred import pa, pq
 from builders.hub.outdir import TMP_PREFIX, exchange, merge_manifest, swap_in, write_journal
 
 if TYPE_CHECKING:

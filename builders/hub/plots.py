@@ -15,7 +15,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
+from builders.deferred import np
 
 
 def histogram_png(

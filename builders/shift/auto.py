@@ -15,7 +15,6 @@ that runtime can run the model's precision and device.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -25,8 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import BuildersError, BuildersNote, InvalidValue, opt
 from builders.labels import benchmarks, fewnerd_fine_types, fewnerd_verbalise, verbalise
 from builders.shift.models import auto_device, model_cache_dir
@@ -48,12 +46,14 @@ _DISTRIBUTIONS = {"openvino": "openvino", "onnx": "onnxruntime"}
 
 def installed_runtimes() -> dict[str, str]:
     """Runtime -> its version, for the runtimes of `AUTO_ORDER` whose packages are installed."""
+    from importlib.metadata import PackageNotFoundError, version  # 13 ms: not in --help
+
     out = {}
     for backend in AUTO_ORDER:
         if all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES[backend]):
             try:
-                out[backend] = importlib.metadata.version(_DISTRIBUTIONS[backend])
-            except importlib.metadata.PackageNotFoundError:
+                out[backend] = version(_DISTRIBUTIONS[backend])
+            except PackageNotFoundError:
                 continue
     return out
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-import numpy as np
+from builders.deferred import np
 
 #: Tokens per batch at most (rows x length), whatever the row limit: bounds activation memory.
 TOKENS_PER_ROW = 32

@@ -30,8 +30,7 @@ import heapq
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import InvalidValue
 from builders.shift.familiarity import WEIGHTINGS, cumulative_weights
 

@@ -11,11 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_MODEL, DEFAULT_PRECISION
+from builders.deferred import np, pa, pc
 from builders.errors import CacheError, ConflictingOptions, InvalidValue, ModelUnavailable, opt
 from builders.shift.auto import choose_backend
 from builders.shift.models import (
@@ -349,7 +346,7 @@ COSINE_CHUNK = 8192
 
 
 def cosine_clipped(
-    a: np.ndarray, b: np.ndarray, dtype: Any = np.float64, *, transposed: bool = False
+    a: np.ndarray, b: np.ndarray, dtype: Any = "float64", *, transposed: bool = False
 ) -> np.ndarray:
     """max(cos, 0) of unit float32 rows as a (len(a), len(b)) matrix, clipped to [0, 1]; with
     `transposed`, its transpose (len(b), len(a)), the same bits, made in place.

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import InvalidValue
 
 WEIGHTINGS = ("zipf", "linear", "unweighted")

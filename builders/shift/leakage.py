@@ -24,13 +24,11 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-
 from builders.defaults import (
     FAMILIAR_SIM,
     NGRAM,
 )
+from builders.deferred import np, pa
 from builders.errors import InvalidValue
 from builders.shift.benchmarks import EvalSet, ingest_local
 from builders.shift.embedder import Embedder

@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
-import importlib.metadata as md
 import json
 import os
 import shutil
@@ -131,6 +130,8 @@ def _minilm_package_dir() -> Path | None:
 
 def mpnet_parts() -> tuple[list[Path], list[str]]:
     """(zip part files in order, names of the part packages that are not installed)."""
+    import importlib.metadata as md  # 13 ms, kept out of every command's --help
+
     found: list[Path] = []
     missing: list[str] = []
     for i, dist_name in enumerate(MPNET_PARTS, start=1):

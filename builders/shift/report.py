@@ -17,11 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from builders.defaults import (
     DEFAULT_PROTOCOL,
 )
+from builders.deferred import np
 from builders.errors import CannotBuild, InvalidValue
 from builders.labels import paper_training_label, union_labels
 from builders.shift.embedder import Embedder, cosine_clipped

@@ -28,8 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import BuildersError, ModelUnavailable, opt
 from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
 

@@ -34,10 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from builders import __version__
+from builders.deferred import pa, pq
 from builders.errors import CacheWarning
 from builders.shift.vector_cache import abandoned, cache_place
 from builders.store.overlap import OverlapTables

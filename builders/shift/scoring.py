@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from builders.defaults import PAPER_ENTROPY_EPSILON, SCORES, TIE_TOLERANCE
+from builders.deferred import np
 from builders.errors import InvalidValue
 
 #: Default quantiles (low level, high level) per source profile and strategy, paper Appendix B.

@@ -32,11 +32,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
+from builders.deferred import np, pa, pc, pq
 from builders.errors import CacheWarning, InvalidValue
 from builders.processes import pid_alive
 from builders.shift.models import cache_root

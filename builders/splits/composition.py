@@ -21,9 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import pyarrow as pa
-
+from builders.deferred import duckdb, pa
 from builders.splits.config import SubsetResult
 from builders.store.db import memory_limit
 

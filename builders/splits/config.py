@@ -12,9 +12,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
 from builders import __version__
 from builders.defaults import (
     DEFAULT_STRATEGY,
@@ -25,6 +22,7 @@ from builders.defaults import (
     MIN_LEVEL_MENTIONS,
     NGRAM,
 )
+from builders.deferred import np, pa
 from builders.errors import InvalidValue, opt
 from builders.labels import union_labels
 from builders.shift.models import canonical_name

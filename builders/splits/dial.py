@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import LevelsUnreachable as Unreachable
 from builders.shift.coverage import Ranking
 from builders.shift.familiarity import closed_form

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
+from builders.deferred import np
 from builders.shift.report import LabelTable
 from builders.splits.config import SplitConfig
 from builders.splits.levels import Level

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations, pairwise
 from typing import Any
 
-import numpy as np
-
 from builders.defaults import LEVELS
+from builders.deferred import np
 from builders.errors import CannotBuild, opt, options_that_help
 from builders.shift.report import FamiliarityReport, LabelTable
 from builders.shift.scoring import SelectionResult

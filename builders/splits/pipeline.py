@@ -18,8 +18,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import opt
 from builders.hub.folder import subset_features, write_parquet_batches
 from builders.hub.outdir import TMP_PREFIX, OutLock

@@ -23,10 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from builders import __version__
+from builders.deferred import pa, pq
 from builders.hub.changelog import CHANGELOG
 from builders.hub.folder import (
     BUILD_JSON,

@@ -13,10 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-import duckdb
-import pyarrow as pa
-from duckdb import ColumnExpression, ConstantExpression, FunctionExpression
-
+from builders.deferred import duckdb, pa
 from builders.errors import SourceFormatError, opt
 from builders.labels import natural_keys, normalise_label, table_label
 from builders.sources import SourceSpec
@@ -277,8 +274,10 @@ class Buffers:
         tokens = pa.ListArray.from_arrays(
             pa.array(self.s_off, pa.int32()), pa.array(self.s_flat, pa.string())
         )
-        sid = FunctionExpression(
-            "concat", ConstantExpression(f"{self.source}/{self.split}/"), ColumnExpression("idx")
+        sid = duckdb.FunctionExpression(
+            "concat",
+            duckdb.ConstantExpression(f"{self.source}/{self.split}/"),
+            duckdb.ColumnExpression("idx"),
         )
         columns = {
             "idx": pa.array(self.s_idx, pa.int32()),
@@ -305,8 +304,8 @@ class Buffers:
         """
         if not len(columns["idx"]):
             return
-        exprs = [ConstantExpression(self.source), ConstantExpression(self.split)]
-        exprs += [ColumnExpression(c) if isinstance(c, str) else c for c in select]
+        exprs = [duckdb.ConstantExpression(self.source), duckdb.ConstantExpression(self.split)]
+        exprs += [duckdb.ColumnExpression(c) if isinstance(c, str) else c for c in select]
         con.from_arrow(pa.table(columns)).select(*exprs).insert_into(table)
 
 

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
 from builders import sources as registry  # read at each call (tests stand in a reader)
 from builders.defaults import split_rank
+from builders.deferred import duckdb
 from builders.errors import SourceNotStored
 from builders.store.schema import SPLIT_ORDER_SQL, TABLES, one
 

@@ -9,8 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
-
+from builders.deferred import duckdb
 from builders.errors import (
     StoreDamaged,
     StoreError,

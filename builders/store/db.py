@@ -32,11 +32,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import NoReturn
 
-import duckdb
-import numpy as np
-import pyarrow as pa
-
 from builders.defaults import DB_ENV, DEFAULT_DB
+from builders.deferred import duckdb, np, pa
 from builders.errors import (
     NoStore,
     StoreDamaged,

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-import numpy as np
-import pyarrow as pa
+from builders.deferred import np, pa
 
 
 @dataclass(frozen=True)
@@ -218,7 +217,9 @@ def selection(
     keep = np.concatenate([np.ones(n_forced, dtype=bool), drawn])
     return Selection(
         counts={lab: int(k) for lab, k in zip(labels, counts.tolist(), strict=True) if k},
-        sentences=sentences.filter(pa.array(keep)).cast(SENTENCE_KEYS),
+        sentences=sentences.filter(pa.array(keep)).cast(
+            pa.schema([("split", pa.string()), ("idx", pa.int32())])
+        ),
         drawn=int(drawn.sum()),
     )
 
@@ -232,9 +233,6 @@ def per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) 
     pos = table.column("pos").to_numpy().astype(np.int64)
     n = table.column("n").to_numpy().astype(np.int64)
     return selection(pos, n, first, forced, keys, labels, cap)
-
-
-SENTENCE_KEYS = pa.schema([("split", pa.string()), ("idx", pa.int32())])
 
 
 @dataclass

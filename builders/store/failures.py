@@ -13,8 +13,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
+from builders.deferred import duckdb
 from builders.errors import (
     StoreDamaged,
     StoreError,

@@ -20,9 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-import pyarrow as pa
-
+from builders.deferred import duckdb, pa
 from builders.store.schema import LABEL_COUNTS
 
 _NORM = "list_transform({col}, lambda x: lower(nfc_normalize(x)))"

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from builders.defaults import SPLITS
+from builders.deferred import duckdb
 from builders.errors import StoreError, opt
 
 #: 2: span-level negatives (`negative_spans`), each split's inputs (`sources.inputs`) and the

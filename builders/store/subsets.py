@@ -27,11 +27,8 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-import duckdb
-import numpy as np
-import pyarrow as pa
-
 from builders.defaults import SEED
+from builders.deferred import duckdb, np, pa
 from builders.store.draws import (
     LevelRows,
     Selection,

@@ -8,11 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from builders.deferred import duckdb, np, pa, pc
 from builders.errors import StoreError
 from builders.store.schema import one
 

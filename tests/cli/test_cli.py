@@ -305,19 +305,3 @@ def test_an_unexpected_error_is_a_traceback_and_a_request_to_report_it(
     assert "Traceback" in res.stderr and "ValueError: an internal invariant failed" in res.stderr
     assert "unexpected ValueError (a bug in builders" in res.stderr
     assert "please report it" in res.stderr
-
-
-def test_help_imports_no_heavy_library() -> None:
-    """`builders --help` starts fast because the command modules import DuckDB, polars, numpy,
-    pyarrow and torch only inside the commands that use them."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from builders.cli.main import cli; "
-        "from click.testing import CliRunner; CliRunner().invoke(cli, ['--help']); "
-        "print(sorted(m for m in ('duckdb', 'polars', 'numpy', 'pyarrow', 'torch') "
-        "if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
+from builders.deferred import np
 from builders.errors import ConflictingOptions, opt
 
 if TYPE_CHECKING:

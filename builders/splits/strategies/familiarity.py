@@ -10,9 +10,8 @@ from collections.abc import Callable, Mapping
 from itertools import pairwise
 from typing import Any, ClassVar
 
-import numpy as np
-
 from builders.defaults import LEVELS, MIN_GAP, TARGET_TOLERANCE
+from builders.deferred import np
 from builders.errors import (
     CannotBuild,
     ConflictingOptions,

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from builders.defaults import DEFAULT_PROTOCOL, SCORE_SYMBOLS
+from builders.deferred import np
 from builders.errors import ConflictingOptions, opt
 from builders.hub.plots import histogram_png
 from builders.labels import union_labels
