@@ -308,6 +308,10 @@ def _parse(
         counts.update(tally)
 
 
+#: Header fields a missing-column error names (a JSON list read as CSV has hundreds).
+SHOWN_COLUMNS = 8
+
+
 def _header(path: Path, reader: Any) -> tuple[int, int, int]:
     """Positions of `input` and `output` in the header row, and the row width."""
     header = next(reader, None)
@@ -318,11 +322,15 @@ def _header(path: Path, reader: Any) -> tuple[int, int, int]:
     names = [h.strip() for h in header]
     missing = [c for c in COLUMNS if c not in names]
     if missing:
+        found = ", ".join(names[:SHOWN_COLUMNS]) or "none"
+        if len(names) > SHOWN_COLUMNS:
+            found += f" and {len(names) - SHOWN_COLUMNS:,} more"
+        not_csv = "" if ".csv" in path.suffixes else f"; {path.name} is not a .csv file"
         raise SourceFormatError(
             path,
             1,
             f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-            f"(found: {', '.join(names) or 'none'}; expected a header row 'input,output')",
+            f"(found: {found}; expected a header row 'input,output'{not_csv})",
         )
     return names.index("input"), names.index("output"), len(names)
 

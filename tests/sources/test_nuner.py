@@ -224,6 +224,19 @@ def test_missing_column(tmp_path: Path) -> None:
     )
 
 
+def test_a_json_list_read_as_csv_is_named_in_a_short_message(tmp_path: Path) -> None:
+    """The shared data's `nuner/top_tag_names.json` (924 type names, no text) read as NuNER:
+    the message names a few of its fields and says the file is no CSV file."""
+    path = tmp_path / "top_tag_names.json"
+    path.write_text(json.dumps([f"type {i}" for i in range(924)]), encoding="utf-8")
+    message = _error(path)
+    assert message.startswith(f'{path}:1: missing columns input, output (found: ["type 0", ')
+    assert message.endswith(
+        "and 916 more; expected a header row 'input,output'; top_tag_names.json is not a .csv file)"
+    )
+    assert len(message) < 300 + len(str(path))
+
+
 def test_empty_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "")
     assert _error(path) == f"{path}: empty file: expected a header row 'input,output'"
