@@ -39,6 +39,7 @@ from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inp
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, resolve
+from builders.shift.specs import EmbeddingSpec
 from builders.splits.strategies import strategy
 from builders.store import Store
 
@@ -86,9 +87,8 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
             parts["benchmark_fingerprints"] = _sentence_fingerprints(store, evalsets)
     models = _models(sc)
     if models:
-        parts["models"] = [
-            model_part(m, sc.params["backend"], sc.params["precision"]) for m in models
-        ]
+        runtime = EmbeddingSpec(backend=sc.params["backend"], precision=sc.params["precision"])
+        parts["models"] = [model_part(runtime.with_model(m)) for m in models]
     return key_of(parts), parts
 
 
@@ -112,13 +112,14 @@ def _models(sc: Scenario) -> list[str]:
     return [p["model"], *([check] if isinstance(check, str) else list(check or []))]
 
 
-def model_part(model: str, backend: str, precision: str) -> dict[str, Any]:
+def model_part(spec: EmbeddingSpec) -> dict[str, Any]:
     """A model as a key sees it: its canonical name, its weights' hash (remembered by file
     stamps, so hashed once), and the runtime that will embed with it (`--backend auto`
     resolved as `auto.expected_backend` knows it; None until it has checked once)."""
     from builders.shift.auto import expected_backend
     from builders.shift.models import canonical_name, resolve_model, weights_fingerprint
 
+    model, backend, precision = spec.model, spec.backend, spec.precision
     name = canonical_name(model)
     try:
         folder = Path(resolve_model(model).path_or_name)
