@@ -320,7 +320,7 @@ def test_the_table_puts_each_line_of_a_change_on_its_own_row(tmp_path: Path) -> 
     args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
     assert CliRunner().invoke(cli, args).exit_code == 0
     bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
-    res = CliRunner().invoke(cli, args)
+    res = CliRunner().invoke(cli, args, env={"COLUMNS": "400"})  # no line wrapped
     assert res.exit_code == 0, res.output
     assert "\\n" not in res.stdout
     lines = res.stdout.splitlines()
