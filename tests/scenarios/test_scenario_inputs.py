@@ -253,3 +253,43 @@ def test_a_benchmark_stored_from_other_files_is_kept_and_said(
         assert snapshot(store) == before
         monkeypatch.delenv("LABELSHIFT_DATA")
         assert take_benchmark(store, "mit-movie", allow_shrink=False, stage=print) is None
+
+
+def test_a_record_without_its_benchmarks_inputs_lists_no_files_added(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record written before a benchmark's inputs were recorded (a leakage scenario built
+    by an older toolkit) lacks them: that alone rebuilds nothing, and the next rebuild says
+    they are now recorded (a note), not that the benchmark's files were added; a rebuild
+    that changes nothing else then adds no changelog entry. The next record holds them."""
+    from helpers import DATA
+
+    data = tmp_path / "data"
+    (data / "crossner" / "ai").mkdir(parents=True)
+    shutil.copy(DATA / "crossner" / "ai-test.txt", data / "crossner" / "ai" / "test.txt")
+    monkeypatch.setenv("LABELSHIFT_DATA", str(data))
+    bio_corpus(tmp_path / "a.txt", LABELS_A, 60)
+    (tmp_path / "scenarios.toml").write_text(BENCHMARKS, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    records = [
+        book.out / f"corpus-a-{lv}-shift" / "entropy" / "build.json" for lv in ("low", "high")
+    ]
+    with Store(tmp_path / "s.duckdb") as store:
+        [built] = regenerate(store, book.scenarios, book.out, only=["leak"])
+        assert built.status == "built"
+        for path in records:  # as an older toolkit wrote it
+            rec = json.loads(path.read_text("utf-8"))
+            assert "crossner-ai" in rec["scenario"]["inputs"]
+            del rec["scenario"]["inputs"]["crossner-ai"]
+            path.write_text(json.dumps(rec), encoding="utf-8")
+        files = _tree(book.out)
+        [again] = regenerate(store, book.scenarios, book.out, only=["leak"])
+        assert again.status == "reused" and _tree(book.out) == files
+        [forced] = regenerate(store, book.scenarios, book.out, only=["leak"], force=True)
+        assert forced.status == "rebuilt" and forced.inputs == {}
+        assert "crossner-ai: benchmark inputs recorded (not in the earlier record)" in forced.notes
+        assert not any("+test.txt" in line for line in forced.lines())
+        log = book.out / "corpus-a-low-shift" / "changelog.json"
+        assert log.read_bytes() == files["corpus-a-low-shift/changelog.json"]
+        rec = json.loads(records[0].read_text("utf-8"))
+        assert "crossner-ai" in rec["scenario"]["inputs"]
