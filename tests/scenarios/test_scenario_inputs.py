@@ -123,6 +123,54 @@ def test_the_shrink_refusal_shows_in_a_dry_run(tmp_path: Path) -> None:
         assert sorted(store.stored_splits("shards")) == ["train"]
 
 
+TWO = (
+    SHARDS.replace('name = "shards-entropy"', 'name = "first-entropy"')
+    .replace('store_as = "shards"', 'store_as = "first"')
+    .replace('path = "shards"', 'path = "first"')
+    + SHARDS.split("\n\n", 1)[1]
+)
+
+
+def test_one_source_shrinking_writes_no_sources_input(tmp_path: Path) -> None:
+    """Every source's replace is decided and checked before any is written, and they are
+    written in one transaction: when the second source's input shrinks past the guard,
+    the first source's change is not written either (refused before reading: a split
+    gone; once read: files cut short, the first's write undone), and the refusal names
+    the source and `--allow-shrink`; with it, both are written."""
+    for name in ("first", "shards"):
+        (tmp_path / name).mkdir()
+        bio_corpus(tmp_path / name / "train-1.txt", LABELS_A, 40)
+        bio_corpus(tmp_path / name / "train-2.txt", LABELS_A, 40)
+        bio_corpus(tmp_path / name / "test.txt", LABELS_B, 10)
+    (tmp_path / "scenarios.toml").write_text(TWO, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    assert [s.stored for s in book.scenarios] == ["first", "shards"]
+    with Store(tmp_path / "s.duckdb") as store:
+        assert {r.status for r in regenerate(store, book.scenarios, book.out)} == {"built"}
+        bio_corpus(tmp_path / "first" / "train-3.txt", LABELS_A, 40)  # the first: a change
+        before, files = snapshot(store), _tree(book.out)
+
+        def refused(*text: str) -> None:
+            with pytest.raises(BuildersError) as err:
+                regenerate(store, book.scenarios, book.out)
+            msg = str(err.value)
+            assert all(t in msg for t in text) and "`--allow-shrink shards`" in msg, msg
+            assert "first" not in msg.replace("first-", ""), msg
+            assert snapshot(store) == before and _tree(book.out) == files
+
+        gone = tmp_path / "test.txt"
+        shutil.move(tmp_path / "shards" / "test.txt", gone)  # known before reading
+        refused("shards/test: no longer in the input")
+        shutil.move(gone, tmp_path / "shards" / "test.txt")
+        for n in (1, 2):  # known once read: the first source's write is undone
+            bio_corpus(tmp_path / "shards" / f"train-{n}.txt", LABELS_A, 5)
+        refused("shards: its input holds 20 sentences, the store 90")
+        reps = regenerate(store, book.scenarios, book.out, allow_shrink=["shards"])
+        assert [r.status for r in reps] == ["rebuilt", "rebuilt"]
+        assert store.stored_splits("first")["train"].sentences == 120
+        assert store.stored_splits("shards")["train"].sentences == 10
+
+
 BENCHMARKS = """
 [defaults]
 out = "out"
