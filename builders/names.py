@@ -32,6 +32,13 @@ def printable(text: str, keep_lines: bool = False) -> str:
     return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def quoted(label: str) -> str:
+    """A label from the data in double quotes (`"medium"`, a `"` inside as `\\"`), where it
+    stands beside words or level names that it could be read as (`"medium" from medium`),
+    or holds spaces or commas that a list of labels separates by."""
+    return '"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _fault(value: str) -> str | None:
     """Why `value` cannot be part of a folder name, or None."""
     if not value:

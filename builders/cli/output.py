@@ -4,6 +4,7 @@ on stdout, sizes and messages with the data's control characters escaped."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -81,8 +82,25 @@ def progress_bar(
         bar.close()
 
 
-def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
-    """A rich table on stdout (plain text when not a terminal)."""
+def print_table(
+    title: str | None,
+    columns: list[str],
+    rows: list[list[Any]],
+    *,
+    wrap: int | None = None,
+    text_columns: int = 1,
+) -> None:
+    """A rich table on stdout (plain text when not a terminal). A cell too long for its
+    column is wrapped (a word longer than the column folded), never cut short.
+
+    Args:
+        wrap: when not a terminal (a pipe, a CI log, `| less`), the table is at most this
+            wide (`$COLUMNS` when set) and its cells wrap, rather than as wide as its longest
+            line (a list of changes runs to hundreds of characters); a terminal's own width
+            applies there.
+        text_columns: how many columns, from the first, hold text (left-justified; the
+            others hold figures, right-justified).
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -90,14 +108,18 @@ def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) ->
     title = printable_message(title) if title else None
     table = Table(title=escape(title) if title else None, show_lines=False)
     for i, col in enumerate(columns):
-        table.add_column(escape(col), justify="left" if i == 0 else "right")
+        table.add_column(
+            escape(col), justify="left" if i < text_columns else "right", overflow="fold"
+        )
     for row in rows:
         table.add_row(*[escape(_fmt(v)) for v in row])  # `[ai]` is text, not markup
     console = Console()
     if not console.is_terminal:  # a pipe or a file: the table's own width, not 80 columns
         wide = Console(width=100_000)
         natural = max(wide.measure(table).maximum, len(title or ""))
-        console = Console(width=max(80, natural))
+        given = os.environ.get("COLUMNS", "")
+        limit = (int(given) if given.isdigit() and int(given) else wrap) if wrap else None
+        console = Console(width=min(max(80, natural), limit or natural))
     console.print(table)
 
 

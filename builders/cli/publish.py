@@ -17,6 +17,10 @@ from builders.hub.publish import plan_publishes, publish
 from builders.scenarios.book import load_scenarios
 from builders.scenarios.regenerate import regenerate
 
+#: How wide regenerate's table is when not printed to a terminal (a pipe, a CI log): its
+#: changes column wraps there, as it does in a terminal (`--json` holds them whole).
+TABLE_WIDTH = 100
+
 
 def _log_to_stderr(quiet: bool) -> None:
     """Progress of the push on stderr (never the token: nothing logs it)."""
@@ -201,7 +205,10 @@ def regenerate_cmd(
         lines = r.lines() or [""]
         rows.append([r.name, r.status, ", ".join(r.folders) or "", lines[0]])
         rows += [["", "", "", line] for line in lines[1:]]
-    print_table("Scenarios", ["scenario", "status", "folders", "changes"], rows)
+    columns = ["scenario", "status", "folders", "changes"]
+    print_table(
+        "Scenarios", columns, rows, wrap=TABLE_WIDTH, text_columns=4
+    )  # a piped table wraps too
     pushed = list({p["repo_id"]: p for r in reports for p in r.published}.values())
     if publish_org and not pushed:
         click.echo(f"nothing to publish: {publish_org} has every build as it is here")

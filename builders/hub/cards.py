@@ -28,6 +28,7 @@ from builders.hub.templating import (
     license_id,
     redact,
 )
+from builders.names import quoted
 from builders.sources import NAME_CREDITS
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity"]
@@ -289,7 +290,9 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
             for key, verb in (("moved_in", "from"), ("moved_out", "to")):
                 pairs = sorted((d.get(key) or {}).items())
                 if pairs:
-                    shown = ", ".join(f"{cell(n)} ({verb} {lv})" for n, lv in pairs[:_MAX_LISTED])
+                    shown = ", ".join(  # quoted: a label may be named `medium`
+                        f"{cell(quoted(n))} ({verb} {lv})" for n, lv in pairs[:_MAX_LISTED]
+                    )
                     more = len(pairs) - _MAX_LISTED
                     labels.append(
                         f"`{config}`: {len(pairs):,} label{'s' if len(pairs) > 1 else ''} "

@@ -19,6 +19,7 @@ rebuild says what changed (docs/DESIGN.md, "Scenarios and their inputs").
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,8 @@ from builders.shift.benchmarks import read_label_map
 from builders.sources import SOURCES, get_source, is_hub_id
 from builders.sources.hf import hub_revision, is_commit
 from builders.store import Store
-from builders.store.ingest import ingest, plan_ingest
-from builders.store.writer import unit_key
+from builders.store.ingest import plan_ingest, prepare_ingest
+from builders.store.writer import IngestResult, SourceWrite, unit_key
 
 
 @dataclass
@@ -136,7 +137,7 @@ def take_inputs(
     needed = list(dict.fromkeys(needed))
     local = list(dict.fromkeys(n for sc in picked for n in local_benchmarks(sc, owners)))
     _check_shrink_names(allow_shrink, needed + local)
-    taken: dict[str, Taken | _Unavailable] = {}
+    taken: dict[str, Taken | _Unavailable | _Pending] = {}
     for name in needed:
         owner = owners[name]
         try:
@@ -151,17 +152,45 @@ def take_inputs(
         found = take_benchmark(store, name, allow_shrink=name in allow_shrink, stage=stage)
         if found is not None:
             taken[name] = found
-    return Inputs(taken, set(owners))
+    return Inputs(write_all(store, taken, stage), set(owners))
+
+
+def write_all(
+    store: Store, taken: dict[str, Taken | _Unavailable | _Pending], stage: Callable[[str], None]
+) -> dict[str, Taken | _Unavailable]:
+    """Write the inputs that changed, every source's in one transaction, once all of them
+    are decided and checked (`take`): a refusal once read (the shrink guard of a file cut
+    short) undoes the others' writes too, so one run writes every source's input or none."""
+    pending = {n: t for n, t in taken.items() if isinstance(t, _Pending)}
+    busy = [n for n, t in pending.items() if t.write.pending]
+    done: dict[str, IngestResult] = {}
+    with store.transaction() if busy else nullcontext():
+        for name in busy:
+            stage(f"reading {name}")
+            done[name] = pending[name].write.write()
+    return {
+        n: t.finish(done.get(n) or t.write.write()) if isinstance(t, _Pending) else t
+        for n, t in taken.items()
+    }
+
+
+@dataclass
+class _Pending:
+    """A source's input decided and checked against the store (`prepare_ingest`), to be
+    written with the others (`write_all`); `finish` says what reading it did."""
+
+    write: SourceWrite
+    finish: Callable[[IngestResult], Taken]
 
 
 def take_benchmark(
     store: Store, name: str, *, allow_shrink: bool, stage: Callable[[str], None]
-) -> Taken | None:
+) -> Taken | _Pending | None:
     """A registered benchmark no scenario owns, read from its local copy ($LABELSHIFT_DATA)
     as a `replace` scenario reads its `path` (files added, removed or changed; the shrink
-    guard), when the store has none or has the one read from that copy. A stored copy read
-    from other files is kept (said in a note); without a local copy, None: the store's copy,
-    if any, is what the scenarios read."""
+    guard), when the store has none or has the one read from that copy: decided and
+    checked, written by `write_all`. A stored copy read from other files is kept (said in a
+    note); without a local copy, None: the store's copy, if any, is what the scenarios read."""
 
     local = get_source(name).default_path()
     if local is None:
@@ -178,10 +207,16 @@ def take_benchmark(
         return Taken("stored", notes=[note], base=local if local.is_dir() else local.parent)
     stage(f"benchmark {name} ({local})")
     fixes = {"shrink": shrink_fix(name)}
-    res = ingest(store, name, local, exact=True, allow_shrink=allow_shrink, fixes=fixes)
-    taken = Taken(res.status, base=local if local.is_dir() else local.parent)
-    taken.notes += [n for n in res.notes if "no longer in the input" in n]
-    return taken
+    prepared = prepare_ingest(
+        store, name, local, exact=True, allow_shrink=allow_shrink, fixes=fixes
+    )
+
+    def finish(res: IngestResult) -> Taken:
+        taken = Taken(res.status, base=local if local.is_dir() else local.parent)
+        taken.notes += [n for n in res.notes if "no longer in the input" in n]
+        return taken
+
+    return _Pending(prepared, finish)
 
 
 def _check_shrink_names(names: Collection[str], read: list[str]) -> None:
@@ -209,10 +244,11 @@ def take(
     why: str,
     *,
     allow_shrink: bool = False,
-) -> Taken:
-    """Ingest one scenario's input as its `ingest` key says (a no-op when unchanged); a
-    replace that shrinks the source past the guard (`store.shrink`) is refused unless
-    `allow_shrink`. A Hub dataset is read at the commit the Hub names now (`hub_commit`)."""
+) -> Taken | _Pending:
+    """One scenario's input as its `ingest` key says, decided and checked, for `write_all`
+    to write (a no-op when unchanged); a replace that shrinks the source past the guard
+    (`store.shrink`) is refused unless `allow_shrink`, here where it is known before
+    reading. A Hub dataset is read at the commit the Hub names now (`hub_commit`)."""
 
     mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
     base = Path(where) if isinstance(where, Path) else None
@@ -235,7 +271,7 @@ def take(
         "name": f"`store_as` in scenario {sc.name!r}",
         "shrink": shrink_fix(sc.stored),
     }
-    res = ingest(
+    prepared = prepare_ingest(
         store,
         sc.source,
         where,
@@ -248,11 +284,15 @@ def take(
         revision=commit,
         fixes=fixes,
     )
-    taken = Taken(res.status, why, base=base, checked=True if commit else None)
-    taken.notes += [n for n in res.notes if "no longer in the input" in n]
-    if sc.ingest == "append" and where is not None:
-        taken.notes += _kept_by_append(store, sc, where, mapping, commit, base)
-    return taken
+
+    def finish(res: IngestResult) -> Taken:
+        taken = Taken(res.status, why, base=base, checked=True if commit else None)
+        taken.notes += [n for n in res.notes if "no longer in the input" in n]
+        if sc.ingest == "append" and where is not None:
+            taken.notes += _kept_by_append(store, sc, where, mapping, commit, base)
+        return taken
+
+    return _Pending(prepared, finish)
 
 
 def _kept_by_append(

@@ -362,8 +362,6 @@ def _one(
     progress: bool,
     stage: Callable[[str], None],
 ) -> ScenarioReport:
-    from builders.hub.changelog import input_changes
-
     rep = ScenarioReport(sc.name, "skipped", folders=sc.folders())
     mine = inputs.taken[sc.stored]
     if isinstance(mine, _Unavailable):
@@ -397,7 +395,7 @@ def _one(
     rep.reason = _why(previous.get("parts") if previous else None, parts, force)
     held = inputs_now(store, [sc.stored, *benches], inputs.taken)
     if previous is not None and "inputs" in previous:
-        rep.inputs = input_changes(previous["inputs"], held)
+        rep.inputs, rep.notes = _input_changes(previous["inputs"], held, sc.stored, rep.notes)
     record = {"name": sc.name, "key": key, "parts": parts, "inputs": held}
     try:  # a refusal names the scenario's keys that fix it, not build-splits' options
         with shown_on(ScenarioKeys(sc, surface())):
@@ -409,3 +407,20 @@ def _one(
         raise exc.reworded(f"scenario {sc.name!r}: {exc}") from exc.__cause__
     rep.status = "rebuilt" if previous else "built"
     return rep
+
+
+def _input_changes(
+    was: Mapping[str, Any], held: dict[str, Any], own: str, notes: list[str]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """What changed in the inputs since the record `was`, and the notes with one per source
+    it lacks. A record written before a benchmark's inputs were recorded (a leakage
+    scenario's, before regenerate followed the local copy) lacks them: its files were not
+    added, they are recorded now, and that alone is no change for the changelog."""
+    from builders.hub.changelog import input_changes
+
+    new = [n for n in held if n not in was]
+    said = [
+        f"{n}: {'' if n == own else 'benchmark '}inputs recorded (not in the earlier record)"
+        for n in new
+    ]
+    return input_changes(was, {n: v for n, v in held.items() if n in was}), notes + said

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from builders.names import quoted
+
 
 @dataclass
 class ScenarioReport:
@@ -38,7 +40,9 @@ class ScenarioReport:
 
     def lines(self) -> list[str]:
         """The reason, then one line per changed input split and one per folder of what
-        changed, e.g. `low: rows 120 -> 98, familiarity ...`; then the notes."""
+        changed, e.g. `low: rows 120 -> 98, familiarity ...; moved: "medium" from high`
+        (a moved label quoted: it may be named like a level, or hold a comma); then the
+        notes."""
         from builders.hub.changelog import describe_inputs
 
         if self.status in ("reused", "skipped"):
@@ -71,7 +75,7 @@ class ScenarioReport:
             for key, word in (("moved_in", "from"), ("moved_out", "to")):
                 pairs = sorted((moved.get(key) or {}).items())
                 if pairs:
-                    shown = ", ".join(f"{lab} {word} {lv}" for lab, lv in pairs[:5])
+                    shown = ", ".join(f"{quoted(lab)} {word} {lv}" for lab, lv in pairs[:5])
                     diffs.append(f"moved: {shown}" + (" ..." if len(pairs) > 5 else ""))
             parts.append(f"{folder}: {'; '.join(diffs) if diffs else 'no change in the numbers'}")
         return parts + self.notes

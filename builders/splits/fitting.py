@@ -54,17 +54,26 @@ def fit(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> tupl
     """The level and its sentences. A level cut to a size (familiarity windows, `--match
     mentions`) holds that size counted on what it writes: the sentences of its whole labels
     may hold more of a capped label than its cap, and those mentions are kept, so its labels
-    are taken along its order while they fit (`Store.fit_level`)."""
+    are taken along its order while they fit (`Store.fit_level`). A protocol that spells
+    labels otherwise than the store (`--protocol paper`: Few-NERD's `actor` for the stored
+    `person-actor`) passes the stored labels each stands for (`table.members`): matched by
+    their protocol spelling, they would count no mention, and every label of the order, the
+    spare ones past a window too, would be taken whole."""
     if level.take is None or level.order is None:
         return level, choose_sentences(store, cfg, table, level)
     size = level.size if level.size is not None else int(level.take.sum())
     order = [table.labels[i] for i in level.order.tolist()]
-    whole, caps = store.fit_level(cfg.source, order, level.take, size)
+    whole, caps = store.fit_level(cfg.source, order, level.take, size, table.members)
     index = {lab: i for i, lab in enumerate(table.labels)}
     done = level.realised([index[lab] for lab in whole], {index[k]: v for k, v in caps.items()})
-    whole_stored, capped = table.stored(done.labels(table)), done.capped(table)
     chosen = store.select_fitted(
-        cfg.source, order, level.take, whole_stored, capped, cfg.metric.seed
+        cfg.source,
+        order,
+        level.take,
+        done.labels(table),
+        done.capped(table),
+        cfg.metric.seed,
+        table.members,
     )
     done.selection = {
         **level.selection,

@@ -131,6 +131,7 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
         self._on_wait = on_wait
         self._pending: dict[str, list[tuple[pa.Array, np.ndarray]]] = {}
         self._writing = False
+        self._in_transaction = False
         self._closed = False
         self._fd: int | None = None  # the store file, read by `_settled`
         #: whether this open makes the store (none was at `path`)
@@ -212,8 +213,21 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
 
         The write is folded from the .wal into the store file before the block ends: a disk
         that takes the .wal but not the file's growth (a full disk, a file size limit), at the
-        commit or at its checkpoint, is refused like one that takes neither (`_refused`)."""
-        with self._writable():
+        commit or at its checkpoint, is refused like one that takes neither (`_refused`).
+        A block inside another is part of it: its writes land with the outer block's or, on
+        an error, are undone with them (regenerate's inputs: every source or none)."""
+        if self._in_transaction:
+            self.__dict__.pop("_per_label_cache", None)
+            yield self.con
+            return
+        with self._writable(), self._one_transaction():
+            yield self.con
+
+    @contextmanager
+    def _one_transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`transaction`'s outermost block, on the writable connection."""
+        self._in_transaction = True
+        try:
             before = self._settled()
             self.__dict__.pop("_per_label_cache", None)  # level rows read before a write
             self.con.execute("BEGIN TRANSACTION")
@@ -236,6 +250,8 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
                 if isinstance(exc, duckdb.FatalException):  # DuckDB stopped the database
                     self._refused(exc, before, committed=True)
                 # else another transaction of this process is open: DuckDB folds it later
+        finally:
+            self._in_transaction = False
 
     def checkpoint(self) -> None:
         """Fold what the store's .wal holds into the store file.

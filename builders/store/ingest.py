@@ -13,7 +13,7 @@ from typing import Any
 
 from builders.sources import ReadPlan, SourceSpec, get_source
 from builders.store.db import Store
-from builders.store.writer import IngestResult, write_source
+from builders.store.writer import IngestResult, SourceWrite, prepare_source
 
 Paths = str | Path | Sequence[str | Path] | None
 
@@ -56,13 +56,50 @@ def ingest(
     input is refused unless `replace` (replace it) or `append` (add the new inputs) is set.
     `label_map` (raw tag -> label; `--label-map`) is read before the packaged table; each
     split's report counts the labels it and the table verbalised (METHOD.md section 6).
-    `exact` and `allow_shrink`: see `writer.write_source`. A Hub dataset is read at
+    `exact` and `allow_shrink`: see `writer.prepare_source`. A Hub dataset is read at
     `revision` (default its main branch), and its commit recorded with each input.
     """
+    return prepare_ingest(
+        store,
+        source,
+        path,
+        split=split,
+        name=name,
+        replace=replace,
+        append=append,
+        exact=exact,
+        allow_shrink=allow_shrink,
+        fixes=fixes,
+        options=options,
+        label_map=label_map,
+        revision=revision,
+        progress=progress,
+    ).write()
+
+
+def prepare_ingest(
+    store: Store,
+    source: str,
+    path: Paths = None,
+    *,
+    split: str | None = None,
+    name: str | None = None,
+    replace: bool = False,
+    append: bool = False,
+    exact: bool = False,
+    allow_shrink: bool = False,
+    fixes: Mapping[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+    label_map: Mapping[str, str] | None = None,
+    revision: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> SourceWrite:
+    """`ingest`, decided and checked (its refusals known before reading raised), not yet
+    written: `.write()` writes it, inside the caller's transaction if one is open."""
     spec, plan = plan_ingest(
         source, path, split=split, options=options, label_map=label_map, revision=revision
     )
-    return write_source(
+    return prepare_source(
         store,
         spec,
         plan,

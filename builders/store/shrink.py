@@ -5,6 +5,8 @@ leave the store too. That is how a shard is retired; it is also what a folder co
 (a sync not finished, a mount missing) looks like, and then a published dataset would shrink
 without anyone asking. So a split removed whole, or a source whose sentences fall by more
 than half, is refused unless the caller accepts it (regenerate's `--allow-shrink SOURCE`).
+Regenerate checks every source (`writer.prepare_source`) before it writes any, and writes
+them in one transaction, so one source refused leaves the others unwritten too.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ already hold more of it than its cap (that part is counted, not cut).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from builders.defaults import SEED
@@ -230,15 +230,23 @@ class SubsetQueries:
                 reader.close()
 
     def fit_level(
-        self, source: str, order: list[str], take: np.ndarray, size: int
+        self,
+        source: str,
+        order: list[str],
+        take: np.ndarray,
+        size: int,
+        members: Mapping[str, Sequence[str]] | None = None,
     ) -> tuple[list[str], dict[str, int]]:
         """The labels of a level cut to `size` (`order`: its labels in the order it takes
         them, `take`: the mentions planned of each), taken so that the level holds `size`
         mentions counted on what it writes (METHOD.md section 4): whole (every mention) or
         capped, or left out where even its mentions in the sentences already kept would pass
         the size. Returns (whole labels, capped labels -> cap); `select_fitted` then draws.
+        `members`: the stored labels a label of `order` stands for, where a protocol spells
+        labels otherwise than the store (`LabelTable.members`; absent: itself), counted as
+        one label.
         """
-        rows = self._level_rows(source, order, take)
+        rows = self._level_rows(source, order, take, members)
         take = np.asarray(take, dtype=np.int64)
         whole, caps = walk(rows.pos, rows.n, rows.first, take, int(size), rows.walk_index)
         return [order[i] for i in whole], {order[i]: q for i, q in caps.items()}
@@ -251,15 +259,17 @@ class SubsetQueries:
         whole: list[str],
         caps: Mapping[str, int],
         seed: int = SEED,
+        members: Mapping[str, Sequence[str]] | None = None,
     ) -> Selection:
-        """`select_sentences` for a level `fit_level` fitted (same `order` and `take`): the
-        same selection, drawn from the level's rows `fit_level` read (no query but the seeded
-        order of their sentences, once per level). Labels outside `order` (stored spellings
-        of a protocol's label) are selected by `select_sentences`."""
+        """`select_sentences` for a level `fit_level` fitted (same `order`, `take` and
+        `members`; `whole` and `caps` spelled as `order` is): the same selection, drawn from
+        the level's rows `fit_level` read (no query but the seeded order of their sentences,
+        once per level); its counts by the labels of `order`. Labels outside `order` are
+        selected by `select_sentences`."""
         labels, cap = labels_table(whole, caps)
         if not set(labels) <= set(order):
             return self.select_sentences(source, whole, caps, seed)
-        rows = self._level_rows(source, order, take)
+        rows = self._level_rows(source, order, take, members)
         place = {lab: i for i, lab in enumerate(labels)}
         remap = np.array([place.get(lab, -1) for lab in order], dtype=np.int64)
         pos = remap[rows.pos] if remap.size else rows.pos
@@ -296,25 +306,33 @@ class SubsetQueries:
             rows.draws[seed] = ranks
         return ranks
 
-    def _level_rows(self, source: str, order: list[str], take: object) -> LevelRows:
+    def _level_rows(
+        self,
+        source: str,
+        order: list[str],
+        take: object,
+        members: Mapping[str, Sequence[str]] | None = None,
+    ) -> LevelRows:
         """`_PER_LABEL`'s rows for `order` (`LevelRows`). They are kept while the plan
         `take` (the same array) lives: a level fitted again to a smaller size (the
         pipeline's `_equal_sizes`) has the same order and plan, and its rows are read once
         per build (about 27 MB for a NuNER level of 2.4M rows). A write to the store and
         `without_sentences` (entered or left) forget them all."""
-        cache: dict[int, tuple[str, list[str], LevelRows]]
+        cache: dict[int, tuple[str, list[tuple[str, int]], LevelRows]]
         cache = self.__dict__.setdefault("_per_label_cache", {})
+        stored = [(m, i) for i, lab in enumerate(order) for m in (members or {}).get(lab, [lab])]
         hit = cache.get(id(take))
-        if hit is not None and hit[0] == source and hit[1] == order:
+        if hit is not None and hit[0] == source and hit[1] == stored:
             return hit[2]
+        labels, pos = zip(*stored, strict=True) if stored else ((), ())
         selected = pa.table(
-            {"label": pa.array(order, pa.string()), "pos": pa.array(range(len(order)), pa.int32())}
+            {"label": pa.array(labels, pa.string()), "pos": pa.array(pos, pa.int32())}
         )
         with self._registered("_selected", selected):
             table = self.con.sql(_PER_LABEL, params=[source]).to_arrow_table()
         rows = LevelRows.of(table, len(order))
         if isinstance(take, np.ndarray):  # an array can be watched: forgotten when it is
-            cache[id(take)] = (source, list(order), rows)
+            cache[id(take)] = (source, stored, rows)
             weakref.finalize(take, cache.pop, id(take), None)
         return rows
 

@@ -34,7 +34,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from builders.sources import ReadPlan, SourceSpec
 from builders.sources.base import DatasetSplit, ReadReport, Unit
 from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
+from builders.store.results import IngestResult, SplitResult
 from builders.store.shrink import ShrinkGuard
 
 
@@ -57,64 +58,6 @@ def _fixes() -> dict[str, str]:
         "name": opt("name", "NAME"),
         "shrink": "pass allow_shrink=True",  # only `regenerate` reads a whole input (exact)
     }
-
-
-@dataclass
-class SplitResult:
-    split: str
-    files: list[str]
-    status: str  # "ingested" | "appended" | "unchanged"
-    sentences: int
-    mentions: int
-    negatives: int
-    negative_spans: int
-    types: int
-    report: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class IngestResult:
-    source: str
-    kind: str
-    status: str  # "ingested" | "appended" | "unchanged"
-    splits: list[SplitResult]
-    types: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def sentences(self) -> int:
-        return sum(s.sentences for s in self.splits)
-
-    @property
-    def mentions(self) -> int:
-        return sum(s.mentions for s in self.splits)
-
-    @property
-    def negatives(self) -> int:
-        return sum(s.negatives for s in self.splits)
-
-    @property
-    def negative_spans(self) -> int:
-        return sum(s.negative_spans for s in self.splits)
-
-    def to_dict(self) -> dict[str, Any]:
-        keys = ("sentences", "mentions", "negatives", "negative_spans", "types")
-        return {
-            "source": self.source,
-            "kind": self.kind,
-            "status": self.status,
-            **{k: getattr(self, k) for k in keys},
-            "notes": self.notes,
-            "splits": {
-                s.split: {
-                    "status": s.status,
-                    "files": s.files,
-                    **{k: getattr(s, k) for k in keys},
-                    "report": s.report,
-                }
-                for s in self.splits
-            },
-        }
 
 
 @dataclass(frozen=True)
@@ -195,7 +138,43 @@ def write_source(
     fixes: Mapping[str, str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Ingest the splits of a read plan (`SourceSpec.plan`) in one transaction.
+    """Ingest the splits of a read plan (`SourceSpec.plan`) in one transaction: what
+    `prepare_source` decides (its arguments), written.
+
+    Raises:
+        BuildersError: as `prepare_source`, or the shrink guard's refusal once read.
+        Nothing is written then.
+    """
+    return prepare_source(
+        store,
+        spec,
+        plan,
+        name=name,
+        replace=replace,
+        append=append,
+        exact=exact,
+        allow_shrink=allow_shrink,
+        fixes=fixes,
+        progress=progress,
+    ).write()
+
+
+def prepare_source(
+    store: Store,
+    spec: SourceSpec,
+    plan: ReadPlan,
+    *,
+    name: str | None = None,
+    replace: bool = False,
+    append: bool = False,
+    exact: bool = False,
+    allow_shrink: bool = False,
+    fixes: Mapping[str, str] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> SourceWrite:
+    """What an ingest of a read plan (`SourceSpec.plan`) writes, decided and checked against
+    what is stored, nothing written (`SourceWrite.write` writes it in one transaction): a
+    caller writing several sources checks them all before it writes any (`regenerate`).
 
     Args:
         spec: the registered source (kind, label mapping).
@@ -216,7 +195,7 @@ def write_source(
     Raises:
         BuildersError: a split holds a different input and neither `replace` nor `append` is
             set; or `append` meets a changed input or other options; or (`exact`) the input
-            shrinks past the guard. Nothing is written then.
+            shrinks past the guard, as far as is known before reading.
     """
     fix = {**_fixes(), **(fixes or {})}
     if replace and append:
@@ -241,26 +220,60 @@ def write_source(
     guard = ShrinkGuard(source, fix["shrink"]) if exact and not allow_shrink else None
     look = functools.partial(_look, decide, set(inputs), exact, guard)
     stored = store.stored_splits(source)
-    jobs, unchanged, dropped = look(stored)
-    results: dict[str, SplitResult] = {}
-    if jobs or dropped:
-        with store.transaction():
-            # decided again under the write lock: another run may have written the source
-            # since (the same benchmark ingested by two builds, two appends at once)
-            stored = store.stored_splits(source)
-            jobs, unchanged, dropped = look(stored)
-            for job in jobs:
-                results[job.split] = _write_split(store, spec, plan, source, job, progress)
-            if guard:  # raised inside the transaction: what was written is undone
-                guard.after_reading(stored, {s: r.sentences for s, r in results.items()})
-            for split in dropped:
-                _clear_split(store, source, split)
-                store.con.execute(
-                    "DELETE FROM sources WHERE source = ? AND split = ?", [source, split]
-                )
-    for split in unchanged:
-        results[split] = _result(store, source, split, stored[split], "unchanged")
-    return _ingest_result(store, spec, plan, source, results, bool(jobs), dropped)
+    return SourceWrite(store, spec, plan, source, look, guard, progress, stored, *look(stored))
+
+
+@dataclass
+class SourceWrite:
+    """One source's ingest as `prepare_source` decided it: `pending` when it has a split to
+    write or drop; `write` does it in one transaction (inside the caller's, if one is open:
+    then a refusal of any source undoes them all)."""
+
+    store: Store
+    spec: SourceSpec
+    plan: ReadPlan
+    source: str
+    look: Callable[[dict[str, StoredSplit]], tuple[list[_Job], list[str], list[str]]]
+    guard: ShrinkGuard | None
+    progress: Callable[[int], None] | None
+    stored: dict[str, StoredSplit]
+    jobs: list[_Job]
+    unchanged: list[str]
+    dropped: list[str]
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.jobs or self.dropped)
+
+    def write(self) -> IngestResult:
+        """Write what was decided, decided again under the write lock (another run may have
+        written the source since: the same benchmark ingested by two builds, two appends).
+
+        Raises:
+            BuildersError: the shrink guard's refusal once read (the transaction undone).
+        """
+        store, source, stored = self.store, self.source, self.stored
+        jobs, unchanged, dropped = self.jobs, self.unchanged, self.dropped
+        results: dict[str, SplitResult] = {}
+        if self.pending:
+            with store.transaction():
+                stored = store.stored_splits(source)
+                jobs, unchanged, dropped = self.look(stored)
+                for job in jobs:
+                    results[job.split] = _write_split(
+                        store, self.spec, self.plan, source, job, self.progress
+                    )
+                if self.guard:  # raised inside the transaction: what was written is undone
+                    sentences = {s: r.sentences for s, r in results.items()}
+                    self.guard.after_reading(stored, sentences)
+                for split in dropped:
+                    _clear_split(store, source, split)
+                    store.con.execute(
+                        "DELETE FROM sources WHERE source = ? AND split = ?", [source, split]
+                    )
+        for split in unchanged:
+            results[split] = _result(store, source, split, stored[split], "unchanged")
+        return _ingest_result(store, self.spec, self.plan, source, results, bool(jobs), dropped)
 
 
 def _ingest_result(

@@ -212,7 +212,7 @@ def test_regenerate_follows_a_hub_datasets_revision(fake_hub: FakeHub, tmp_path:
 
     fake_hub.offline = True
     args = ["regenerate", "--scenarios", str(book), "--db", str(db), "-q"]
-    table = CliRunner().invoke(cli, args)
+    table = CliRunner().invoke(cli, args, env={"COLUMNS": "400"})  # a line a change
     assert table.exit_code == 0, table.output
     assert (
         "reused" in table.stdout and "unchanged (Hub revision not checked: offline)" in table.stdout

@@ -320,7 +320,7 @@ def test_the_table_puts_each_line_of_a_change_on_its_own_row(tmp_path: Path) -> 
     args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
     assert CliRunner().invoke(cli, args).exit_code == 0
     bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
-    res = CliRunner().invoke(cli, args)
+    res = CliRunner().invoke(cli, args, env={"COLUMNS": "400"})  # no line wrapped
     assert res.exit_code == 0, res.output
     assert "\\n" not in res.stdout
     lines = res.stdout.splitlines()
@@ -412,7 +412,24 @@ def test_labels_moved_between_levels_are_named(tmp_path: Path) -> None:
     [view] = _changelog_view(
         [{"version": "v2", "changes": {}, "details": {"max": moved["c-low-shift"]}}]
     )
-    assert view["labels"] == ["`max`: 1 label moved between levels: protein (from high)"]
+    assert view["labels"] == ['`max`: 1 label moved between levels: "protein" (from high)']
+
+
+def test_a_moved_label_named_like_a_level_is_quoted() -> None:
+    """A label named `medium` (or holding a comma) that moved reads as a label, not as a
+    level or two labels: quoted in the report's table line and in the card's changelog."""
+    from builders.hub.cards import _changelog_view
+    from builders.scenarios.report import ScenarioReport
+
+    moved = {"moved_in": {"medium": "medium", "low, high": "high"}, "moved_out": {}}
+    rep = ScenarioReport("s", "rebuilt", folders=["c-low-shift"], reason="forced")
+    rep.changes["c-low-shift"] = {"rows": [10, 10]}
+    rep.moved["c-low-shift"] = moved
+    assert rep.lines()[1] == 'c-low-shift: moved: "low, high" from high, "medium" from medium'
+    [view] = _changelog_view([{"version": "v2", "details": {"max": moved}}])
+    assert view["labels"] == [
+        '`max`: 2 labels moved between levels: "low, high" (from high), "medium" (from medium)'
+    ]
 
 
 def test_a_dry_run_then_the_push_of_what_was_rebuilt(

@@ -123,6 +123,54 @@ def test_the_shrink_refusal_shows_in_a_dry_run(tmp_path: Path) -> None:
         assert sorted(store.stored_splits("shards")) == ["train"]
 
 
+TWO = (
+    SHARDS.replace('name = "shards-entropy"', 'name = "first-entropy"')
+    .replace('store_as = "shards"', 'store_as = "first"')
+    .replace('path = "shards"', 'path = "first"')
+    + SHARDS.split("\n\n", 1)[1]
+)
+
+
+def test_one_source_shrinking_writes_no_sources_input(tmp_path: Path) -> None:
+    """Every source's replace is decided and checked before any is written, and they are
+    written in one transaction: when the second source's input shrinks past the guard,
+    the first source's change is not written either (refused before reading: a split
+    gone; once read: files cut short, the first's write undone), and the refusal names
+    the source and `--allow-shrink`; with it, both are written."""
+    for name in ("first", "shards"):
+        (tmp_path / name).mkdir()
+        bio_corpus(tmp_path / name / "train-1.txt", LABELS_A, 40)
+        bio_corpus(tmp_path / name / "train-2.txt", LABELS_A, 40)
+        bio_corpus(tmp_path / name / "test.txt", LABELS_B, 10)
+    (tmp_path / "scenarios.toml").write_text(TWO, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    assert [s.stored for s in book.scenarios] == ["first", "shards"]
+    with Store(tmp_path / "s.duckdb") as store:
+        assert {r.status for r in regenerate(store, book.scenarios, book.out)} == {"built"}
+        bio_corpus(tmp_path / "first" / "train-3.txt", LABELS_A, 40)  # the first: a change
+        before, files = snapshot(store), _tree(book.out)
+
+        def refused(*text: str) -> None:
+            with pytest.raises(BuildersError) as err:
+                regenerate(store, book.scenarios, book.out)
+            msg = str(err.value)
+            assert all(t in msg for t in text) and "`--allow-shrink shards`" in msg, msg
+            assert "first" not in msg.replace("first-", ""), msg
+            assert snapshot(store) == before and _tree(book.out) == files
+
+        gone = tmp_path / "test.txt"
+        shutil.move(tmp_path / "shards" / "test.txt", gone)  # known before reading
+        refused("shards/test: no longer in the input")
+        shutil.move(gone, tmp_path / "shards" / "test.txt")
+        for n in (1, 2):  # known once read: the first source's write is undone
+            bio_corpus(tmp_path / "shards" / f"train-{n}.txt", LABELS_A, 5)
+        refused("shards: its input holds 20 sentences, the store 90")
+        reps = regenerate(store, book.scenarios, book.out, allow_shrink=["shards"])
+        assert [r.status for r in reps] == ["rebuilt", "rebuilt"]
+        assert store.stored_splits("first")["train"].sentences == 120
+        assert store.stored_splits("shards")["train"].sentences == 10
+
+
 BENCHMARKS = """
 [defaults]
 out = "out"
@@ -253,3 +301,43 @@ def test_a_benchmark_stored_from_other_files_is_kept_and_said(
         assert snapshot(store) == before
         monkeypatch.delenv("LABELSHIFT_DATA")
         assert take_benchmark(store, "mit-movie", allow_shrink=False, stage=print) is None
+
+
+def test_a_record_without_its_benchmarks_inputs_lists_no_files_added(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record written before a benchmark's inputs were recorded (a leakage scenario built
+    by an older toolkit) lacks them: that alone rebuilds nothing, and the next rebuild says
+    they are now recorded (a note), not that the benchmark's files were added; a rebuild
+    that changes nothing else then adds no changelog entry. The next record holds them."""
+    from helpers import DATA
+
+    data = tmp_path / "data"
+    (data / "crossner" / "ai").mkdir(parents=True)
+    shutil.copy(DATA / "crossner" / "ai-test.txt", data / "crossner" / "ai" / "test.txt")
+    monkeypatch.setenv("LABELSHIFT_DATA", str(data))
+    bio_corpus(tmp_path / "a.txt", LABELS_A, 60)
+    (tmp_path / "scenarios.toml").write_text(BENCHMARKS, encoding="utf-8")
+    book = load_scenarios(tmp_path / "scenarios.toml")
+    records = [
+        book.out / f"corpus-a-{lv}-shift" / "entropy" / "build.json" for lv in ("low", "high")
+    ]
+    with Store(tmp_path / "s.duckdb") as store:
+        [built] = regenerate(store, book.scenarios, book.out, only=["leak"])
+        assert built.status == "built"
+        for path in records:  # as an older toolkit wrote it
+            rec = json.loads(path.read_text("utf-8"))
+            assert "crossner-ai" in rec["scenario"]["inputs"]
+            del rec["scenario"]["inputs"]["crossner-ai"]
+            path.write_text(json.dumps(rec), encoding="utf-8")
+        files = _tree(book.out)
+        [again] = regenerate(store, book.scenarios, book.out, only=["leak"])
+        assert again.status == "reused" and _tree(book.out) == files
+        [forced] = regenerate(store, book.scenarios, book.out, only=["leak"], force=True)
+        assert forced.status == "rebuilt" and forced.inputs == {}
+        assert "crossner-ai: benchmark inputs recorded (not in the earlier record)" in forced.notes
+        assert not any("+test.txt" in line for line in forced.lines())
+        log = book.out / "corpus-a-low-shift" / "changelog.json"
+        assert log.read_bytes() == files["corpus-a-low-shift/changelog.json"]
+        rec = json.loads(records[0].read_text("utf-8"))
+        assert "crossner-ai" in rec["scenario"]["inputs"]

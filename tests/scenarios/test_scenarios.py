@@ -364,3 +364,39 @@ def test_the_repo_scenarios_file_names_every_key() -> None:
         "build-splits' options:": set(SPLIT_KEYS),
         "`fewnerd` scenario:": set(FEWNERD_KEYS),
     }
+
+
+def test_a_piped_table_wraps_its_changes(
+    book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a terminal (CliRunner, a pipe, a CI log): the table is at most `TABLE_WIDTH`
+    columns wide (`$COLUMNS` when set), its changes wrapped, every word of every change
+    printed (in order); `--json` holds each change whole, as before."""
+    from builders.cli import publish
+    from builders.scenarios.report import ScenarioReport
+
+    rep = ScenarioReport("a-entropy", "rebuilt", ["corpus-a-low-shift", "corpus-a-high-shift"])
+    rep.reason = "source changed (train); parameters changed (benchmarks, min_labels)"
+    files = [f"shard-{n:02d}-of-a-long-corpus.jsonl" for n in range(9)]
+    rep.inputs = {"corpus-a": {"train": {"files_added": files, "files_removed": [],
+                  "files_changed": [], "sentences": [1000, 1900], "mentions": [5000, 9100]}}}  # fmt: skip
+    for folder in rep.folders:
+        rep.changes[folder] = {"rows": [1000, 1900], "familiarity": [0.5, 0.61]}
+        rep.labels_added[folder] = [f"label number {n}" for n in range(7)]
+        rep.moved[folder] = {"moved_in": {"medium": "high", "low, high": "high"}}
+    monkeypatch.setattr(publish, "regenerate", lambda *a, **k: [rep])
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    shown = CliRunner().invoke(cli, args, env={"COLUMNS": None})  # pytest sets it to 80
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert max(len(line) for line in lines) <= publish.TABLE_WIDTH
+    assert max(len(line) for line in rep.lines()) > 2 * publish.TABLE_WIDTH  # it did wrap
+    words = [w for line in lines for w in line.split() if w.strip("│┃┏┓┗┛━─┡┩└┘╇╿")]
+    at = 0
+    for change in rep.lines():
+        for word in change.split():
+            at = words.index(word, at) + 1  # each word, after the one before
+    wide = CliRunner().invoke(cli, args, env={"COLUMNS": "2000"}).stdout.splitlines()
+    assert all(any(change in line for line in wide) for change in rep.lines())  # unwrapped
+    whole = CliRunner().invoke(cli, [*args, "--json"])
+    assert json_result(whole.stdout)[0]["inputs"]["corpus-a"]["train"]["files_added"] == files

@@ -225,3 +225,41 @@ def test_familiarity_of_fewnerd_under_the_paper_protocol_is_the_authors_row(
         assert abs(bench["familiarity"] - authors[name]) <= 0.015, name
     assert abs(report["paper_figure"] - authors["paper_figure"]) <= 0.015
     assert report["protocol"] == "paper"
+
+
+def test_a_fitted_level_under_the_paper_protocol_is_the_one_the_store_spellings_give(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`fit` walks a level's order spelled as the protocol spells labels (`actor`, `person
+    (other)`), while the store holds `person-actor`: it passes the stored labels each stands
+    for, so the paper protocol fits the level that the same plan in stored spellings gives
+    (same labels, caps, sentences, mentions), not every label of the order taken whole."""
+    import types
+
+    from builders.splits.fitting import fit
+    from builders.splits.levels import Level
+
+    with Store(tmp_path / "f.duckdb") as store:
+        for name, split in (("dev.txt", "dev"), ("test.txt", "test")):
+            ingest(store, "fewnerd", data_dir / "fewnerd" / name, split=split)
+        ingest(store, "fewnerd", data_dir / "fewnerd" / "train-sample-a.txt", split="train")
+        cfg = types.SimpleNamespace(source="fewnerd", metric=types.SimpleNamespace(seed=0))
+        ours = LabelTable.load(store, "fewnerd")
+        paper = LabelTable.load(store, "fewnerd", protocol="paper")
+        assert paper.members and all(len(m) == 1 for m in paper.members.values())
+
+        def fitted(table: LabelTable) -> tuple[list[str], dict[str, int], int, list[object]]:
+            spelled = {table.stored([lab])[0]: i for i, lab in enumerate(table.labels)}
+            order = np.array([spelled[s] for s in reversed(ours.labels)])  # one plan
+            take = np.minimum(table.mentions[order], 1)  # `person-athlete` (2) capped at 1
+            level = Level.taking("low", order, take, table, {})
+            level.order, level.take, level.size = order, take, 9
+            done, chosen = fit(store, cfg, table, level)  # type: ignore[arg-type]
+            caps = {table.stored([k])[0]: v for k, v in done.capped(table).items()}
+            held = [] if chosen.sentences is None else chosen.sentences.to_pylist()
+            rows = sorted((r["split"], r["idx"]) for r in held)
+            return table.stored(done.labels(table)), caps, chosen.mentions, rows
+
+        planned = fitted(ours)
+        assert planned[1] == {"person-athlete": 1} and planned[2] <= 9
+        assert fitted(paper) == planned  # before: 15 mentions, all 14 labels whole

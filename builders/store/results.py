@@ -1,0 +1,65 @@
+"""What an ingest did (`writer.write_source`, `ingest.ingest`): per split and for the source,
+its status, counts and notes, as the `ingest` command prints them and `--json` holds them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SplitResult:
+    split: str
+    files: list[str]
+    status: str  # "ingested" | "appended" | "unchanged"
+    sentences: int
+    mentions: int
+    negatives: int
+    negative_spans: int
+    types: int
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class IngestResult:
+    source: str
+    kind: str
+    status: str  # "ingested" | "appended" | "unchanged"
+    splits: list[SplitResult]
+    types: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def sentences(self) -> int:
+        return sum(s.sentences for s in self.splits)
+
+    @property
+    def mentions(self) -> int:
+        return sum(s.mentions for s in self.splits)
+
+    @property
+    def negatives(self) -> int:
+        return sum(s.negatives for s in self.splits)
+
+    @property
+    def negative_spans(self) -> int:
+        return sum(s.negative_spans for s in self.splits)
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = ("sentences", "mentions", "negatives", "negative_spans", "types")
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "status": self.status,
+            **{k: getattr(self, k) for k in keys},
+            "notes": self.notes,
+            "splits": {
+                s.split: {
+                    "status": s.status,
+                    "files": s.files,
+                    **{k: getattr(s, k) for k in keys},
+                    "report": s.report,
+                }
+                for s in self.splits
+            },
+        }
