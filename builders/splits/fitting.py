@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from builders.deferred import np
+from builders.errors import CannotBuild, opt
 from builders.shift.report import LabelTable
 from builders.splits.config import SplitConfig
 from builders.splits.levels import Level
@@ -18,9 +19,24 @@ from builders.store.subsets import Selection
 
 
 def choose_sentences(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> Selection:
-    """The sentences the level keeps (a seeded draw for its capped labels)."""
+    """The sentences the level keeps (a seeded draw for its capped labels), asked of the
+    store in its own spellings: a protocol that spells labels otherwise (`--protocol
+    paper`: Few-NERD's `actor` for the stored `person-actor`) names the stored label a capped
+    one stands for, as it does its whole ones (matched as `actor`, a label capped by
+    `--max-label-share` kept no mention)."""
     whole = table.stored(level.labels(table))
-    return store.select_sentences(cfg.source, whole, level.capped(table), seed=cfg.metric.seed)
+    caps = {}
+    for label, cap in level.capped(table).items():
+        stored = table.members.get(label, [label])
+        if len(stored) > 1:  # not in Few-NERD: its fine types' names are each one type's
+            raise CannotBuild(
+                f"{opt('protocol', cfg.metric.protocol)} spells {', '.join(stored)} as one "
+                f"label, {label!r}, and the level keeps part of its mentions, which cannot be "
+                f"shared among them; build with {opt('protocol', 'ours')}, or without "
+                f"{opt('max_label_share')}"
+            )
+        caps[stored[0]] = cap
+    return store.select_sentences(cfg.source, whole, caps, seed=cfg.metric.seed)
 
 
 #: Levels cut to one size whose written sizes differ by more than this share of the smallest

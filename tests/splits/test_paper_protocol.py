@@ -263,3 +263,52 @@ def test_a_fitted_level_under_the_paper_protocol_is_the_one_the_store_spellings_
         planned = fitted(ours)
         assert planned[1] == {"person-athlete": 1} and planned[2] <= 9
         assert fitted(paper) == planned  # before: 15 mentions, all 14 labels whole
+
+
+def test_a_share_capped_label_under_the_paper_protocol_keeps_its_mentions(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`choose_sentences` (levels not fitted to a size) under the paper protocol: a label that
+    `--max-label-share` caps is spelled as the protocol spells it (`actor`), the store holds
+    `person-actor`; the capped label keeps its mentions, as the same level in stored spellings
+    does (before: matched as `actor`, it kept none and left the level)."""
+    from builders.splits.fitting import choose_sentences
+    from builders.splits.levels import Level
+
+    with Store(tmp_path / "f.duckdb") as store:
+        for name, split in (("dev.txt", "dev"), ("test.txt", "test")):
+            ingest(store, "fewnerd", data_dir / "fewnerd" / name, split=split)
+        cfg = SplitConfig("fewnerd", metric=MetricSpec(seed=0))
+        ours = LabelTable.load(store, "fewnerd")
+        paper = LabelTable.load(store, "fewnerd", protocol="paper")
+
+        biggest = ours.labels[int(np.argmax(ours.mentions))]
+
+        def chosen(table: LabelTable) -> dict[str, int]:
+            capped = next(
+                i for i, lab in enumerate(table.labels) if table.stored([lab]) == [biggest]
+            )
+            mask = np.ones(len(table.labels), dtype=bool)
+            mask[capped] = False
+            level = Level("low", mask, {}, {capped: int(table.mentions[capped])})
+            return choose_sentences(store, cfg, table, level).counts
+
+        want = chosen(ours)
+        assert want[biggest] == 2 and len(want) == len(ours.labels)
+        assert chosen(paper) == want
+
+
+def test_a_cap_on_a_label_that_stands_for_several_stored_ones_is_refused(tmp_path: Path) -> None:
+    """Not reachable with Few-NERD (each fine type's name is one type's), but a protocol
+    label that merges stored labels cannot share a cap among them: refused, naming them."""
+    from builders.errors import CannotBuild
+    from builders.splits.fitting import choose_sentences
+    from builders.splits.levels import Level
+
+    table = LabelTable(["x", "y"], np.array([4, 2]), {"x": ["a-x", "b-x"]})
+    level = Level("low", np.array([False, True]), {}, {0: 3})
+    cfg = SplitConfig("s", metric=MetricSpec(protocol="paper"))
+    with Store(tmp_path / "s.duckdb") as store, pytest.raises(CannotBuild) as err:
+        choose_sentences(store, cfg, table, level)
+    assert "--protocol paper spells a-x, b-x as one label, 'x'" in str(err.value)
+    assert "--protocol ours" in str(err.value) and "--max-label-share" in str(err.value)
