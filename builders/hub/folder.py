@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builders.defaults import config_order
+from builders.hub.jsontext import dumps_indented
 from builders.hub.outdir import TMP_PREFIX, exchange, merge_manifest, swap_in, write_journal
 
 if TYPE_CHECKING:
@@ -325,7 +326,9 @@ def read_json(path: Path) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_default) + "\n")
+    """`obj` as `json.dumps(obj, indent=2, sort_keys=True)` writes it (the same bytes, through
+    `dumps_indented`: a NuNER-sized build.json took 0.5 s a build through `json`)."""
+    atomic_write_text(path, dumps_indented(obj, indent=2, sort_keys=True, default=_default) + "\n")
 
 
 def _default(obj: Any) -> Any:
