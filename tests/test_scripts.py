@@ -81,6 +81,9 @@ def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPa
     handler.emit = lambda r: records.append(r.getMessage())  # type: ignore[method-assign]
     pipeline.log.addHandler(handler)
     monkeypatch.setattr(pipeline.log, "level", logging.DEBUG)
+    # a library's logging set-up earlier in the session may have turned loggers off
+    monkeypatch.setattr(pipeline.log, "disabled", False)
+    monkeypatch.setattr(logging.root.manager, "disable", logging.NOTSET)
 
     result = SimpleNamespace(
         config=SimpleNamespace(strategy="familiarity"),
