@@ -9,7 +9,11 @@
 3. Warm cache: runs the same `build-splits` again in a child process: wall time and peak RSS
    (the target is under 2 minutes and 4 GB on 2 cores). With several strategies
    (`--strategy entropy,familiarity`), each gets a warm build, run in turn `--repeat` times,
-   and the table gives each one's median wall time as a ratio of the first strategy's.
+   and the table gives each one's median wall time as a ratio of the first strategy's, and
+   its phases as the build times them (`BuildResult.timings`, logged at DEBUG: similarities,
+   placement: scores or windows and the levels fitted, rows: each level's rows written and
+   measured, measure, write, total), with the placement's share and its ratio to the
+   first strategy's.
 
 Figures are printed as one table; compare ratios within one run, the machines are noisy.
 """
@@ -30,6 +34,12 @@ from typing import Any
 
 def run_child(args: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
     """Run a command; return (wall seconds, its own peak RSS in GB, stdout)."""
+    wall, gb, stdout, _ = run_child_err(args, cwd)
+    return wall, gb, stdout
+
+
+def run_child_err(args: list[str], cwd: Path | None = None) -> tuple[float, float, str, str]:
+    """`run_child`, with the command's stderr too."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=cwd)
@@ -41,7 +51,7 @@ def run_child(args: list[str], cwd: Path | None = None) -> tuple[float, float, s
         stdout, stderr = out.read().decode(), err.read().decode()
     if code != 0:
         sys.exit(f"command failed ({code}): {' '.join(args)}\n{stderr[-3000:]}")
-    return wall, usage.ru_maxrss / 1024 / 1024, stdout
+    return wall, usage.ru_maxrss / 1024 / 1024, stdout, stderr
 
 
 def cold_rows(args: argparse.Namespace, rows: list[tuple[str, str]]) -> None:
@@ -141,19 +151,59 @@ def build_cmd(args: argparse.Namespace, exe: list[str], strategy: str) -> list[s
     ]
 
 
+#: The first argument that makes this script the CLI with the build's phase timings logged
+#: to stderr (`splits.pipeline` logs them at DEBUG; nothing else changes: the same command,
+#: the same files). A script file, not `python -c`: DuckDB takes a `__main__` without a file
+#: for an interactive session and draws its progress bar on stdout, in the `--json` output.
+TIMED_CLI = "--as-timed-cli"
+
+
+def timed_cli(args: list[str]) -> None:
+    """`builders ARGS` with the phase log on (see `TIMED_CLI`)."""
+    import logging
+
+    from builders.cli.main import main as cli_main
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logging.getLogger("builders.splits.pipeline")
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    sys.argv = ["builders", *args]
+    cli_main()
+
+
+#: The phases `splits.pipeline.build` times (`BuildResult.timings`), in build order.
+PHASES = ("similarities", "placement", "rows", "measure", "write", "total")
+
+
+def phases_of(stderr: str) -> dict[str, float]:
+    """The phase seconds a timed build logged (`phase STRATEGY PHASE SECONDS` lines)."""
+    found = {}
+    for line in stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "phase":
+            found[parts[2]] = float(parts[3])
+    return found
+
+
 def warm_rows(
     args: argparse.Namespace, exe: list[str], strategies: list[str], rows: list[tuple[str, str]]
 ) -> dict[str, Any]:
     """--repeat warm builds of every strategy, interleaved so that load drifts hit every
-    strategy; a row per strategy (median wall time, peak RSS, ratio to the first). Returns
-    the result of the last build."""
+    strategy; a row per strategy (median wall time, peak RSS, ratio to the first), then
+    each one's phases (medians of what the build timed) and the placement's share of it.
+    Returns the result of the last build."""
     walls: dict[str, list[float]] = {s: [] for s in strategies}
     peaks: dict[str, float] = dict.fromkeys(strategies, 0.0)
+    timed: dict[str, list[dict[str, float]]] = {s: [] for s in strategies}
+    timed_exe = [sys.executable, str(Path(__file__).resolve()), TIMED_CLI]
     for _ in range(args.repeat):
         for strategy in strategies:
-            wall, gb, out = run_child(build_cmd(args, exe, strategy))
+            wall, gb, out, err = run_child_err(build_cmd(args, timed_exe, strategy))
             walls[strategy].append(wall)
             peaks[strategy] = max(peaks[strategy], gb)
+            timed[strategy].append(phases_of(err))
             res = json.loads(out)["result"][0]
     for strategy in strategies:
         mid = statistics.median(walls[strategy])
@@ -165,10 +215,38 @@ def warm_rows(
                 f"{ratio:.2f}x {strategies[0]}",
             )
         )
+    phase_rows(strategies, timed, rows)
     return res
 
 
+def phase_rows(
+    strategies: list[str], timed: dict[str, list[dict[str, float]]], rows: list[tuple[str, str]]
+) -> None:
+    """A row per strategy: its phases' median seconds (as the build timed them, in the
+    child), the placement's share of its total, and its placement and total against the
+    first strategy's."""
+    mid = {
+        s: {p: statistics.median(t.get(p, 0.0) for t in timed[s]) for p in PHASES}
+        for s in strategies
+    }
+    first = mid[strategies[0]]
+    for s in strategies:
+        m = mid[s]
+        shown = ", ".join(f"{p} {m[p]:.1f}" for p in PHASES)
+        share = m["placement"] / m["total"] if m["total"] else 0.0
+        vs = ""
+        if s != strategies[0] and first["placement"] and first["total"]:
+            vs = (
+                f"; placement {m['placement'] / first['placement']:.2f}x, "
+                f"total {m['total'] / first['total']:.2f}x {strategies[0]}'s"
+            )
+        rows.append((f"  phases, {s} (s)", f"{shown}; placement {share:.0%} of total{vs}"))
+
+
 def main() -> None:
+    if sys.argv[1:2] == [TIMED_CLI]:  # a timed build's child process (`warm_rows`)
+        timed_cli(sys.argv[2:])
+        return
     args = parser().parse_args()
     # the store's cache only: the per-user one would make the cold rows warm
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LABELSHIFT_EMBEDDINGS": "off"}

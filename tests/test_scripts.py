@@ -8,6 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import ROOT
@@ -64,3 +65,41 @@ def test_bench_embed_ends_with_one_line_per_combination(
     assert set(rates) == {"4", "8"} and raw["backend"] == "raw encode"
     assert raw["batch_size"] == int(max(rates, key=rates.get))  # the fastest is the baseline
     assert raw["labels_per_s"] == pytest.approx(max(rates.values()))
+
+
+def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench_splits' phase table comes from the `phase STRATEGY PHASE SECONDS` lines the
+    pipeline logs at DEBUG; the placement's share and ratio from their medians."""
+    import logging
+
+    from builders.splits import pipeline
+
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    bench = importlib.import_module("bench_splits")
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda r: records.append(r.getMessage())  # type: ignore[method-assign]
+    pipeline.log.addHandler(handler)
+    monkeypatch.setattr(pipeline.log, "level", logging.DEBUG)
+    # a library's logging set-up earlier in the session may have turned loggers off
+    monkeypatch.setattr(pipeline.log, "disabled", False)
+    monkeypatch.setattr(logging.root.manager, "disable", logging.NOTSET)
+
+    result = SimpleNamespace(
+        config=SimpleNamespace(strategy="familiarity"),
+        timings={"similarities": 1.0, "placement": 6.0, "rows": 2.0},
+    )
+    try:
+        pipeline._timed_total([result], 0.0)  # type: ignore[list-item]
+    finally:
+        pipeline.log.removeHandler(handler)
+    found = bench.phases_of("noise\n" + "\n".join(records))
+    assert found["placement"] == 6.0 and found["total"] > 0
+    timed = {
+        "entropy": [{"placement": 1.0, "total": 10.0}, {"placement": 3.0, "total": 12.0}],
+        "familiarity": [{"placement": 6.0, "total": 30.0}, {"placement": 4.0, "total": 20.0}],
+    }
+    rows: list[tuple[str, str]] = []
+    bench.phase_rows(["entropy", "familiarity"], timed, rows)
+    assert "placement 18% of total" in rows[0][1]
+    assert "placement 2.50x, total 2.27x entropy's" in rows[1][1]

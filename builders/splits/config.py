@@ -273,6 +273,11 @@ class BuildResult:
     #: scores.parquet, and the Familiarity of windows along it ([mention offset, value]).
     ranking: dict[str, np.ndarray] | None = field(default=None, repr=False)
     curve: list[tuple[int, float]] = field(default_factory=list, repr=False)
+    #: Seconds each phase of the build took (`similarities`, `placement`, `rows`, `measure`,
+    #: then `write` and `total`: `splits.pipeline.build`); never written to a file or `--json`
+    #: (a build's bytes do not depend on the machine), logged at DEBUG for
+    #: scripts/bench_splits.py.
+    timings: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def config_dict(self) -> dict[str, Any]:
         """The config as asked, with its benchmarks resolved to their names."""

@@ -13,9 +13,11 @@ to its labels, which is what its Familiarity is computed from.
 
 from __future__ import annotations
 
+import logging
 import tempfile
-from collections.abc import Callable
-from contextlib import nullcontext
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from builders.deferred import np
@@ -47,6 +49,8 @@ from builders.splits.strategies import strategy
 from builders.store import Store
 from builders.store.subsets import Selection
 
+log = logging.getLogger(__name__)
+
 
 def build(
     store: Store,
@@ -67,6 +71,7 @@ def build(
     With `leakage` (or `decontaminate`) the corpus is scanned for the benchmarks' sentences
     first; `decontaminate` builds from the corpus without the overlapping sentences.
     """
+    start = time.perf_counter()
     stage = on_stage or (lambda s: None)
     command = command or cfg.command_line()
     evalsets = resolve(
@@ -79,7 +84,7 @@ def build(
     sets = {s.name: s.labels for s in evalsets}
     names = folder_names(cfg, list(sets))
     if out is None:
-        return _build(store, cfg, evalsets, stage, progress)
+        return _timed_total(_build(store, cfg, evalsets, stage, progress), start)
     with (
         OutLock(Path(out), command),  # found unwritable or busy before any work
         tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}rows.", dir=out) as spill,
@@ -88,8 +93,31 @@ def build(
         from builders.splits.subsets import write_results
 
         stage(f"writing {len(names)} folders to {out}")
+        written = time.perf_counter()
         write_results(Path(out), results, command=command, org=org)
+        for res in results:
+            res.timings["write"] = time.perf_counter() - written
+    return _timed_total(results, start)
+
+
+def _timed_total(results: list[BuildResult], start: float) -> list[BuildResult]:
+    """The results with the whole build's seconds recorded (`BuildResult.timings`), and
+    every phase's logged at DEBUG (what scripts/bench_splits.py reads)."""
+    for res in results:
+        res.timings["total"] = time.perf_counter() - start
+        for phase, seconds in res.timings.items():
+            log.debug("phase %s %s %.3f", res.config.strategy, phase, seconds)
     return results
+
+
+@contextmanager
+def _timed(timings: dict[str, float], phase: str) -> Iterator[None]:
+    """Add the block's seconds to `timings[phase]`."""
+    begun = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - begun
 
 
 def folder_names(cfg: SplitConfig, benchmarks: list[str]) -> list[str]:
@@ -146,6 +174,7 @@ def _measure(
     spill: Path | None = None,
 ) -> list[BuildResult]:
     """Every group's scores, cuts, subsets and Familiarity."""
+    begun = time.perf_counter()
     table = LabelTable.load(store, cfg.source, cfg.metric.protocol)
     all_evals = union_labels(sets)
     stage(f"labels: {len(table.labels):,} training, {len(all_evals)} evaluation")
@@ -154,12 +183,14 @@ def _measure(
     stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")
     checks = _check_matrices(store, cfg, table, all_evals, progress, stage)
     groups = [{b: ls} for b, ls in sets.items()] if cfg.per_benchmark else [sets]
+    similarities = time.perf_counter() - begun  # every group's, and the check models'
     results = []
     for group in groups:
         cols = np.array([all_evals.index(z) for z in union_labels(group)])
         mine = {model: m[:, cols] for model, m in checks.items()}
         res = _build_group(store, cfg, table, group, m_all[:, cols], stage, spill, mine)
         res.embedded_new = new
+        res.timings = {"similarities": similarities, **res.timings}
         results.append(res)
     return results
 
@@ -270,10 +301,13 @@ def _build_group(
 ) -> BuildResult:
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group
     (and their Familiarity under each check model: `checks`, model -> (D, Z) similarities)."""
+    begun = time.perf_counter()
+    timings: dict[str, float] = {}
     sims_zd = np.ascontiguousarray(m.T)
     checks = checks or {}
     method = strategy(cfg.strategy)
-    placed = method.place(store, cfg, table, group, m, stage, checks)
+    with _timed(timings, "placement"):  # scores, cuts or windows, levels fitted
+        placed = method.place(store, cfg, table, group, m, stage, checks)
     model = canonical_name(cfg.embedding.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
@@ -284,12 +318,12 @@ def _build_group(
     stage("Familiarity of the full corpus")
     full = _full(store, cfg, table, fam(table.mentions))
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
-    subsets = []
-    levels = [lv for lv, _ in placed.fitted]
+    subsets, levels = [], [lv for lv, _ in placed.fitted]
     for level, chosen in placed.fitted:
         name = f"{cfg.source}{suffix}-{level.level}-shift"
         stage(f"materialising {name}")
-        subsets.append(_subset(store, cfg, table, level, chosen, name, fam, spill))
+        with _timed(timings, "rows"):  # the level's rows (parquet with `spill`), Familiarity
+            subsets.append(_subset(store, cfg, table, level, chosen, name, fam, spill))
     describe(subsets, spill)  # from the rows written: sentences shared, label spread
     kept = {lv.level: set(lv.kept(table)) for lv in levels}
     res = BuildResult(
@@ -313,6 +347,7 @@ def _build_group(
     )
     if checks:
         _check(cfg, res, checks)
+    res.timings = {**timings, "measure": time.perf_counter() - begun - sum(timings.values())}
     return res
 
 

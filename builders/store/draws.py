@@ -142,57 +142,124 @@ def walk(
     label's forced mentions are only read at its turn or once it is capped, so they are
     counted then (`pos`, `n`: each (sentence, label) row's label and mentions, a sentence's
     rows together from `first[i]` to `first[i + 1]`; `index`: their `walk_index`, made
-    here when not given)."""
+    here when not given). `_Walk` holds the state."""
     labels = take.size
     if index is None or len(index.totals) != labels:
         index = walk_index(pos, n, first, labels)
-    label_first, sentences_of, mentions_of, totals = index
-    kept = np.zeros(first.size - 1, dtype=bool)  # the sentences of whole labels
-    capped_in = np.zeros(first.size - 1, dtype=bool)  # the sentences holding a capped label
-    # the capped labels in the order they were capped (slot k >= 1; 0: not capped), each
-    # one's cap and forced mentions (its mentions in `kept`)
-    slot = np.zeros(labels, dtype=np.int64)
-    cap, forced = np.zeros(labels + 1, dtype=np.int64), np.zeros(labels + 1, dtype=np.int64)
-    capped: list[int] = []
-    grown = 0
-    whole: list[int] = []
+    state = _Walk(pos, n, first, index, size)
     for j, t in enumerate(take.tolist()):
-        room = size - grown
-        if room <= 0:
+        if state.grown >= size:
             break
-        if t <= 0:
-            continue
-        lo, hi = label_first[j], label_first[j + 1]
-        sent = sentences_of[lo:hi]
-        was = kept[sent]
-        if t >= totals[j]:
-            new = sent[~was]
-            gain = totals[j]
-            touched = new[capped_in[new]]
-            if touched.size:  # the capped labels' mentions in the new sentences
-                starts, sizes = first[touched], first[touched + 1] - first[touched]
-                rows = np.repeat(starts + sizes - sizes.cumsum(), sizes) + np.arange(sizes.sum())
-                k = len(capped)
-                more = np.bincount(slot[pos[rows]], weights=n[rows], minlength=k + 1)[1:]
-                more = more.astype(np.int64)
-                c, f = cap[1 : k + 1], forced[1 : k + 1]
-                gain += int((np.maximum(c, f + more) - np.maximum(c, f)).sum())
-            if gain <= room:
-                kept[new] = True
-                if touched.size:
-                    forced[1 : k + 1] += more
-                grown += gain
-                whole.append(j)
-                continue
-        held = int(mentions_of[lo:hi][was].sum())
+        if t > 0:
+            state.label(j, t)
+    caps = {j: state.cap[k] for k, j in enumerate(state.capped, start=1)}
+    return state.whole, dict(sorted(caps.items()))
+
+
+#: A label with at most this many rows is walked with Python lists and `bytearray`s: most
+#: labels of a NuNER level hold a few sentences, where NumPy's cost per call (a dozen calls
+#: a label) is most of the walk's time; larger ones with NumPy. Both give the same walk.
+SMALL_LABEL = 64
+
+
+class _Walk:
+    """`walk`'s state: the sentences kept (of whole labels) and those holding a capped label
+    (`bytearray`s with NumPy views on the same memory), the capped labels in the order they
+    were capped (slot k >= 1 of `cap` and `forced`, each one's cap and forced mentions),
+    each label's slot (0: not capped), the labels taken whole and the size grown."""
+
+    def __init__(
+        self, pos: np.ndarray, n: np.ndarray, first: np.ndarray, index: WalkIndex, size: int
+    ) -> None:
+        self.pos, self.n, self.first, self.size = pos, n, first, size
+        self.label_first, self.sentences_of, self.mentions_of, self.totals = index
+        self.kept_b, self.capped_b = bytearray(first.size - 1), bytearray(first.size - 1)
+        self.kept = np.frombuffer(self.kept_b, dtype=bool)
+        self.capped_in = np.frombuffer(self.capped_b, dtype=bool)
+        self.slot_np = np.zeros(len(self.totals), dtype=np.int64)
+        self.slot = [0] * len(self.totals)
+        self.cap, self.forced = [0], [0]
+        self.capped: list[int] = []
+        self.whole: list[int] = []
+        self.grown = 0
+
+    def label(self, j: int, t: int) -> None:
+        """Label `j` (planned `t` mentions): whole where its gain fits, else capped where its
+        forced mentions fit, else left out."""
+        lo, hi = self.label_first[j], self.label_first[j + 1]
+        room = self.size - self.grown
+        small = hi - lo <= SMALL_LABEL
+        if small:
+            sent = self.sentences_of[lo:hi].tolist()
+            kept = self.kept_b
+            if t >= self.totals[j]:
+                new = [s for s in sent if not kept[s]]
+                touched = [s for s in new if self.capped_b[s]]
+                if self._took(j, room, self._more_py(touched) if touched else {}):
+                    for s in new:
+                        kept[s] = 1
+                    return
+            marks = self.mentions_of[lo:hi].tolist()
+            held = sum(m for s, m in zip(sent, marks, strict=True) if kept[s])
+        else:
+            sent_np = self.sentences_of[lo:hi]
+            was = self.kept[sent_np]
+            if t >= self.totals[j]:
+                new_np = sent_np[~was]
+                touched_np = new_np[self.capped_in[new_np]]
+                if self._took(j, room, self._more_np(touched_np) if touched_np.size else {}):
+                    self.kept[new_np] = True
+                    return
+            held = int(self.mentions_of[lo:hi][was].sum())
         if held <= room:  # in part: a draw of its sentences (none past its forced ones)
-            capped.append(j)
-            slot[j] = len(capped)
-            cap[len(capped)], forced[len(capped)] = min(t, room), held
-            capped_in[sent] = True
-            grown += max(min(t, room), held)
-    caps = {j: int(cap[k]) for k, j in enumerate(capped, start=1)}
-    return whole, dict(sorted(caps.items()))
+            self.capped.append(j)
+            k = len(self.capped)
+            self.slot[j] = self.slot_np[j] = k
+            self.cap.append(min(t, room))
+            self.forced.append(held)
+            if small:
+                for s in sent:
+                    self.capped_b[s] = 1
+            else:
+                self.capped_in[sent_np] = True
+            self.grown += max(min(t, room), held)
+
+    def _took(self, j: int, room: int, more: dict[int, int]) -> bool:
+        """Whether label `j` is taken whole: its mentions, and `more` (capped slot -> its
+        mentions in the label's new sentences) past the caps they pass, fit in `room`; if
+        so, the forced mentions, the size and the whole labels grow by it."""
+        gain = self.totals[j]
+        for k, m in more.items():
+            c, f = self.cap[k], self.forced[k]
+            gain += max(c, f + m) - max(c, f)
+        if gain > room:
+            return False
+        for k, m in more.items():
+            self.forced[k] += m
+        self.grown += gain
+        self.whole.append(j)
+        return True
+
+    def _more_py(self, touched: list[int]) -> dict[int, int]:
+        """The capped labels' mentions in sentences `touched` (slot -> mentions), row by row."""
+        more: dict[int, int] = {}
+        for s in touched:
+            a, b = int(self.first[s]), int(self.first[s + 1])
+            for p, m in zip(self.pos[a:b].tolist(), self.n[a:b].tolist(), strict=True):
+                k = self.slot[p]
+                if k:
+                    more[k] = more.get(k, 0) + m
+        return more
+
+    def _more_np(self, touched: np.ndarray) -> dict[int, int]:
+        """`_more_py` for many sentences, in NumPy."""
+        first = self.first
+        starts, sizes = first[touched], first[touched + 1] - first[touched]
+        rows = np.repeat(starts + sizes - sizes.cumsum(), sizes) + np.arange(sizes.sum())
+        slots = self.slot_np[self.pos[rows]]
+        more = np.bincount(slots, weights=self.n[rows], minlength=len(self.cap))[1:]
+        at = np.flatnonzero(more)
+        return dict(zip((at + 1).tolist(), more[at].astype(np.int64).tolist(), strict=True))
 
 
 def selection(

@@ -342,3 +342,18 @@ def test_a_card_holds_no_path_of_the_building_machine(published: Path) -> None:
     card = (published / "README.md").read_text(encoding="utf-8")
     root = published.parent.parent
     assert str(root) not in card and "--path corpus.txt" in card
+
+
+def test_a_build_times_its_phases_and_writes_no_timing(sample_results: dict) -> None:
+    """`BuildResult.timings` holds each phase's seconds (scripts/bench_splits.py reads them
+    from the DEBUG log), and no file or `--json` result holds them: a build's bytes do not
+    depend on the machine."""
+    res = sample_results["entropy"]
+    phases = ["similarities", "placement", "rows", "measure", "write", "total"]
+    assert list(res.timings) == phases
+    assert all(s >= 0 for s in res.timings.values())
+    parts = sum(res.timings[p] for p in phases[:-1])
+    assert parts <= res.timings["total"] + 1e-6
+    assert "timings" not in json.dumps(res.to_dict(), default=str)
+    for path in Path(sample_results["out"]).rglob("*.json"):
+        assert "timings" not in path.read_text(encoding="utf-8")

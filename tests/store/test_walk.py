@@ -1,6 +1,7 @@
 """`fit_level`'s walk (`draws.walk`) gives exactly what the straightforward walk gave: the
 reference below is the walk as it was before it learned to skip the sentences that hold no
-capped label, compared on random inputs and on the bundled sample's familiarity levels."""
+capped label (and to walk small labels with Python lists), compared on random inputs and on the
+bundled sample's familiarity levels."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from helpers import SIZE_MATCHED
 
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
-from builders.store import Store, subsets
+from builders.store import Store, draws, subsets
 from builders.store.draws import stable_argsort, walk
 
 MINILM = "all-MiniLM-L6-v2"
@@ -114,6 +115,22 @@ def test_walk_is_the_reference_walk_on_random_levels(seed: int) -> None:
         pos, n, first, take = _random_rows(rng)
         total = int(n.sum())
         for size in {1, total // 4 + 1, total // 2 + 1, int(total * rng.random()) + 1, total}:
+            assert walk(pos, n, first, take, size) == reference_walk(pos, n, first, take, size)
+
+
+@pytest.mark.parametrize("small", [0, 3, 10**9])
+@pytest.mark.parametrize("seed", range(6))
+def test_both_ways_of_walking_a_label_walk_alike(
+    seed: int, small: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Labels of up to `SMALL_LABEL` rows are walked with Python lists, larger ones with
+    NumPy: every label one way (0: NumPy, a billion: lists) or mixed, the reference walk."""
+    monkeypatch.setattr(draws, "SMALL_LABEL", small)
+    rng = np.random.default_rng(1000 + seed)
+    for _ in range(15):
+        pos, n, first, take = _random_rows(rng)
+        total = int(n.sum())
+        for size in {1, total // 3 + 1, int(total * rng.random()) + 1, total}:
             assert walk(pos, n, first, take, size) == reference_walk(pos, n, first, take, size)
 
 
