@@ -4,7 +4,7 @@ A command's `--help` imports its command module and, through it, the library. Im
 PyArrow and DuckDB takes about 0.3 s, more than the rest of the help, and the help uses none of
 them. So library modules take these libraries from here (`from builders.deferred import np`):
 to a type checker each name is the library itself; at run time it is a stand-in module that
-imports the library on its first attribute access and keeps each attribute it hands out, so
+imports the library on its first attribute access and from then on holds its namespace, so
 that later accesses cost what a module's own would. A test runs every command's `--help` and
 checks that none of the libraries was imported.
 """
@@ -19,12 +19,20 @@ __all__ = ["duckdb", "np", "pa", "pc", "pq"]
 
 
 class Deferred(types.ModuleType):
-    """A stand-in for the module named `name`, imported when an attribute is first asked for."""
+    """A stand-in for the module named `name`, imported when an attribute is first asked for.
+
+    Then the stand-in takes the module's namespace and becomes a plain module (as
+    `importlib.util.LazyLoader` does): an attribute is then read at a module's own speed
+    (through this class's `__getattr__` it took 3x as long, in loops that read `np.` millions
+    of times). A module-level `__getattr__` (PEP 562) comes with the namespace; a submodule
+    imported later does not, so each submodule the library uses is a stand-in of its own
+    (`pc`, `pq`)."""
 
     def __getattr__(self, attribute: str) -> Any:
-        value = getattr(importlib.import_module(self.__name__), attribute)
-        setattr(self, attribute, value)
-        return value
+        module = importlib.import_module(self.__name__)
+        self.__dict__.update(module.__dict__)
+        self.__class__ = types.ModuleType  # type: ignore[assignment]
+        return getattr(self, attribute)
 
 
 if TYPE_CHECKING:

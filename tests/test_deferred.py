@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,9 @@ def test_the_stand_ins_are_the_libraries() -> None:
     assert deferred.pq.write_table is pyarrow.parquet.write_table
     assert deferred.duckdb.connect is duckdb.connect
     assert deferred.duckdb.__version__ == duckdb.__version__
+    assert deferred.pa.types is pyarrow.types  # vector_cache reads `pa.types`
+    for stand_in in (deferred.np, deferred.pa, deferred.pc, deferred.pq, deferred.duckdb):
+        assert type(stand_in) is types.ModuleType  # read at a module's speed once used
     with pytest.raises(AttributeError):
         deferred.np.no_such_attribute  # noqa: B018
 
