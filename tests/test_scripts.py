@@ -80,10 +80,11 @@ def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPa
     handler = logging.Handler()
     handler.emit = lambda r: records.append(r.getMessage())  # type: ignore[method-assign]
     pipeline.log.addHandler(handler)
-    monkeypatch.setattr(pipeline.log, "level", logging.DEBUG)
     # a library's logging set-up earlier in the session may have turned loggers off
     monkeypatch.setattr(pipeline.log, "disabled", False)
     monkeypatch.setattr(logging.root.manager, "disable", logging.NOTSET)
+    previous = pipeline.log.level
+    pipeline.log.setLevel(logging.DEBUG)  # and forget the levels loggers cached before
 
     result = SimpleNamespace(
         config=SimpleNamespace(strategy="familiarity"),
@@ -93,6 +94,7 @@ def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPa
         pipeline._timed_total([result], 0.0)  # type: ignore[list-item]
     finally:
         pipeline.log.removeHandler(handler)
+        pipeline.log.setLevel(previous)
     found = bench.phases_of("noise\n" + "\n".join(records))
     assert found["placement"] == 6.0 and found["total"] > 0
     timed = {
