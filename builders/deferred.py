@@ -26,7 +26,8 @@ class Deferred(types.ModuleType):
     (through this class's `__getattr__` it took 3x as long, in loops that read `np.` millions
     of times). A module-level `__getattr__` (PEP 562) comes with the namespace; a submodule
     imported later does not, so each submodule the library uses is a stand-in of its own
-    (`pc`, `pq`)."""
+    (`pc`, `pq`). A test patches a library through its stand-in (`scan_cache.pq`), never
+    the library's own module, which the stand-in no longer reads once used."""
 
     def __getattr__(self, attribute: str) -> Any:
         module = importlib.import_module(self.__name__)

@@ -203,7 +203,10 @@ def warm_rows(
             wall, gb, out, err = run_child_err(build_cmd(args, timed_exe, strategy))
             walls[strategy].append(wall)
             peaks[strategy] = max(peaks[strategy], gb)
-            timed[strategy].append(phases_of(err))
+            phases = phases_of(err)
+            if not phases:  # the pipeline's DEBUG log did not come through
+                sys.exit(f"build-splits --strategy {strategy} logged no phase timings")
+            timed[strategy].append(phases)
             res = json.loads(out)["result"][0]
     for strategy in strategies:
         mid = statistics.median(walls[strategy])

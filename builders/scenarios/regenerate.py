@@ -375,7 +375,11 @@ def _one(
         commits = _revisions(store, name)
         if commits or getattr(t, "checked", None) is not None:
             rep.revisions[name] = {"splits": commits, "checked": bool(getattr(t, "checked", 0))}
-    key, parts = scenario_key(store, sc)
+    try:  # its settings are checked here first (a backend that cannot run its precision)
+        with shown_on(ScenarioKeys(sc, surface())):
+            key, parts = scenario_key(store, sc)
+    except BuildersError as exc:
+        raise exc.reworded(f"scenario {sc.name!r}: {exc}") from exc.__cause__
     olds = {f: recorded(out, sc, f) for f in rep.folders}
     previous = next((o for o in olds.values() if o), None)
     was = ((previous or {}).get("parts") or {}).get("models") or []

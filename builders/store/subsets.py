@@ -315,7 +315,7 @@ class SubsetQueries:
     ) -> LevelRows:
         """`_PER_LABEL`'s rows for `order` (`LevelRows`). They are kept while the plan
         `take` (the same array) lives: a level fitted again to a smaller size (the
-        pipeline's `_equal_sizes`) has the same order and plan, and its rows are read once
+        `splits.fitting.equal_sizes`) has the same order and plan, and its rows are read once
         per build (about 27 MB for a NuNER level of 2.4M rows). A write to the store and
         `without_sentences` (entered or left) forget them all."""
         cache: dict[int, tuple[str, list[tuple[str, int]], LevelRows]]

@@ -154,6 +154,24 @@ def test_only_and_unavailable_sources(book: Path, tmp_path: Path) -> None:
             regenerate(store, scenarios.scenarios, scenarios.out, only=["absent"])
 
 
+def test_a_backend_that_cannot_run_its_precision_is_refused_naming_the_scenario(
+    book: Path, tmp_path: Path
+) -> None:
+    """Checked when the scenario's key is made, before anything is built: the refusal names
+    the scenario and its keys, not build-splits' options."""
+    text = book.read_text(encoding="utf-8").replace(
+        'strategy = "max"\n', 'strategy = "max"\nbackend = "onnx"\nprecision = "fp16"\n'
+    )
+    book.write_text(text, encoding="utf-8")
+    scenarios = load_scenarios(book)
+    with Store(tmp_path / "store.duckdb") as store, pytest.raises(BuildersError) as err:
+        regenerate(store, scenarios.scenarios, scenarios.out, only=["a-max"])
+    assert str(err.value) == (
+        "scenario 'a-max': `backend` onnx runs `precision` fp32, not fp16; use `backend` "
+        "torch for fp16"
+    )
+
+
 def test_cli_regenerate_json(book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "cli.duckdb"
     args = ["regenerate", "--scenarios", str(book), "--db", str(db), "--json", "-q"]
