@@ -8,8 +8,8 @@ The target (issue 31) is under 0.2 s a help. Each help runs `--runs` times, inte
 the table gives min and median seconds. Bytecode is written and used, as in a user's install
 (a shell with PYTHONDONTWRITEBYTECODE=1 recompiles every module on each start: about 0.08 s
 more). With `--base REV`, the same helps of the code at git revision REV (extracted to a
-temporary folder and run with PYTHONPATH) are timed in the same rounds, and the table gives
-their ratio.
+temporary folder and put first on its path) are timed in the same rounds, and the table gives
+their ratio (a command REV lacks has none).
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
     return time.perf_counter() - start
+
+
+def runs(argv: list[str], env: dict[str, str]) -> bool:
+    """Whether the command exits cleanly (a command the older code lacks does not)."""
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return done.returncode == 0
 
 
 def help_argv(tree: Path, name: str | None) -> list[str]:
@@ -66,15 +72,18 @@ def main() -> None:
             trees["base"] = extract(args.base, Path(tmp))
         rows: dict[str, dict[str, list[float]]] = {}
         names: list[str | None] = [None, *commands()]
-        for tree in trees.values():  # compile and write bytecode once, untimed
+        has = {}  # (tree, command): whether that code has the command (one added since REV)
+        for label, tree in trees.items():  # compile and write bytecode once, untimed
             for name in names:
-                timed(help_argv(tree, name), env)
+                has[label, name] = runs(help_argv(tree, name), env)
         for _ in range(args.runs):
             rows.setdefault("python -c pass", {}).setdefault("now", []).append(
                 timed([sys.executable, "-c", "pass"], env)
             )
             for name in names:
                 for label, tree in trees.items():
+                    if not has[label, name]:
+                        continue
                     key = f"{name or 'builders'} --help"
                     rows.setdefault(key, {}).setdefault(label, []).append(
                         timed(help_argv(tree, name), env)
