@@ -281,7 +281,7 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
             for key, verb in (("labels_added", "added"), ("labels_removed", "removed")):
                 names = list(d.get(key) or [])
                 if names:
-                    shown = ", ".join(cell(n) for n in names[:_MAX_LISTED])
+                    shown = ", ".join(cell(quoted(n)) for n in names[:_MAX_LISTED])
                     more = len(names) - _MAX_LISTED
                     labels.append(
                         f"`{config}`: {len(names):,} label{'s' if len(names) > 1 else ''} "

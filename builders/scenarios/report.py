@@ -67,10 +67,10 @@ class ScenarioReport:
             if per_bench:  # each benchmark's figure: in --json and the card's changelog
                 diffs.append(f"familiarity moved on {len(per_bench)} benchmark(s)")
             added, removed = self.labels_added.get(folder), self.labels_removed.get(folder)
-            if added:
-                diffs.append("+" + ", +".join(added[:5]) + (" ..." if len(added) > 5 else ""))
-            if removed:
-                diffs.append("-" + ", -".join(removed[:5]) + (" ..." if len(removed) > 5 else ""))
+            for sign, labels in (("+", added), ("-", removed)):  # quoted: a label may hold ", "
+                if labels:
+                    shown = ", ".join(sign + quoted(lab) for lab in labels[:5])
+                    diffs.append(shown + (" ..." if len(labels) > 5 else ""))
             moved = self.moved.get(folder) or {}
             for key, word in (("moved_in", "from"), ("moved_out", "to")):
                 pairs = sorted((moved.get(key) or {}).items())

@@ -260,7 +260,7 @@ def test_changelog_as_the_scenario_runner_writes_it() -> None:
     assert "| `entropy` | familiarity | 0.3000 | 0.2958 | -0.0042 |" in text
     assert "| `entropy` | familiarity mit-movie | – | 0.2915 | added |" in text
     assert "| `entropy` | labels |" not in text  # unchanged metrics are left out
-    assert "- `entropy`: 25 labels added: l0, l1," in text and "l19 and 5 more" in text
+    assert '- `entropy`: 25 labels added: "l0", "l1",' in text and '"l19" and 5 more' in text
     assert "r2" not in text
 
 

@@ -416,8 +416,9 @@ def test_labels_moved_between_levels_are_named(tmp_path: Path) -> None:
 
 
 def test_a_moved_label_named_like_a_level_is_quoted() -> None:
-    """A label named `medium` (or holding a comma) that moved reads as a label, not as a
-    level or two labels: quoted in the report's table line and in the card's changelog."""
+    """A label named `medium` (or holding a comma) that moved, came or went reads as a label,
+    not as a level or two labels: quoted in the report's table line and in the card's
+    changelog."""
     from builders.hub.cards import _changelog_view
     from builders.scenarios.report import ScenarioReport
 
@@ -430,6 +431,11 @@ def test_a_moved_label_named_like_a_level_is_quoted() -> None:
     assert view["labels"] == [
         '`max`: 2 labels moved between levels: "low, high" (from high), "medium" (from medium)'
     ]
+    rep.moved.clear()
+    rep.labels_added["c-low-shift"], rep.labels_removed["c-low-shift"] = ["a, b", "c"], ["d"]
+    assert rep.lines()[1] == 'c-low-shift: +"a, b", +"c"; -"d"'
+    [view] = _changelog_view([{"version": "v2", "details": {"max": {"labels_added": ["a, b"]}}}])
+    assert view["labels"] == ['`max`: 1 label added: "a, b"']
 
 
 def test_a_dry_run_then_the_push_of_what_was_rebuilt(
