@@ -188,7 +188,7 @@ def phases_of(stderr: str) -> dict[str, float]:
 
 
 def warm_rows(
-    args: argparse.Namespace, exe: list[str], strategies: list[str], rows: list[tuple[str, str]]
+    args: argparse.Namespace, strategies: list[str], rows: list[tuple[str, str]]
 ) -> dict[str, Any]:
     """--repeat warm builds of every strategy, interleaved so that load drifts hit every
     strategy; a row per strategy (median wall time, peak RSS, ratio to the first), then
@@ -263,7 +263,7 @@ def main() -> None:
         wall, gb, _ = run_child(build_cmd(args, exe, strategies[0]))
         rows.append(("build-splits, cold cache", f"{wall:.1f} s, peak {gb:.2f} GB"))
 
-    res = warm_rows(args, exe, strategies, rows)
+    res = warm_rows(args, strategies, rows)
     for sub in res["subsets"]:
         rows.append(
             (

@@ -19,7 +19,7 @@ from builders.shift.embedder import is_stale_key
 from builders.sources import SOURCES, check_split, reader_options
 from builders.store import wal_holds_writes, wal_path
 from builders.store.ingest import plan_ingest
-from builders.store.writer import write_source
+from builders.store.writer import prepare_source
 
 if TYPE_CHECKING:
     from builders.store.writer import IngestResult
@@ -187,9 +187,9 @@ def ingest_cmd(
         open_store(db, create=True) as store,
         progress_bar(f"ingest {source}", quiet, unit=" sent") as bar,
     ):
-        result = write_source(
+        result = prepare_source(
             store, spec, plan, name=name, replace=replace, append=append, progress=bar
-        )
+        ).write()
     if as_json:
         emit_json(result.to_dict())
         return

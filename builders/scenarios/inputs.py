@@ -37,8 +37,8 @@ from builders.shift.benchmarks import read_label_map
 from builders.sources import SOURCES, get_source, is_hub_id
 from builders.sources.hf import hub_revision, is_commit
 from builders.store import Store
-from builders.store.ingest import plan_ingest, prepare_ingest
-from builders.store.writer import IngestResult, SourceWrite, unit_key
+from builders.store.ingest import plan_ingest
+from builders.store.writer import IngestResult, SourceWrite, prepare_source, unit_key
 
 
 @dataclass
@@ -176,7 +176,7 @@ def write_all(
 
 @dataclass
 class _Pending:
-    """A source's input decided and checked against the store (`prepare_ingest`), to be
+    """A source's input decided and checked against the store (`writer.prepare_source`), to be
     written with the others (`write_all`); `finish` says what reading it did."""
 
     write: SourceWrite
@@ -207,8 +207,8 @@ def take_benchmark(
         return Taken("stored", notes=[note], base=local if local.is_dir() else local.parent)
     stage(f"benchmark {name} ({local})")
     fixes = {"shrink": shrink_fix(name)}
-    prepared = prepare_ingest(
-        store, name, local, exact=True, allow_shrink=allow_shrink, fixes=fixes
+    prepared = prepare_source(
+        store, *plan_ingest(name, local), exact=True, allow_shrink=allow_shrink, fixes=fixes
     )
 
     def finish(res: IngestResult) -> Taken:
@@ -271,17 +271,17 @@ def take(
         "name": f"`store_as` in scenario {sc.name!r}",
         "shrink": shrink_fix(sc.stored),
     }
-    prepared = prepare_ingest(
+    spec, plan = plan_ingest(
+        sc.source, where, options=dict(sc.options), label_map=mapping, revision=commit
+    )
+    prepared = prepare_source(
         store,
-        sc.source,
-        where,
+        spec,
+        plan,
         name=sc.stored,
-        options=dict(sc.options),
-        label_map=mapping,
         exact=sc.ingest == "replace",
         append=sc.ingest == "append",
         allow_shrink=allow_shrink,
-        revision=commit,
         fixes=fixes,
     )
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +352,17 @@ def _record_pushed(
 
 
 # ---------------------------------------------------------------------------- one scenario
+@contextmanager
+def _in_scenario_words(sc: Scenario) -> Iterator[None]:
+    """A refusal inside names the scenario, and the scenario's keys that fix it rather than
+    build-splits' options."""
+    try:
+        with shown_on(ScenarioKeys(sc, surface())):
+            yield
+    except BuildersError as exc:
+        raise exc.reworded(f"scenario {sc.name!r}: {exc}") from exc.__cause__
+
+
 def _one(
     store: Store,
     sc: Scenario,
@@ -375,11 +387,8 @@ def _one(
         commits = _revisions(store, name)
         if commits or getattr(t, "checked", None) is not None:
             rep.revisions[name] = {"splits": commits, "checked": bool(getattr(t, "checked", 0))}
-    try:  # its settings are checked here first (a backend that cannot run its precision)
-        with shown_on(ScenarioKeys(sc, surface())):
-            key, parts = scenario_key(store, sc)
-    except BuildersError as exc:
-        raise exc.reworded(f"scenario {sc.name!r}: {exc}") from exc.__cause__
+    with _in_scenario_words(sc):  # its settings checked first (a backend's precision)
+        key, parts = scenario_key(store, sc)
     olds = {f: recorded(out, sc, f) for f in rep.folders}
     previous = next((o for o in olds.values() if o), None)
     was = ((previous or {}).get("parts") or {}).get("models") or []
@@ -401,14 +410,11 @@ def _one(
     if previous is not None and "inputs" in previous:
         rep.inputs, rep.notes = _input_changes(previous["inputs"], held, sc.stored, rep.notes)
     record = {"name": sc.name, "key": key, "parts": parts, "inputs": held}
-    try:  # a refusal names the scenario's keys that fix it, not build-splits' options
-        with shown_on(ScenarioKeys(sc, surface())):
-            if sc.kind == "fewnerd":
-                rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
-            else:
-                rebuild_splits(store, sc, out, record, rep, run, progress, stage)
-    except BuildersError as exc:
-        raise exc.reworded(f"scenario {sc.name!r}: {exc}") from exc.__cause__
+    with _in_scenario_words(sc):
+        if sc.kind == "fewnerd":
+            rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
+        else:
+            rebuild_splits(store, sc, out, record, rep, run, progress, stage)
     rep.status = "rebuilt" if previous else "built"
     return rep
 

@@ -2,7 +2,9 @@
 
 Where to read and with which reader is the registry's decision (`SourceSpec.plan`); writing
 is `builders.store.writer`. `plan_ingest` makes that decision without touching a store, so
-that a command can refuse bad arguments before it creates a store file.
+that a command can refuse bad arguments before it creates a store file; `ingest` is that plan
+through `writer.prepare_source`, written (a caller writing several sources prepares each
+first: `scenarios.inputs`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from builders.sources import ReadPlan, SourceSpec, get_source
 from builders.store.db import Store
-from builders.store.writer import IngestResult, SourceWrite, prepare_source
+from builders.store.writer import IngestResult, prepare_source
 
 Paths = str | Path | Sequence[str | Path] | None
 
@@ -59,43 +61,6 @@ def ingest(
     `exact` and `allow_shrink`: see `writer.prepare_source`. A Hub dataset is read at
     `revision` (default its main branch), and its commit recorded with each input.
     """
-    return prepare_ingest(
-        store,
-        source,
-        path,
-        split=split,
-        name=name,
-        replace=replace,
-        append=append,
-        exact=exact,
-        allow_shrink=allow_shrink,
-        fixes=fixes,
-        options=options,
-        label_map=label_map,
-        revision=revision,
-        progress=progress,
-    ).write()
-
-
-def prepare_ingest(
-    store: Store,
-    source: str,
-    path: Paths = None,
-    *,
-    split: str | None = None,
-    name: str | None = None,
-    replace: bool = False,
-    append: bool = False,
-    exact: bool = False,
-    allow_shrink: bool = False,
-    fixes: Mapping[str, str] | None = None,
-    options: dict[str, Any] | None = None,
-    label_map: Mapping[str, str] | None = None,
-    revision: str | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> SourceWrite:
-    """`ingest`, decided and checked (its refusals known before reading raised), not yet
-    written: `.write()` writes it, inside the caller's transaction if one is open."""
     spec, plan = plan_ingest(
         source, path, split=split, options=options, label_map=label_map, revision=revision
     )
@@ -110,4 +75,4 @@ def prepare_ingest(
         allow_shrink=allow_shrink,
         fixes=fixes,
         progress=progress,
-    )
+    ).write()

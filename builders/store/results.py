@@ -1,4 +1,4 @@
-"""What an ingest did (`writer.write_source`, `ingest.ingest`): per split and for the source,
+"""What an ingest did (`writer.prepare_source(...).write()`, `ingest.ingest`): per split and for the source,
 its status, counts and notes, as the `ingest` command prints them and `--json` holds them."""
 
 from __future__ import annotations

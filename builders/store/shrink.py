@@ -1,4 +1,4 @@
-"""The guard of an ingest that replaces a source's whole input (`write_source(exact=True)`).
+"""The guard of an ingest that replaces a source's whole input (`prepare_source(exact=True)`).
 
 A scenario's `ingest = "replace"` takes its `path` as the whole input, so files gone from it
 leave the store too. That is how a shard is retired; it is also what a folder copied in part

@@ -1,9 +1,9 @@
 """Writing a source into the span store: fingerprints, what to do per split, one transaction.
 
-`write_source` reads every split of a read plan (`SourceSpec.plan`) through its reader,
-validates spans and labels the same way for every reader (`batches.Validator`), and writes
-sentences, mentions and negatives in Arrow batches inside ONE transaction: all splits land or
-nothing changes.
+`prepare_source` decides what to do with each split of a read plan (`SourceSpec.plan`), and
+its `SourceWrite.write` reads each split to write through its reader, validates spans and
+labels the same way for every reader (`batches.Validator`), and writes sentences, mentions
+and negatives in Arrow batches inside ONE transaction: all splits land or nothing changes.
 
 Per split, by what the store already holds there:
 
@@ -51,7 +51,7 @@ from builders.store.shrink import ShrinkGuard
 
 def _fixes() -> dict[str, str]:
     """How a refusal names `replace`, `append` and `name` where the ingest was asked for
-    (`write_source`'s `fixes` may name them otherwise: `regenerate` names scenario keys)."""
+    (`prepare_source`'s `fixes` may name them otherwise: `regenerate` names scenario keys)."""
     return {
         "replace": opt("replace", True),
         "append": opt("append", True),
@@ -123,40 +123,6 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (str, int, float, bool)) or obj is None:
         return obj
     return str(obj)
-
-
-def write_source(
-    store: Store,
-    spec: SourceSpec,
-    plan: ReadPlan,
-    *,
-    name: str | None = None,
-    replace: bool = False,
-    append: bool = False,
-    exact: bool = False,
-    allow_shrink: bool = False,
-    fixes: Mapping[str, str] | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> IngestResult:
-    """Ingest the splits of a read plan (`SourceSpec.plan`) in one transaction: what
-    `prepare_source` decides (its arguments), written.
-
-    Raises:
-        BuildersError: as `prepare_source`, or the shrink guard's refusal once read.
-        Nothing is written then.
-    """
-    return prepare_source(
-        store,
-        spec,
-        plan,
-        name=name,
-        replace=replace,
-        append=append,
-        exact=exact,
-        allow_shrink=allow_shrink,
-        fixes=fixes,
-        progress=progress,
-    ).write()
 
 
 def prepare_source(
@@ -322,7 +288,7 @@ def _decide_all(
     source: str,
     inputs: dict[str, list[_Input]],
     plan: ReadPlan,
-    replace: bool | str,  # True, "exact" (`write_source`'s exact) or False
+    replace: bool | str,  # True, "exact" (`prepare_source`'s exact) or False
     append: bool,
     spec: SourceSpec,
     fix: Mapping[str, str],
