@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
@@ -366,13 +367,40 @@ def _not_found(name: str, tried: Sequence[str], hint: str, why: str) -> ModelUna
     )
 
 
+#: A ROCm GPU's device node: where it exists, torch (a ROCm build) may find a GPU through it.
+ROCM_DEVICE = Path("/dev/kfd")
+#: The CUDA driver's library, which torch's CUDA runtime loads to count the GPUs.
+CUDA_DRIVER = "libcuda.so.1"
+
+
 def auto_device() -> str:
+    """cuda, mps or cpu: where torch would compute. Asked of torch (about 3 s to import)
+    unless this machine can have no GPU for it (`no_gpu_here`), as a warm build on a CPU
+    machine needs no model and so no torch at all."""
+    if no_gpu_here():
+        return "cpu"
     import torch
 
     if torch.cuda.is_available():
         return "cuda"
     mps = getattr(torch.backends, "mps", None)
     return "mps" if mps is not None and mps.is_available() else "cpu"
+
+
+def no_gpu_here() -> bool:
+    """True where torch cannot find a GPU, known without importing it: on Linux, no CUDA
+    driver (`CUDA_DRIVER` does not load; no CUDA build of torch counts a device without it)
+    and no ROCm device (`ROCM_DEVICE`). False where a GPU may be there, and off Linux (mps):
+    torch is asked."""
+    if not sys.platform.startswith("linux") or ROCM_DEVICE.exists():
+        return False
+    import ctypes  # here: a command's --help needs none of it
+
+    try:
+        ctypes.CDLL(CUDA_DRIVER)
+    except OSError:
+        return True
+    return False
 
 
 def weights_fingerprint(folder: Path) -> str:

@@ -1,0 +1,82 @@
+"""The device an auto build computes on is known without importing torch where the machine can
+have no GPU for it: a warm build on a CPU machine (every vector cached) needs no model, and
+importing torch only to learn "cpu" took about 3 s of a 15 s NuNER build."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from builders.shift import models
+
+
+def _driver(loads: bool):  # type: ignore[no-untyped-def]
+    def cdll(name: str, *args: object, **kwargs: object) -> object:
+        assert name == models.CUDA_DRIVER
+        if not loads:
+            raise OSError(f"{name}: cannot open shared object file")
+        return object()
+
+    return cdll
+
+
+@pytest.fixture
+def linux(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Linux with no ROCm device node (the returned path: create it to add one)."""
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(models, "ROCM_DEVICE", tmp_path / "kfd")
+    return tmp_path / "kfd"
+
+
+def test_no_cuda_driver_and_no_rocm_device_is_no_gpu(
+    linux: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ctypes, "CDLL", _driver(False))
+    assert models.no_gpu_here()
+
+
+def test_a_cuda_driver_leaves_it_to_torch(linux: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ctypes, "CDLL", _driver(True))
+    assert not models.no_gpu_here()
+
+
+def test_a_rocm_device_leaves_it_to_torch(linux: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ctypes, "CDLL", _driver(False))
+    linux.touch()
+    assert not models.no_gpu_here()
+
+
+def test_off_linux_torch_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")  # mps needs torch's own answer
+    monkeypatch.setattr(ctypes, "CDLL", _driver(False))
+    assert not models.no_gpu_here()
+
+
+@pytest.mark.parametrize(("cuda", "mps", "device"), [(True, False, "cuda"), (False, True, "mps")])
+def test_where_a_gpu_may_be_torch_decides(
+    monkeypatch: pytest.MonkeyPatch, cuda: bool, mps: bool, device: str
+) -> None:
+    fake = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(is_available=lambda: cuda),
+        backends=types.SimpleNamespace(mps=types.SimpleNamespace(is_available=lambda: mps)),
+    )
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(models, "no_gpu_here", lambda: False)
+    assert models.auto_device() == device
+
+
+@pytest.mark.skipif(not models.no_gpu_here(), reason="this machine may have a GPU")
+def test_on_this_cpu_machine_the_device_imports_no_torch() -> None:
+    code = (
+        "import sys\n"
+        "from builders.shift.models import auto_device\n"
+        "assert auto_device() == 'cpu'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
