@@ -69,7 +69,8 @@ def test_bench_embed_ends_with_one_line_per_combination(
 
 def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPatch) -> None:
     """bench_splits' phase table comes from the `phase STRATEGY PHASE SECONDS` lines the
-    pipeline logs at DEBUG; the placement's share and ratio from their medians."""
+    pipeline logs at DEBUG; the placement's share and ratio from their medians, and the rows
+    written with the rows phase's pace (none where the phase took no time)."""
     import logging
 
     from builders.splits import pipeline
@@ -101,7 +102,19 @@ def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPa
         "entropy": [{"placement": 1.0, "total": 10.0}, {"placement": 3.0, "total": 12.0}],
         "familiarity": [{"placement": 6.0, "total": 30.0}, {"placement": 4.0, "total": 20.0}],
     }
+    timed["entropy"][0]["rows"] = 4.0
+    timed["entropy"][1]["rows"] = 6.0
+    written = {"entropy": (500_000, 800_000), "familiarity": (1_000_000, 2_700_000)}
     rows: list[tuple[str, str]] = []
-    bench.phase_rows(["entropy", "familiarity"], timed, rows)
+    bench.phase_rows(["entropy", "familiarity"], timed, written, rows)
     assert "placement 18% of total" in rows[0][1]
-    assert "placement 2.50x, total 2.27x entropy's" in rows[1][1]
+    assert rows[1] == (
+        "  written, entropy",
+        "500,000 sentences, 800,000 mentions (all levels), 100k sentences/s",
+    )
+    # the search against the first strategy's whole build: medians 5.0 / 11.0, 25.0 / 11.0
+    assert "placement 0.45x entropy's whole build, total 2.27x" in rows[2][1]
+    assert rows[3] == (
+        "  written, familiarity",
+        "1,000,000 sentences, 2,700,000 mentions (all levels)",
+    )
