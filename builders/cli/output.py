@@ -69,13 +69,23 @@ def printable_message(text: str) -> str:
 def progress_bar(
     desc: str, quiet: bool, total: int | None = None, unit: str = "it"
 ) -> Iterator[Callable[[int], None]]:
-    """A tqdm bar on stderr; yields an `update(n)` callable (a no-op when quiet)."""
+    """A tqdm bar on stderr; yields an `update(n)` callable (a no-op when quiet). Only on a
+    terminal: piped into a log, a bar's carriage returns would put the next message on its
+    line."""
     if quiet:
         yield lambda n: None
         return
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    bar = tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+        disable=None,  # tqdm's "not on a terminal"
+    )
     try:
         yield bar.update
     finally:
