@@ -14,7 +14,9 @@
    placement: scores or windows and the levels fitted, rows: each level's rows written and
    measured, measure, write, total), with the placement's share and the placement against
    the first strategy's whole build (issue 29: the search within 1.5x an entropy build), and
-   the rows each strategy's levels write and the rows phase's pace.
+   the rows each strategy's levels write and the rows phase's pace. `--equal-output` adds
+   `familiarity@equal`: familiarity levels that write, in all, the mentions the first
+   strategy's levels write, so the placement is compared with a build writing as much.
 
 Figures are printed as one table; compare ratios within one run, the machines are noisy.
 """
@@ -108,6 +110,13 @@ def parser() -> argparse.ArgumentParser:
         help="labels for the raw-encode vs cached-embed throughput comparison",
     )
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument(
+        "--equal-output",
+        action="store_true",
+        help="also build familiarity levels holding, in all, the mentions the first "
+        "strategy's levels write (--level-mentions: a third of them): the search's cost "
+        "beside a build that writes as much",
+    )
     return ap
 
 
@@ -132,21 +141,32 @@ def corpus_rows(args: argparse.Namespace, exe: list[str], rows: list[tuple[str, 
     rows.append(("corpus", f"{n_sent:,} sentences, {n_labels:,} labels"))
 
 
-def build_cmd(args: argparse.Namespace, exe: list[str], strategy: str) -> list[str]:
-    """The `build-splits` command of one strategy (JSON out, into its own folder)."""
+#: A variant of a strategy (`--equal-output`) whose levels hold, in all, the mentions the
+#: first strategy's levels write: `familiarity@equal`.
+EQUAL = "@equal"
+
+
+def build_cmd(
+    args: argparse.Namespace, exe: list[str], strategy: str, size: int | None = None
+) -> list[str]:
+    """The `build-splits` command of one strategy (JSON out, into its own folder); `size`:
+    its `--level-mentions` (the `EQUAL` variant's)."""
+    name = strategy.removesuffix(EQUAL)
+    sized = ["--level-mentions", str(size)] if size is not None else []
     return [
         *exe,
         "build-splits",
         "--source",
         "nuner",
         "--strategy",
-        strategy,
+        name,
+        *sized,
         "--model",
         args.model,
         "--db",
         str(args.db),
         "--out",
-        str(args.out / strategy),
+        str(args.out / strategy.replace(EQUAL, "-equal")),
         "-q",
         "--json",
     ]
@@ -200,9 +220,11 @@ def warm_rows(
     timed: dict[str, list[dict[str, float]]] = {s: [] for s in strategies}
     written: dict[str, tuple[int, int]] = {}
     timed_exe = [sys.executable, str(Path(__file__).resolve()), TIMED_CLI]
+    size = None  # the EQUAL variant's level size, from the first strategy's first build
     for _ in range(args.repeat):
         for strategy in strategies:
-            wall, gb, out, err = run_child_err(build_cmd(args, timed_exe, strategy))
+            cmd = build_cmd(args, timed_exe, strategy, size if EQUAL in strategy else None)
+            wall, gb, out, err = run_child_err(cmd)
             walls[strategy].append(wall)
             peaks[strategy] = max(peaks[strategy], gb)
             phases = phases_of(err)
@@ -214,6 +236,8 @@ def warm_rows(
                 sum(sub["sentences"] for sub in res["subsets"]),
                 sum(sub["mentions"] for sub in res["subsets"]),
             )
+            if size is None:
+                size = written[strategy][1] // len(res["subsets"])
     for strategy in strategies:
         mid = statistics.median(walls[strategy])
         ratio = mid / statistics.median(walls[strategies[0]])
@@ -277,6 +301,8 @@ def main() -> None:
     rows: list[tuple[str, str]] = []
     corpus_rows(args, exe, rows)
     strategies = args.strategy.split(",")
+    if args.equal_output:
+        strategies.append("familiarity" + EQUAL)
     if not args.skip_cold:
         cold_rows(args, rows)
         wall, gb, _ = run_child(build_cmd(args, exe, strategies[0]))

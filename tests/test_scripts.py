@@ -118,3 +118,20 @@ def test_bench_splits_reads_the_phases_a_build_logs(monkeypatch: pytest.MonkeyPa
         "  written, familiarity",
         "1,000,000 sentences, 2,700,000 mentions (all levels)",
     )
+
+
+def test_bench_splits_equal_output_builds_familiarity_at_the_first_strategys_size(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--equal-output`'s variant is a familiarity build with `--level-mentions` (a third of
+    what the first strategy's levels wrote), into its own folder."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    bench = importlib.import_module("bench_splits")
+    args = bench.parser().parse_args(["--equal-output", "--out", str(tmp_path)])
+    assert args.equal_output
+    cmd = bench.build_cmd(args, ["builders"], "familiarity" + bench.EQUAL, 273_582)
+    at = cmd.index("--strategy")
+    assert cmd[at + 1] == "familiarity"
+    assert cmd[cmd.index("--level-mentions") + 1] == "273582"
+    assert cmd[cmd.index("--out") + 1] == str(tmp_path / "familiarity-equal")
+    assert "--level-mentions" not in bench.build_cmd(args, ["builders"], "entropy")
