@@ -209,10 +209,30 @@ def _print_result(result: IngestResult, quiet: bool) -> None:
     for text in result.notes:
         note(text, quiet)
     for s in result.splits:
-        for key, n in s.report.get("counts", {}).items():
-            note(f"{s.split}: {key.replace('_', ' ')}: {n:,}", quiet)
-        for text in s.report.get("notes", []):
+        if s.status == "unchanged":  # not read: its report is the stored one (--json has it)
+            continue
+        for text in report_lines(s.report):
             note(f"{s.split}: {text}", quiet)
+    kept = [s.split for s in result.splits if s.status == "unchanged"]
+    if kept:
+        note(
+            f"{', '.join(kept)}: input unchanged, not read again (the reader's report of the "
+            "earlier read is in --json)",
+            quiet,
+        )
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """A split's reader report as lines: each count (`repaired tags: 156`) but those a note
+    spells out (`columns not read: 407,242` beside `train.txt: columns not read: chunk
+    (203,621), pos (203,621)`), then the notes."""
+    notes = report.get("notes", [])
+    lines = [
+        f"{key.replace('_', ' ')}: {n:,}"
+        for key, n in report.get("counts", {}).items()
+        if not any(key.replace("_", " ") in text for text in notes)
+    ]
+    return lines + list(notes)
 
 
 @click.command("labels")
