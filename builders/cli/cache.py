@@ -103,6 +103,7 @@ def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:
     --model, the cached leakage scans too."""
 
     cache = _cache()
+    cached = sorted({e.parts.get("model", e.key) for e in cache.entries()})
     keys, removed = cache.clear(canonical_name(model) if model else None)
     scans = ScanCache.default() if model is None else None
     n_scans, scan_bytes = scans.clear() if scans is not None else (0, 0)
@@ -117,7 +118,15 @@ def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:
             }
         )
         return
-    what = f"{model}'s vectors" if model else "every vector"
-    note(f"removed {what}: {keys} cache keys, {human_size(removed)} from {cache.root}", quiet)
+    if model and not keys:  # a misspelt name removes nothing: say so, with what is there
+        here = ", ".join(cached) if cached else "none"
+        note(
+            f"nothing removed: no vectors of {model!r} ({canonical_name(model)}) are cached in "
+            f"{cache.root}; cached models: {here}",
+            quiet,
+        )
+    else:
+        what = f"{model}'s vectors" if model else "every vector"
+        note(f"removed {what}: {keys} cache keys, {human_size(removed)} from {cache.root}", quiet)
     if scans is not None:
         note(f"removed {n_scans} leakage scans, {human_size(scan_bytes)} from {scans.root}", quiet)

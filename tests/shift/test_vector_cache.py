@@ -297,8 +297,12 @@ def test_cache_command_shows_and_clears(tmp_path: Path, monkeypatch: pytest.Monk
     shown = json.loads(runner.invoke(cli, ["cache", "--json"]).output)["result"]
     assert shown["scans"]["entries"] == 1 and shown["scans"]["path"] == str(scans.root)
     assert "leakage scans: " in runner.invoke(cli, ["cache"]).output
+    typo = runner.invoke(cli, ["cache", "clear", "--model", "nosuch"])  # removes nothing
+    assert typo.exit_code == 0 and "nothing removed: no vectors of 'nosuch'" in typo.output
+    assert "cached models: acme/model, sentence-transformers/all-MiniLM-L6-v2" in typo.output
     cleared = runner.invoke(cli, ["cache", "clear", "--model", "minilm"])
     assert cleared.exit_code == 0, cleared.output
+    assert "removed minilm's vectors: 1 cache keys" in cleared.output
     assert [e.key for e in cache.entries()] == [KEY] and len(scans.entries()) == 1
     cleared = runner.invoke(cli, ["cache", "clear"])
     assert cleared.exit_code == 0 and "removed 1 leakage scans" in cleared.output
