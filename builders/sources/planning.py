@@ -48,6 +48,8 @@ class PlannedSource(Protocol):
     @property
     def local(self) -> str | None: ...
     @property
+    def local_note(self) -> str | None: ...
+    @property
     def splits(self) -> Mapping[str, tuple[str, ...]]: ...
     @property
     def label_fn(self) -> str | None: ...
@@ -125,11 +127,13 @@ def _read_plan(
     """The reader, its units and options for `path` (see `plan`)."""
     split = check_split(split) if split is not None else None
     given = [path] if isinstance(path, (str, Path)) else list(path or [])
+    said: list[str] = []
     if not given:
         local = spec.default_path()
         if local is None:
             return _origin_plan(spec, split, user, revision)
         given = [local]
+        said = [f"{local.name}: {spec.local_note}"] if spec.local_note else []
     first = str(given[0])
     if (
         spec.module == "hf"
@@ -147,6 +151,7 @@ def _read_plan(
         )
     paths = expand(given)
     units, notes = assign(paths, spec.splits, split)
+    notes = [*said, *notes]
     opts = parse_options(spec.module, {**spec.options, **user})
     return ReadPlan(
         spec.module,

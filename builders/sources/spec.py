@@ -54,6 +54,8 @@ class SourceSpec:
         loader_version: bump when the reader's output changes; part of the fingerprint.
         profile: the paper's quantile profile a build of this corpus uses (`pilener`,
             `nuner`; `shift.scoring`); None: chosen by the number of labels.
+        local_note: what the `local` copy is, where it is not the whole corpus: said (a
+            reader note) whenever it is read for want of `--path`.
     """
 
     name: str
@@ -73,6 +75,7 @@ class SourceSpec:
     credits: tuple[str, ...] = ()
     loader_version: str = "1"
     profile: str | None = None
+    local_note: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("corpus", "benchmark"):

@@ -135,6 +135,9 @@ _SPECS: list[SourceSpec] = [
         local="pilener/pilener-391xALL-dev.bio",
         # SLIMER's held-out slice is training material despite the `dev` in its name
         splits=frozen({"train": ("pilener-391xALL-dev.bio*",)}),
+        local_note="SLIMER's held-out slice of Pile-NER (2,217 passages), not the whole "
+        "corpus (Universal-NER/Pile-NER-type train.json, about 45,900 passages), which the "
+        "authors' figures (familiarity --protocol paper) are of; --path reads train.json",
         labels="natural",
         license="cc-by-nc-4.0",
         annotation="llm",

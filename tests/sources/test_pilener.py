@@ -317,3 +317,22 @@ def test_crossner_conversation_files(db: Path, shared: Path) -> None:
             "SELECT n_sentences, n_mentions, n_negatives FROM sources WHERE source = 'CrossNER_AI'"
         ).fetchone()
     assert ai == (431, 1666, 4817)
+
+
+def test_the_local_slice_read_for_want_of_a_path_says_what_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --path, `pilener` reads `$LABELSHIFT_DATA`'s SLIMER slice: a note says it is a
+    2,217-passage slice, not the corpus the authors' figures are of; with --path, no note."""
+    from builders.sources import get_source
+
+    folder = tmp_path / "pilener"
+    folder.mkdir()
+    excerpt = Path(__file__).parent.parent / "data" / "pilener-bio"
+    bio = folder / "pilener-391xALL-dev.bio"
+    bio.write_bytes((excerpt / "pilener-391xALL-dev.excerpt.bio").read_bytes())
+    monkeypatch.setenv("LABELSHIFT_DATA", str(tmp_path))
+    spec = get_source("pilener")
+    notes = spec.plan().notes
+    assert any(n.startswith("pilener-391xALL-dev.bio: SLIMER's held-out slice") for n in notes)
+    assert not any("held-out slice" in n for n in spec.plan(bio).notes)
