@@ -177,6 +177,8 @@ def _report_split(
         f"dropped without entities: {build.dropped_no_entity:,}; mentions relabelled O: {build.relabelled_o:,}",
         quiet,
     )
+    if build.warning:
+        note(f"warning: {build.warning}", quiet)
     if build.negatives_left_out or build.negative_spans_left_out:
         note(
             f"left out: {build.negatives_left_out:,} negatives and "

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from builders.defaults import (
@@ -238,6 +239,8 @@ class SplitBuild:
     #: for them, so none is written; counted here (and in summary.json when there are any).
     negatives_left_out: int = 0
     negative_spans_left_out: int = 0
+    #: Why the parts miss mentions (`split_input_warning`), or None.
+    warning: str | None = None
 
     @property
     def name(self) -> str:
@@ -261,6 +264,8 @@ class SplitBuild:
             "parts": parts,
             "assignment_map": {t: hub_split(p) for t, p in sorted(self.parts_of.items())},
         }
+        if self.warning:
+            out["warning"] = self.warning
         if self.negatives_left_out or self.negative_spans_left_out:
             out["left_out"] = {
                 "negatives": self.negatives_left_out,
@@ -326,6 +331,37 @@ def build_split(
         origin={p: dict(c) for p, c in origin.items()},
         negatives_left_out=sum(s.negatives for s in stored.values()),
         negative_spans_left_out=sum(s.negative_spans for s in stored.values()),
+        warning=split_input_warning(store, source, mode, parts_of),
+    )
+
+
+def split_input_warning(
+    store: Store, source: str, mode: str, parts_of: Mapping[str, str]
+) -> str | None:
+    """Why the rebuilt parts miss mentions, or None. Where the stored splits hold disjoint
+    entity types, the input is itself a Few-NERD split by type (the official INTER or INTRA
+    files), whose sentences leave the types of its other parts `O`: a split that mixes those
+    parts (INTRA from INTER's files) keeps sentences whose mentions of such types were never
+    annotated. Rebuilding the input's own split (INTER from INTER's files) loses nothing."""
+    labels = {
+        split: set(store.split_labels(source, split)) for split in store.stored_splits(source)
+    }
+    if len(labels) < 2 or any(a & b for a, b in combinations(labels.values(), 2)):
+        return None  # one split (nothing to tell), or shared types: the supervised data
+    parts = {
+        split: {parts_of[official_name(lab)] for lab in labs} for split, labs in labels.items()
+    }
+    own = [next(iter(p)) for p in parts.values() if len(p) == 1]
+    if len(own) == len(parts) and len(set(own)) == len(own):
+        return None  # each stored split is one part of this very split
+    shown = ", ".join(f"{split} {len(labs)}" for split, labs in sorted(labels.items()))
+    built = mode.upper()
+    return (
+        f"{source}'s stored splits hold disjoint entity types ({shown} types): it is a Few-NERD "
+        f"split by type already (the official INTER or INTRA files), whose sentences leave the "
+        f"types of its other parts unannotated, so the {built} parts rebuilt from it miss "
+        f"those mentions; ingest Few-NERD's supervised files (every type in every split) to "
+        f"rebuild {built}"
     )
 
 

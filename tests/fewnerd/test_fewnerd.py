@@ -144,6 +144,33 @@ def test_inter_split_of_excerpts_returns_every_sentence(tiny: Store) -> None:
     assert build.parts["train"].spans[1] == [{"start": 10, "end": 11, "label": "location-GPE"}]
 
 
+def test_intra_from_inter_files_says_its_parts_miss_mentions(tiny: Store, tmp_path: Path) -> None:
+    """INTER's files hold disjoint types per split (each sentence annotated with its part's
+    types only): INTRA rebuilt from them misses mentions, and the build, summary.json, the
+    card and the command line say so; INTER rebuilt from them loses nothing and says nothing."""
+    assert F.build_split(tiny, "fewnerd", "inter").warning is None
+    build = F.build_split(tiny, "fewnerd", "intra")
+    assert build.warning is not None
+    assert "fewnerd's stored splits hold disjoint entity types" in build.warning
+    assert "the INTRA parts rebuilt from it miss those mentions" in build.warning
+    assert build.summary()["warning"] == build.warning
+    assert "warning" not in F.build_split(tiny, "fewnerd", "inter").summary()
+    folder = write_split(build, tmp_path / "out")
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"**Limitation:** {build.warning}." in card
+
+
+def test_one_split_or_shared_types_give_no_warning(tmp_path: Path, db: Path) -> None:
+    lines = ["Ann\tperson-other", "met\tO", "Bob\tperson-actor"]
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    with Store(db) as store:
+        ingest(store, "fewnerd", tmp_path / "train.txt", split="train")
+        assert F.build_split(store, "fewnerd", "intra").warning is None  # one split
+        ingest(store, "fewnerd", tmp_path / "dev.txt", split="dev")
+        assert F.build_split(store, "fewnerd", "intra").warning is None  # types shared
+
+
 def test_split_relabels_and_drops(tmp_path: Path, db: Path) -> None:
     # person-other is a dev type, person-actor a test type; the last sentence has no entity.
     lines = ["Ann\tperson-other", "met", "Bob\tperson-actor", "", "Nothing\tO", "here\tO"]
@@ -444,6 +471,8 @@ def test_intra_on_the_union_has_the_coarse_groups(inter_union: Store) -> None:
         "test": {"organization", "location"},
     }
     assert sum(build.parts[p].sentences for p in F.PARTS) == sum(OFFICIAL_INTER.values())
+    # INTER's files annotate each sentence with its own part's types only
+    assert build.warning is not None and "(dev 13, test 17, train 36 types)" in build.warning
 
 
 @pytest.mark.shared
