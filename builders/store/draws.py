@@ -277,10 +277,11 @@ class _Walk:
     def _more_py(self, touched: list[int]) -> dict[int, int]:
         """The capped labels' mentions in sentences `touched` (slot -> mentions), row by row."""
         more: dict[int, int] = {}
+        first, slot = self.first, self.slot
         for s in touched:
-            a, b = int(self.first[s]), int(self.first[s + 1])
+            a, b = first[s : s + 2].tolist()
             for p, m in zip(self.pos[a:b].tolist(), self.n[a:b].tolist(), strict=True):
-                k = self.slot[p]
+                k = slot[p]
                 if k:
                     more[k] = more.get(k, 0) + m
         return more
