@@ -1,9 +1,8 @@
 """NumPy over a level's (sentence, label) rows, what `builders.store.subsets` reads them for:
 the walk that fits a level to its size (`walk`), the seeded draw that keeps a capped label's
 sentences within its cap (`draw`, `selection`), and the rows a fitted level keeps for both
-(`LevelRows`, counted from the sorted mentions by `count_runs`). `Selection` is what a level
-keeps. The rules are in `subsets`' docstring and
-METHOD.md section 4.
+(`LevelRows`, counted from its sorted mentions by `count_runs`). `Selection` is what a level
+keeps. The rules are in `subsets`' docstring and METHOD.md section 4.
 """
 
 from __future__ import annotations
@@ -341,8 +340,8 @@ def per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) 
 
 @dataclass
 class LevelRows:
-    """A level order's (sentence, label) rows as `Store._level_rows` reads them (`pos`: each row's
-    place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
+    """A level order's (sentence, label) rows as `Store._level_rows` reads them (`pos`: each
+    row's place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
     `first[i + 1]`; `split`, `idx`: each sentence's key), with what walks and draws over
     them derive, made once (`Store.fit_level` and `Store.select_fitted` share them)."""
 
