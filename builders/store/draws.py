@@ -1,8 +1,8 @@
 """NumPy over a level's (sentence, label) rows, what `builders.store.subsets` reads them for:
 the walk that fits a level to its size (`walk`), the seeded draw that keeps a capped label's
 sentences within its cap (`draw`, `selection`), and the rows a fitted level keeps for both
-(`LevelRows`). `Selection` is what a level keeps. The rules are in `subsets`' docstring and
-METHOD.md section 4.
+(`LevelRows`, counted from its sorted mentions by `count_runs`). `Selection` is what a level
+keeps. The rules are in `subsets`' docstring and METHOD.md section 4.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from builders.deferred import np, pa
+from builders.deferred import np, pa, pc
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,45 @@ def draw(
 
 def sentence_starts(table: pa.Table) -> np.ndarray:
     """Where each sentence's rows start in a (split, idx)-grouped table, and the end."""
-    split = table.column("split").to_numpy(zero_copy_only=False)
+    return np.flatnonzero(_changes(table, "idx", np.ones(1, dtype=bool)))
+
+
+def _changes(table: pa.Table, column: str, end: np.ndarray) -> np.ndarray:
+    """Whether each row's split or `column` differs from the row before's (the first row's
+    does), then `end` (the splits compared by Arrow: as NumPy objects, they took most of
+    the time at NuNER's 2.4M rows)."""
+    split, key = table.column("split"), table.column(column).to_numpy()
+    new = np.empty(key.size + end.size, dtype=bool)
+    new[: min(key.size, 1)] = True
+    new[key.size :] = end
+    if key.size > 1:
+        if split.null_count:  # (none stored) compared as Python objects: None == None
+            text = split.to_numpy(zero_copy_only=False)
+            other = text[1:] != text[:-1]
+        else:
+            other = pc.not_equal(split.slice(1), split.slice(0, key.size - 1))
+            other = other.to_numpy(zero_copy_only=False)
+        np.not_equal(key[1:], key[:-1], out=new[1 : key.size])
+        new[1 : key.size] |= other
+    return new
+
+
+def count_runs(table: pa.Table) -> pa.Table:
+    """Sorted (split, idx, pos) rows counted: each distinct row once, with `n`, how many
+    times it comes (int32, as SQL's `count(*)::INTEGER`)."""
     idx = table.column("idx").to_numpy()
-    new = np.ones(idx.size, dtype=bool)
-    new[1:] = (idx[1:] != idx[:-1]) | (split[1:] != split[:-1])
-    return np.append(np.flatnonzero(new), idx.size)
+    pos = table.column("pos").to_numpy()
+    new = _changes(table, "idx", np.zeros(0, dtype=bool))
+    new[1:] |= pos[1:] != pos[:-1]
+    at = np.flatnonzero(new)
+    return pa.table(
+        {
+            "split": table.column("split").take(pa.array(at)),
+            "idx": pa.array(idx[at], pa.int32()),
+            "pos": pa.array(pos[at], pa.int32()),
+            "n": pa.array(np.diff(at, append=idx.size).astype(np.int32), pa.int32()),
+        }
+    )
 
 
 def stable_argsort(pos: np.ndarray) -> np.ndarray:
@@ -243,10 +277,11 @@ class _Walk:
     def _more_py(self, touched: list[int]) -> dict[int, int]:
         """The capped labels' mentions in sentences `touched` (slot -> mentions), row by row."""
         more: dict[int, int] = {}
+        first, slot = self.first, self.slot
         for s in touched:
-            a, b = int(self.first[s]), int(self.first[s + 1])
+            a, b = first[s : s + 2].tolist()
             for p, m in zip(self.pos[a:b].tolist(), self.n[a:b].tolist(), strict=True):
-                k = self.slot[p]
+                k = slot[p]
                 if k:
                     more[k] = more.get(k, 0) + m
         return more
@@ -282,8 +317,9 @@ def selection(
     at = first[n_forced]
     drawn = draw(pos[at:], n[at:], rest, np.where(cap < 0, np.iinfo(np.int64).max, cap), counts)
     keep = np.concatenate([np.ones(n_forced, dtype=bool), drawn])
+    at = np.flatnonzero(counts)  # the labels with a mention kept, in order
     return Selection(
-        counts={lab: int(k) for lab, k in zip(labels, counts.tolist(), strict=True) if k},
+        counts=dict(zip([labels[i] for i in at.tolist()], counts[at].tolist(), strict=True)),
         sentences=sentences.filter(pa.array(keep)).cast(
             pa.schema([("split", pa.string()), ("idx", pa.int32())])
         ),
@@ -304,8 +340,8 @@ def per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) 
 
 @dataclass
 class LevelRows:
-    """A level order's (sentence, label) rows as `_PER_LABEL` reads them (`pos`: each row's
-    place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
+    """A level order's (sentence, label) rows as `Store._level_rows` reads them (`pos`: each
+    row's place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
     `first[i + 1]`; `split`, `idx`: each sentence's key), with what walks and draws over
     them derive, made once (`Store.fit_level` and `Store.select_fitted` share them)."""
 

@@ -217,7 +217,7 @@ def test_a_refit_reads_the_level_rows_once(sample_results: dict) -> None:
         assert first_fit == store.fit_level(source, order, plan.copy(), 3000)
         # another order under the same plan is read again
         other = store.fit_level(source, order[:-1], plan, 2000)
-        assert [lab for lab, _ in cache[id(plan)][1]] == order[:-1]  # (stored label, pos)
+        assert cache[id(plan)][1][0] == order[:-1]  # (stored labels, places)
         assert other == store.fit_level(source, order[:-1], plan[:-1].copy(), 2000)
         key = id(plan)
         del plan
