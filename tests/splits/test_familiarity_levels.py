@@ -25,6 +25,7 @@ from helpers import (
 )
 
 from builders.cli.main import build_splits
+from builders.errors import CannotBuild
 from builders.hub.folder import subset_features, write_parquet
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
@@ -420,12 +421,12 @@ def test_written_levels_short_of_the_gap_are_placed_again_smaller(
     assert sel["placed_with_gap"] == pytest.approx(0.05 + 0.004 + 0.002)
 
 
-def test_a_given_size_whose_gap_never_holds_on_the_rows_ends(
+def test_a_given_size_whose_gap_never_holds_on_the_rows_is_refused(
     familiarity_build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """At a size given by --level-mentions the gap is widened where the written levels fall
-    short; when the wider gap no longer places, the best placement so far is kept (a
-    Limitation), never tried again at the same size and gap."""
+    short; when no placement's written levels keep it, the build is refused with the closest
+    one's figures under every model, and nothing is written (README: "or refuses")."""
     import builders.splits.strategies.familiarity as familiarity
 
     monkeypatch.setattr(familiarity, "_gap_shortfall", lambda *a: 0.2)  # never holds
@@ -435,8 +436,10 @@ def test_a_given_size_whose_gap_never_holds_on_the_rows_ends(
     cfg = SplitConfig(
         "pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM), level_mentions=size
     )
-    with Store(db) as store:
-        (res,) = build(store, cfg, None)
-    sel = res.subsets[0].selection
-    assert sel["level_mentions"] == size and "placed_with_gap" not in sel  # the first kept
-    assert "plans_not_kept" not in sel  # the wider gap placed nothing to write
+    with Store(db) as store, pytest.raises(CannotBuild) as refused:
+        build(store, cfg, tmp_path / "out")
+    text = str(refused.value)
+    assert "the levels written miss --min-gap 0.05 in the one placement tried" in text
+    assert f"({size:,} planned), gives sentence-transformers/all-MiniLM-L6-v2: low " in text
+    assert "Nothing was written. Options that help: --targets" in text
+    assert not (tmp_path / "out").exists()

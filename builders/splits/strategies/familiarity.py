@@ -157,11 +157,12 @@ def _placed_on_what_is_written(
     """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
     plan (label counts), and the written levels can differ (a whole label's sentences hold
     more of a frequent label than its cap; a level that cannot fill its size makes every
-    level smaller), so the gaps are checked on what is written. Where one falls short, the
-    levels are placed again: at the largest size (the default) the plan has no slack, so a
-    smaller size is tried, in steps, until the written levels keep every gap; at a given
-    size, the gap is widened by the shortfall. The first placement that keeps every gap is
-    kept, else the one with the smallest shortfall (a Limitation in the verdicts)."""
+    level smaller), so the gaps (and targets) are checked on what is written. Where one is
+    missed, the levels are placed again: at the largest size (the default) the plan has no
+    slack, so a smaller size is tried, in steps, until the written levels keep every gap and
+    target; at a given size, the gap is widened by the shortfall. The first placement that
+    keeps them all is kept; where none does, the build is refused with the closest one's
+    figures under every model (README: "or refuses with each model's gaps")."""
     sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
     order = _familiarity_levels(cfg, table, m)
     stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
@@ -189,15 +190,54 @@ def _placed_on_what_is_written(
         short = _gap_shortfall(cfg, table, sims, fitted)
         planned = int(levels[0].size or 0)
         rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
-        if short <= 0 or cfg.targets is not None:
+        if short <= 0:
             break
         if cfg.level_mentions is not None:
+            if cfg.targets is not None:
+                break  # a given size and targets: no wider gap meets them
             gap += short + 0.002  # the same size, windows further apart
         size = _smaller(cfg, planned)
-        stage(f"a gap on the written levels is {short:.3f} short of --min-gap: placing again")
+        stage(f"the written levels miss {_promise(cfg)} by {short:.3f}: placing again")
     kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
+    if rounds[kept][0] > 0:
+        raise _missed(cfg, table, sims, checks, rounds, kept)
     _note_rounds(cfg, rounds, kept)
     return rounds[kept][3]
+
+
+def _promise(cfg: SplitConfig) -> str:
+    """What the written levels must keep: the gap, and with --targets the targets too."""
+    gap = opt("min_gap", f"{cfg.min_gap:g}")
+    if cfg.targets is None:
+        return gap
+    return f"{opt('targets', _shown(cfg.targets))} (within {TARGET_TOLERANCE:g}) or {gap}"
+
+
+def _missed(
+    cfg: SplitConfig,
+    table: LabelTable,
+    sims: list[np.ndarray],
+    checks: Mapping[str, np.ndarray],
+    rounds: list[tuple[float, float, int, Placed]],
+    kept: int,
+) -> CannotBuild:
+    """The refusal where no placement's written levels keep the promise: the best one's
+    Familiarity and gaps under every model, and the settings that help."""
+    fitted = rounds[kept][3].fitted
+    models = [canonical_name(cfg.embedding.model), *checks]
+    figures = []
+    for model, union in zip(models, _written_unions(cfg, table, sims, fitted), strict=True):
+        levels = ", ".join(f"{lv.level} {f:.3f}" for (lv, _), f in zip(fitted, union, strict=True))
+        gaps = ", ".join(f"{a - b:.3f}" for a, b in pairwise(union))
+        figures.append(f"{model}: {levels} (gaps {gaps})")
+    written = fitted[0][1].mentions
+    n = len(rounds)
+    tried = "the one placement tried" if n == 1 else f"each of the {n} placements tried"
+    return CannotBuild(
+        f"{cfg.source}: the levels written miss {_promise(cfg)} in {tried}; the "
+        f"closest, levels of {written:,} mentions ({rounds[kept][2]:,} planned), gives "
+        f"{'; '.join(figures)}. Nothing was written. {_remedy()}"
+    )
 
 
 def _smaller(cfg: SplitConfig, size: int | None) -> int:
@@ -235,9 +275,26 @@ def _gap_shortfall(
     sims: list[np.ndarray],
     fitted: list[tuple[Level, Selection]],
 ) -> float:
-    """By how much the written levels' smallest gap (union macro, any model) misses
-    --min-gap (0 or less: none misses); the union as the dial computes a window's."""
-    worst = -1.0
+    """By how much the written levels miss what they promise (0 or less: nothing): their
+    smallest gap (union macro, any model) short of --min-gap, or with --targets a level's
+    Familiarity (the build's model) further from its target than the tolerance."""
+    unions = _written_unions(cfg, table, sims, fitted)
+    gaps = [a - b for union in unions for a, b in pairwise(union)]
+    worst = max((cfg.min_gap - g for g in gaps), default=-1.0)
+    for f, target in zip(unions[0], cfg.targets or (), strict=False):
+        worst = max(worst, abs(f - target) - TARGET_TOLERANCE)
+    return worst
+
+
+def _written_unions(
+    cfg: SplitConfig,
+    table: LabelTable,
+    sims: list[np.ndarray],
+    fitted: list[tuple[Level, Selection]],
+) -> list[list[float]]:
+    """Each model's (the build's first) union macro of each written level, as the dial
+    computes a window's."""
+    out = []
     for s in sims:
         union = []
         for _, chosen in fitted:
@@ -251,9 +308,8 @@ def _gap_shortfall(
                 cfg.metric.weighting,
             )
             union.append(float(np.sort(f).mean()))
-        for a, b in pairwise(union):
-            worst = max(worst, cfg.min_gap - (a - b))
-    return worst
+        out.append(union)
+    return out
 
 
 def _by_familiarity(
