@@ -236,16 +236,15 @@ def _tree(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--strategy", "familiarity"],
-        ["--strategy", "entropy", "--medium-band", "0.45", "0.55"],
-        ["--strategy", "max", "--low-quantile", "0.95", "--medium-band", "0.4", "0.6",
-         "--high-quantile", "0.1", "--match", "mentions", "--min-labels", "1"],
-    ],  # fmt: skip
-    ids=["familiarity", "entropy", "max"],
-)
+_STRATEGY_ARGS = {
+    "familiarity": ["--strategy", "familiarity"],
+    "entropy": ["--strategy", "entropy", "--medium-band", "0.45", "0.55"],
+    "max": ["--strategy", "max", "--low-quantile", "0.95", "--medium-band", "0.4", "0.6",
+            "--high-quantile", "0.1", "--match", "mentions", "--min-labels", "1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", list(_STRATEGY_ARGS.values()), ids=list(_STRATEGY_ARGS))
 def test_the_cards_rebuild_command_gives_the_same_bytes(
     sample_results: dict, tmp_path: Path, args: list[str]
 ) -> None:
