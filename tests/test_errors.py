@@ -98,6 +98,7 @@ FLAG_STRINGS = {
     "scenarios/inputs.py": 3,
     "sources/table.py": 1,  # the columns source's description (listed by `sources`, cards)
     "splits/config.py": 2,  # SplitConfig.command_line, recorded in build.json
+    "splits/leakage.py": 1,  # a refused decontamination's `builders ingest SOURCE --path ...`
     "splits/levels.py": 1,  # a verdict of the card
     "splits/provenance.py": 3,  # the recorded ingest command (--path, --revision, --name)
     "splits/strategies/familiarity.py": 2,  # progress stages

@@ -92,6 +92,7 @@ def dial_png(
     level: str | None = None,
     title: str | None = None,
     targets: Mapping[str, float | None] | None = None,
+    written: Mapping[str, float] | None = None,
 ) -> bytes:
     """PNG bytes of the `familiarity` strategy's dial: the Familiarity of a level-sized window
     against where it starts in the ranking (mentions), every level's window shaded and its
@@ -101,6 +102,9 @@ def dial_png(
         curve: (window start in mentions, its Familiarity), the windows the search computed.
         windows: level -> (first mention, mention after the last, Familiarity).
         targets: level -> the Familiarity asked for, or None.
+        written: level -> the Familiarity of the rows it wrote (whole sentences, so not quite
+            its window's): the legend gives it, as the card and the table do, with the
+            window's beside it as planned where the two differ.
     """
     import matplotlib.style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -123,7 +127,8 @@ def dial_png(
                 label="a window starting here",
             )
         for lv, window in windows.items():
-            _draw_window(ax, lv, window, level in (None, lv), (targets or {}).get(lv))
+            mine = (targets or {}).get(lv), (written or {}).get(lv)
+            _draw_window(ax, lv, window, level in (None, lv), *mine)
         ax.set_xlabel("window start in the familiarity ranking (mentions)")
         ax.set_ylabel("Familiarity (union macro)")
         ax.set_title(title or "Familiarity along the ranking", fontsize=10)
@@ -138,11 +143,20 @@ _COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
 
 
 def _draw_window(
-    ax: Any, level: str, window: tuple[int, int, float], this: bool, target: float | None
+    ax: Any,
+    level: str,
+    window: tuple[int, int, float],
+    this: bool,
+    target: float | None,
+    written: float | None,
 ) -> None:
     """One level's window on the dial: shaded, its Familiarity a line across it, its target
-    a cross at its start."""
+    a cross at its start; the legend names the written level's Familiarity (the window's
+    beside it, as planned, where they differ to three decimals)."""
     start, stop, value = window
+    shown = f"{value:.3f}"
+    if written is not None and f"{written:.3f}" != shown:
+        shown = f"{written:.3f}, planned {shown}"
     colour = _COLOURS.get(level, "black")
     ax.axvspan(start, stop, color=colour, alpha=0.18 if this else 0.07, linewidth=0)
     ax.hlines(
@@ -152,7 +166,7 @@ def _draw_window(
         color=colour,
         linewidth=2.0 if this else 1.2,
         linestyle="-" if this else "--",
-        label=f"{level} shift ({value:.3f})",
+        label=f"{level} shift ({shown})",
     )
     if target is not None:
         ax.plot([start], [target], marker="x", color=colour, markersize=7)

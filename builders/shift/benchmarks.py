@@ -229,11 +229,19 @@ def ingest_local(store: Store, source: str) -> str | None:
     (`$LABELSHIFT_DATA`), as commands ingest their training source. Returns the ingest's
     status (`unchanged`: another run stored it meanwhile), or None if it has no local copy."""
 
-    spec = SOURCES.get(source)
-    local = spec.default_path() if spec is not None and spec.kind == "benchmark" else None
+    local = local_copy(source)
     if local is None:
         return None
     return ingest(store, source, local).status
+
+
+def local_copy(source: str) -> Path | None:
+    """Where a registered benchmark source's local copy is (`$LABELSHIFT_DATA`), or None: not
+    a benchmark source, or no copy here. Lets a caller know a scan can read it before one
+    ingests it (`builders.shift.leakage.unscannable`)."""
+
+    spec = SOURCES.get(source)
+    return spec.default_path() if spec is not None and spec.kind == "benchmark" else None
 
 
 def _unknown(entry: str, base: str, store: Store | None) -> str:

@@ -83,7 +83,8 @@ class SplitConfig:
     #: `familiarity` strategy keeps its gaps under each (a single name is taken as one).
     check_model: tuple[str, ...] = ()
     #: The most of a level's mentions one label may hold (None: the strategy's default,
-    #: `label_share_bound`; 1: no bound).
+    #: `label_share_bound`; 1: no bound). The default given by value is kept as None, so that
+    #: a build asked for it by name (as a recorded command asks) records what a default one does.
     max_label_share: float | None = None
 
     def __post_init__(self) -> None:
@@ -117,6 +118,10 @@ class SplitConfig:
             raise InvalidValue(
                 f"{opt('max_label_share')} must be in (0, 1], got {self.max_label_share}"
             )
+        if self.max_label_share is not None and _bound(self.max_label_share) == _bound(
+            strategy(self.strategy).label_share
+        ):  # the default spelt out: recorded as left at it, so both build the same bytes
+            object.__setattr__(self, "max_label_share", None)
         self._check_models()
         strategy(self.strategy).validate(self, every())
 
@@ -135,9 +140,7 @@ class SplitConfig:
         """The share of a level's mentions one label may hold at most (None: unbounded):
         `max_label_share`, else the strategy's default (`Strategy.label_share`)."""
         share = self.max_label_share
-        if share is None:
-            share = strategy(self.strategy).label_share
-        return None if share is None or share >= 1 else share
+        return _bound(strategy(self.strategy).label_share if share is None else share)
 
     def always_named(self) -> tuple[str, ...]:
         """The parameters a recorded command names even at their defaults."""
@@ -186,6 +189,11 @@ class SplitConfig:
     def to_dict(self) -> dict[str, Any]:
         """Every parameter, flat and in `FLAT_ORDER` (build.json's `config`)."""
         return flat({f.name: getattr(self, f.name) for f in fields(self)}, FLAT_ORDER)
+
+
+def _bound(share: float | None) -> float | None:
+    """A label share as it bounds a level (None and 1 alike: no bound)."""
+    return None if share is None or share >= 1 else share
 
 
 def _as(cast: Any, name: str, value: Any) -> Any:

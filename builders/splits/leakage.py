@@ -11,8 +11,10 @@ restricts them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from builders.errors import CannotBuild, opt, options_that_help
 from builders.shift.leakage import LeakageScan
 from builders.splits.config import BuildResult
 
@@ -32,3 +34,29 @@ def leakage_record(
         },
         "decontaminated": None if dropped is None else {"dropped_sentences": dropped},
     }
+
+
+def refuse_unscannable(missing: Mapping[str, str], benchmarks: Sequence[str]) -> None:
+    """Refuse a decontamination that cannot scan every benchmark of the build (`missing`:
+    name -> why, as `builders.shift.leakage.unscannable` or a scan's `not_scanned` says):
+    it would drop none of their overlapping sentences, and the card would say the corpus
+    was decontaminated. Nothing is refused when `missing` is empty."""
+    if not missing:
+        return
+    by_why: dict[str, list[str]] = {}
+    for name, why in missing.items():
+        by_why.setdefault(why, []).append(name)
+    shown = "; ".join(f"{', '.join(names)} ({why})" for why, names in by_why.items())
+    rest = [b for b in benchmarks if b not in missing]
+    narrow = (
+        f"{opt('benchmarks', ','.join(rest))} (only the benchmarks it can scan)"
+        if rest
+        else f"{opt('benchmarks')} naming benchmarks whose sentences are stored"
+    )
+    raise CannotBuild(
+        f"{opt('decontaminate')} cannot scan {len(missing)} of the build's "
+        f"{len(benchmarks)} benchmarks for their sentences, so it would drop none of their "
+        f"overlaps: {shown}. Nothing was written. {options_that_help()}: ingest their "
+        "sentences (`builders ingest SOURCE --path ...`), or set LABELSHIFT_DATA to the folder "
+        f"holding the packaged benchmarks' local copies; {narrow}"
+    )

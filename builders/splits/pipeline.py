@@ -28,7 +28,7 @@ from builders.labels import union_labels
 from builders.names import check_name
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources
 from builders.shift.embedder import Embedder, canonical_name
-from builders.shift.leakage import LeakageScan, scan
+from builders.shift.leakage import LeakageScan, scan, unscannable
 from builders.shift.report import (
     FamiliarityReport,
     LabelTable,
@@ -38,7 +38,7 @@ from builders.shift.report import (
 from builders.splits.composition import describe
 from builders.splits.config import BuildResult, SplitConfig, SubsetResult
 from builders.splits.fitting import table_counts
-from builders.splits.leakage import leakage_record
+from builders.splits.leakage import leakage_record, refuse_unscannable
 from builders.splits.levels import (
     Level,
     check_verdicts,
@@ -83,6 +83,8 @@ def build(
     )
     sets = {s.name: s.labels for s in evalsets}
     names = folder_names(cfg, list(sets))
+    if cfg.decontaminate:  # refused before any work, not a build that drops nothing
+        refuse_unscannable(unscannable(store, evalsets), list(sets))
     if out is None:
         return _timed_total(_build(store, cfg, evalsets, stage, progress), start)
     with (
@@ -149,6 +151,8 @@ def _build(
             stage(f"warning: {text}")
     emb = Embedder.of(cfg.embedding)  # one model load
     found = _scan(store, cfg, evalsets, stage, emb)
+    if found is not None and cfg.decontaminate:  # a local copy that lacks the split
+        refuse_unscannable(found.not_scanned, list(sets))
     drop = found.overlapping_training_ids() if found is not None and cfg.decontaminate else []
     clean = store.without_sentences(cfg.source, drop) if cfg.decontaminate else nullcontext()
     with clean as dropped:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -229,6 +230,50 @@ def test_recorded_command_names_every_parameter_not_at_its_default() -> None:
     ctx = build_splits.make_context("build-splits", shlex.split(cfg.command_line())[1:])
     local = {"path", "out", "org", "db", "as_json", "quiet"}
     assert SplitConfig.from_dict({k: v for k, v in ctx.params.items() if k not in local}) == cfg
+
+
+def _tree(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+_STRATEGY_ARGS = {
+    "familiarity": ["--strategy", "familiarity"],
+    "entropy": ["--strategy", "entropy", "--medium-band", "0.45", "0.55"],
+    "max": ["--strategy", "max", "--low-quantile", "0.95", "--medium-band", "0.4", "0.6",
+            "--high-quantile", "0.1", "--match", "mentions", "--min-labels", "1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", list(_STRATEGY_ARGS.values()), ids=list(_STRATEGY_ARGS))
+def test_the_cards_rebuild_command_gives_the_same_bytes(
+    sample_results: dict, tmp_path: Path, args: list[str]
+) -> None:
+    """The command a card's Rebuild section (and build.json) records, run in a fresh folder,
+    writes every file byte for byte: an option it spells at its default (familiarity's
+    `--max-label-share 0.3`) records what the build that left it there recorded."""
+    import shlex
+    import shutil
+
+    from builders.cli.main import build_splits
+
+    db = tmp_path / "s.duckdb"  # the sample and its labels' vectors stored
+    shutil.copy(sample_results["db"], db)
+
+    def run(argv: list[str], out: Path) -> dict[str, bytes]:
+        res = CliRunner().invoke(build_splits, [*argv, "--db", str(db), "--out", str(out), "-q"])
+        assert res.exit_code == 0, res.output
+        return _tree(out)
+
+    first = run(["--source", "pilener-sample", "--model", "all-MiniLM-L6-v2", *args],
+                tmp_path / "first" / "out")  # fmt: skip
+    folder = tmp_path / "first" / "out" / "pilener-sample-low-shift"
+    [command] = [ln for ln in (folder / "README.md").read_text().splitlines()
+                 if ln.startswith("build-splits ")]  # fmt: skip
+    config = next(p for p in folder.iterdir() if p.is_dir())
+    assert json.loads((config / "build.json").read_text())["command"] == command
+    again = run(shlex.split(command)[1:], tmp_path / "again" / "out")
+    assert sorted(again) == sorted(first)
+    assert [name for name in first if first[name] != again[name]] == []
 
 
 def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None:

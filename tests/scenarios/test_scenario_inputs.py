@@ -341,3 +341,24 @@ def test_a_record_without_its_benchmarks_inputs_lists_no_files_added(
         assert log.read_bytes() == files["corpus-a-low-shift/changelog.json"]
         rec = json.loads(records[0].read_text("utf-8"))
         assert "crossner-ai" in rec["scenario"]["inputs"]
+
+
+def test_a_decontaminate_scenario_that_cannot_scan_its_benchmark_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A scenario's `decontaminate` whose benchmark has no sentences here (not stored, no
+    $LABELSHIFT_DATA copy) is refused in the scenario's words, nothing written, rather than
+    built as 'decontaminated' with nothing dropped."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "train.txt", LABELS_A, 40)
+    book = tmp_path / "scenarios.toml"
+    book.write_text(SHARDS.replace("leakage = false", "decontaminate = true"), encoding="utf-8")
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert "scenario 'shards-entropy': `decontaminate` cannot scan 1 of the build's 1" in said
+    assert "crossner-ai (not in the store, no local copy)" in said
+    assert "LABELSHIFT_DATA" in said and "`benchmarks` naming benchmarks whose" in said
+    assert not any((tmp_path / "out").glob("*-shift"))

@@ -443,3 +443,37 @@ def test_a_given_size_whose_gap_never_holds_on_the_rows_is_refused(
     assert f"({size:,} planned), gives sentence-transformers/all-MiniLM-L6-v2: low " in text
     assert "Nothing was written. Options that help: --targets" in text
     assert not (tmp_path / "out").exists()
+
+
+def test_the_dials_legend_gives_the_written_levels_familiarity(
+    familiarity_build: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scores.png` names each level by the Familiarity of the rows it wrote (what the card
+    and the table say), the window's beside it as planned where the two differ: the legend
+    gave the planned figure alone (a --targets build's low level: 0.532, where it wrote 0.526)."""
+    from matplotlib.axes import Axes
+
+    from builders.splits.strategies import strategy
+
+    labels: list[str] = []
+    real = Axes.hlines
+
+    def recorded(self: Axes, *args: object, **kwargs: object) -> object:
+        labels.append(str(kwargs.get("label")))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Axes, "hlines", recorded)
+    res = familiarity_build["result"]
+    strategy("familiarity").plot(res, "low", "title")
+    want = []
+    for sub in res.subsets:
+        written, planned = (
+            f"{sub.familiarity.union_macro:.3f}",
+            f"{res.cuts[sub.level].familiarity:.3f}",
+        )
+        want.append(
+            f"{sub.level} shift ({written}"
+            + (f", planned {planned})" if planned != written else ")")
+        )
+    assert labels == want
+    assert any("planned" in lab for lab in labels)  # the sample's levels differ from their windows

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from helpers import DATA, SAMPLE_MEDIUM
 
 from builders.shift.specs import EmbeddingSpec
@@ -39,13 +40,9 @@ def leaky_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _build(db: Path, out: Path, **kw: object) -> list:
+    kw = {"benchmarks": ("crossner-ai",), **kw}
     cfg = SplitConfig(
-        "leaky",
-        "max",
-        benchmarks=("crossner-ai",),
-        embedding=EmbeddingSpec(MINILM),
-        medium_band=SAMPLE_MEDIUM,
-        **kw,
+        "leaky", "max", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM, **kw
     )  # type: ignore[arg-type]
     with Store(db) as store:
         return build(store, cfg, out)
@@ -90,6 +87,42 @@ def test_decontaminate_drops_the_overlapping_sentences(leaky_store: Path, tmp_pa
     assert "--decontaminate" in card  # the rebuild command
     with Store(leaky_store) as store:  # nothing was deleted
         assert store.count_sentences("leaky") == plain.full.sentences
+
+
+@pytest.mark.library_surface
+def test_decontaminate_that_cannot_scan_a_benchmark_is_refused(
+    leaky_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A benchmark whose sentences the scan cannot read (a label file; a packaged one neither
+    stored nor with a local copy) would have none of its overlaps dropped while the card
+    says the corpus was decontaminated: refused before any work, naming them and the fixes,
+    as the library and the command line spell the options."""
+    from builders.cli.main import cli
+    from builders.errors import CannotBuild
+
+    monkeypatch.delenv("LABELSHIFT_DATA", raising=False)
+    labels = tmp_path / "medical.txt"
+    labels.write_text("disease\nchemical\n", encoding="utf-8")
+    benches = ("crossner-ai", f"file:{labels}")
+    with pytest.raises(CannotBuild) as err:
+        _build(leaky_store, tmp_path / "lib", decontaminate=True, benchmarks=benches)
+    assert "decontaminate= cannot scan 1 of the build's 2 benchmarks" in str(err.value)
+    assert "medical (file benchmark" in str(err.value)
+    assert "benchmarks=crossner-ai (only the benchmarks it can scan)" in str(err.value)
+    assert not (tmp_path / "lib").exists()
+    out = tmp_path / "cli"
+    res = CliRunner().invoke(
+        cli,
+        ["build-splits", "--source", "leaky", "--strategy", "max", "--model", MINILM,
+         "--decontaminate", "--db", str(leaky_store), "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert "--decontaminate cannot scan 6 of the build's 7 benchmarks" in said
+    assert "crossner-science, mit-movie, mit-restaurant (not in the store, no local copy)" in said
+    assert "LABELSHIFT_DATA" in said and "builders ingest SOURCE --path" in said
+    assert "--benchmarks crossner-ai (only the benchmarks it can scan)" in said
+    assert not out.exists()
 
 
 def test_user_benchmarks_are_named_in_cards_and_changelogs(

@@ -105,7 +105,10 @@ class Familiarity(Strategy):
     def plot(self, res: BuildResult, level: str, title: str) -> bytes:
         windows = {lv: (p.offset, p.offset + p.size, p.familiarity) for lv, p in res.cuts.items()}
         targets = {lv: p.target for lv, p in res.cuts.items()}
-        return dial_png(res.curve, windows, level=level, title=title, targets=targets)
+        written = {s.level: s.familiarity.union_macro for s in res.subsets}
+        return dial_png(
+            res.curve, windows, level=level, title=title, targets=targets, written=written
+        )
 
 
 def _check_targets(cfg: SplitConfig, targets: tuple[float, ...]) -> None:
