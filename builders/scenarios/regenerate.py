@@ -292,7 +292,6 @@ def _publish(
     are published: each folder once, one commit each with its newest changelog entry as the
     message. Each push is recorded on the reports of the scenarios writing that folder, and in
     `out/.labelshift-published.json` (not for a dry run)."""
-    from builders.hub.changelog import CHANGELOG, commit_message, named_by
     from builders.hub.folder import read_json, write_json
     from builders.hub.publish import PublishError, plan_publishes, publish
 
@@ -316,12 +315,7 @@ def _publish(
     if not folders:
         return
     plans = plan_publishes([out / f for f in folders], publish_org, tag=tag)
-    messages = {  # the newest entry as the push names it (built untagged: the tag)
-        p.repo_id: commit_message(
-            p.folder.name, named_by(read_json(p.folder / CHANGELOG) or [], tag)
-        )
-        for p in plans
-    }
+    messages = {p.repo_id: _message(p.folder, tag) for p in plans}
     dry = bool((publish_kwargs or {}).get("dry_run"))
     try:
         results = publish(plans, tag=tag, messages=messages, **(publish_kwargs or {}))
@@ -341,6 +335,15 @@ def _publish(
         rep.published = [
             pushed[f"{publish_org}/{f}"] for f in rep.folders if f"{publish_org}/{f}" in pushed
         ]
+
+
+def _message(folder: Path, tag: str | None) -> str:
+    """A push's commit message: the folder's newest changelog entry, as a push tagged `tag`
+    names it (built untagged: the tag)."""
+    from builders.hub.changelog import CHANGELOG, commit_message, named_by
+    from builders.hub.folder import read_json
+
+    return commit_message(folder.name, named_by(read_json(folder / CHANGELOG) or [], tag))
 
 
 def _keep_names(out: Path, plans: list[Any], repos: list[str]) -> None:
