@@ -88,3 +88,47 @@ def valid_org(org: str) -> str:
             f"{opt('org')} must be a user or organisation name like `my-org`, got {org!r}"
         )
     return org
+
+
+#: Characters git refuses in a ref name (`git check-ref-format`), and so the Hub in a tag.
+_REF_CHARS = " ~^:?*[\\"
+
+
+def _tag_fault(tag: str) -> str | None:
+    """Why git (`git check-ref-format refs/tags/TAG`, and `git tag`'s own checks) would
+    refuse `tag` as a tag name, or None."""
+    bad = next((c for c in tag if c in _REF_CHARS), None)
+    parts = tag.split("/")
+    checks = (
+        (not tag, "it is empty"),
+        (bool(_CONTROL.search(tag)), "it holds a control character"),
+        (bad == " ", "it holds a space"),
+        (bad is not None and bad != " ", f"it holds `{bad}`"),
+        (".." in tag, "it holds `..`"),
+        ("@{" in tag, "it holds `@{`"),
+        (tag in ("@", "HEAD"), f"`{tag}` is git's name for a revision"),
+        (tag.startswith("-"), "it starts with `-`"),
+        ("" in parts, "it starts or ends with `/` or holds `//`"),
+        (any(p.startswith(".") for p in parts), "it or a part after `/` starts with `.`"),
+        (any(p.endswith(".lock") for p in parts), "it or a part before `/` ends with `.lock`"),
+        (tag.endswith("."), "it ends with `.`"),
+    )
+    return next((why for failed, why in checks if failed), None)
+
+
+def valid_tag(tag: str) -> str:
+    """`tag` if git and the Hub take it as a tag name (`git check-ref-format`'s rules): a
+    tag they refuse would fail only after the commit is pushed, so it is refused first.
+
+    Raises:
+        BuildersError: otherwise, naming the option, the value and what is wrong with it.
+    """
+    fault = _tag_fault(tag)
+    if fault is not None:
+        raise InvalidValue(
+            printable(
+                f"{opt('tag')} must be a name git takes for a tag, like `v1.0`, got {tag!r}: "
+                f"{fault}"
+            )
+        )
+    return tag

@@ -35,7 +35,7 @@ from builders.defaults import (
 )
 from builders.errors import BuildersError, shown_on
 from builders.labels import ZERO_SHOT, benchmarks
-from builders.names import valid_org
+from builders.names import valid_org, valid_tag
 from builders.shift.specs import SPECS, spec_fields
 
 
@@ -268,3 +268,17 @@ def org_option(*decls: str, required: bool = False, help: str, metavar: str = "O
     return click.option(
         *(decls or ("--org",)), required=required, callback=check, metavar=metavar, help=help
     )
+
+
+def tag_option(help: str) -> Callable:
+    """`--tag`, checked when the command line is parsed: a tag git would refuse fails before
+    anything is built or pushed (the Hub would refuse it only after the commit)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        try:
+            with shown_on(COMMAND_LINE):
+                return None if value is None else valid_tag(value)
+        except BuildersError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--tag "), ctx, param) from None
+
+    return click.option("--tag", callback=check, help=help)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, org_option, output_options
+from builders.cli.options import common_options, org_option, output_options, tag_option
 from builders.cli.output import emit_json, human_size, note, print_table
 from builders.cli.session import open_store
 from builders.hub.publish import plan_publishes, publish
@@ -39,7 +39,9 @@ def publish_options(f: Callable) -> Callable:
     f = click.option(
         "--dry-run", is_flag=True, help="Show what would be pushed (on stdout); push nothing."
     )(f)
-    f = click.option("--tag", help="Tag each pushed commit with this version (e.g. v1.0).")(f)
+    f = tag_option(
+        "Tag each pushed commit with this version (e.g. v1.0; a name git takes for a tag)."
+    )(f)
     f = click.option(
         "--private/--public",
         "private",
@@ -83,7 +85,7 @@ def publish_cmd(
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
 
-    plans = plan_publishes(folders, org, note=lambda text: note(f"note: {text}", quiet))
+    plans = plan_publishes(folders, org, note=lambda text: note(f"note: {text}", quiet), tag=tag)
     if dry_run:
         print_plans(plans, tag, private, as_json)
         return

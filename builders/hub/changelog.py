@@ -17,13 +17,16 @@ writes the file and the dataset cards show it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from builders import __version__
 from builders.defaults import config_order
 from builders.hub.templating import r4
 
 CHANGELOG = "changelog.json"
+#: How an entry built without a tag is named until a push names it (`named_by`).
+UNTAGGED = "untagged"
 #: The metrics of `changelog_entry`, in order (no per-benchmark Familiarity).
 HEADLINE = ("rows", "mentions", "labels", "familiarity")
 
@@ -92,6 +95,27 @@ def changelog_entry(
         for c in config_order(set(old) | set(new))
     }
     return {"version": version, "note": note, "changes": changes}
+
+
+def run_version(tag: str | None) -> str:
+    """The version a rebuild's entry is named: the tag it is built for, else `untagged
+    (toolkit VERSION)` (no tag git takes: it holds spaces), until a push names it."""
+    return tag or f"{UNTAGGED} (toolkit {__version__})"
+
+
+def is_untagged(version: object) -> bool:
+    """Whether an entry's version is `run_version`'s name for a build without a tag."""
+    return isinstance(version, str) and (version == UNTAGGED or version.startswith(UNTAGGED + " ("))
+
+
+def named_by(log: list[dict[str, Any]], tag: str | None) -> list[dict[str, Any]]:
+    """The changelog as a push tagged `tag` publishes it: its newest entry, built without a
+    tag (a plain regenerate, then `--publish ORG --tag v1.1`, which reuses that build), is
+    named by the tag, as the card and the commit message show it. An entry built for a tag
+    keeps it; without `tag` the log is returned as it is."""
+    if not tag or not log or not is_untagged(log[0].get("version")):
+        return log
+    return [{**log[0], "version": tag}, *log[1:]]
 
 
 def has_changes(changes: Mapping[str, list[Any]], extra: Mapping[str, Any] | None = None) -> bool:
@@ -170,7 +194,7 @@ def _n(v: Any) -> str:
     return "-" if v is None else f"{v:,}"
 
 
-def commit_message(folder: str, log: list[Mapping[str, Any]]) -> str:
+def commit_message(folder: str, log: Sequence[Mapping[str, Any]]) -> str:
     """A push's commit message: the folder and its newest changelog entry (its version, note,
     input changes and the headline metrics that moved), one line each."""
     if not log:

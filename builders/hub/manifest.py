@@ -22,7 +22,7 @@ import hashlib
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,32 @@ def check_levels(
             f"{', '.join(unchecked)}: not in a build manifest ({MANIFEST} beside the folder; "
             "made by hand, downloaded or by an older version): read without checking that "
             "its levels come from one build"
+        )
+
+
+def check_top_level(folder: Path, files: Iterable[str], written: Collection[str]) -> None:
+    """Refuse a file (of `files`, relative POSIX paths) outside the configs of a folder the
+    manifest beside it knows, unless it is one of `written` (what a build writes at a folder's
+    top: the card, METHOD.md, the changelog). A build keeps such a file across rebuilds, but
+    did not write it: published, it would pass for the build's. A folder the manifest does
+    not know is read with `check_levels`' note.
+
+    Raises:
+        BuildersError: naming the first such file, and the fix.
+    """
+    where = Path(os.path.abspath(folder))
+    manifest = read_manifest(where.parent)
+    if manifest is None or not isinstance(manifest["folders"].get(where.name), dict):
+        return
+    configs = set(configs_of(folder))
+    for rel in sorted(files):
+        top, _, rest = rel.partition("/")
+        in_config = bool(rest) and top in configs
+        if in_config or (not rest and top in written):
+            continue
+        raise InputError(
+            f"{Path(folder) / rel}: not written by its build ({where.parent / MANIFEST}): move "
+            f"it out of {folder} (a build leaves it there; publish pushes only what one wrote)"
         )
 
 

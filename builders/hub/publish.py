@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import json
 import logging
 import os
 import tempfile
@@ -46,10 +47,11 @@ from builders.errors import (
     PublishRefused,
     opt,
 )
-from builders.hub.folder import link_or_copy
-from builders.hub.manifest import check_levels
-from builders.hub.readme import CARD, folder_card, repo_name
-from builders.names import printable
+from builders.hub.changelog import CHANGELOG, named_by
+from builders.hub.folder import link_or_copy, read_json
+from builders.hub.manifest import check_levels, check_top_level
+from builders.hub.readme import CARD, METHOD, folder_card, repo_name
+from builders.names import printable, valid_tag
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,6 +66,9 @@ MAX_WAIT = 8.0
 MAX_FILES = 200
 #: Text files scanned for the token before pushing (a token in a card would be public).
 TEXT_SUFFIXES = (".md", ".json", ".txt", ".yaml", ".yml", ".toml", ".csv", ".jsonl")
+#: What a build writes at a repo folder's top, beside its configs (`splits.subsets`, the
+#: scenarios' rebuild); another file there is refused (`manifest.check_top_level`).
+WRITTEN = (CARD, METHOD, CHANGELOG)
 NOT_LOGGED_IN = (
     "not logged in to the Hugging Face Hub: run `hf auth login` or set HF_TOKEN "
     "(a token with write access to the organisation)"
@@ -79,20 +84,34 @@ class PublishFile:
 
 @dataclass(frozen=True)
 class PublishPlan:
-    """One folder to push as the dataset repo `{org}/{folder.name}`, with its card for it."""
+    """One folder to push as the dataset repo `{org}/{folder.name}`, with its card for it,
+    for a push tagged `tag` (which names the newest changelog entry if it was built untagged:
+    `hub.changelog.named_by`)."""
 
     folder: Path
     repo_id: str
     files: tuple[PublishFile, ...]  # README.md: the folder's own; `card` is what is pushed
     card: str
+    tag: str | None = None
+    year: int | None = None  # of the card's citation entry
+    changelog: str | None = None  # changelog.json as pushed, where the tag names an entry
+
+    @property
+    def pushed(self) -> dict[str, str]:
+        """The files pushed with other bytes than the folder's: path in repo -> text."""
+        return {CARD: self.card} | ({CHANGELOG: self.changelog} if self.changelog else {})
+
+    def sizes(self) -> dict[str, int]:
+        """Each pushed file's size in bytes, by its path in the repo."""
+        made = {path: len(text.encode()) for path, text in self.pushed.items()}
+        return {f.path_in_repo: f.size for f in self.files} | made
 
     @property
     def total_bytes(self) -> int:
-        card = len(self.card.encode())
-        return sum(card if f.path_in_repo == CARD else f.size for f in self.files)
+        return sum(self.sizes().values())
 
     def to_dict(self) -> dict[str, Any]:
-        sizes = {f.path_in_repo: f.size for f in self.files} | {CARD: len(self.card.encode())}
+        sizes = self.sizes()
         return {
             "repo_id": self.repo_id,
             "folder": str(self.folder),
@@ -116,13 +135,20 @@ class PublishResult:
         return asdict(self)
 
 
-def plan_publish(folder: str | Path, org: str, year: int | None = None) -> PublishPlan:
-    """What pushing `folder` to `org` would upload, its card rendered for `org/folder` (its
-    citation entry dated `year`, default this year in UTC).
+def plan_publish(
+    folder: str | Path, org: str, year: int | None = None, tag: str | None = None
+) -> PublishPlan:
+    """What pushing `folder` to `org` (tagged `tag`) would upload, its card rendered for
+    `org/folder` (its citation entry dated `year`, default this year in UTC; its newest
+    changelog entry, built without a tag, named `tag`, in the card and the pushed changelog).
 
-    Refuses folders that are not repo folders written by build-splits or fewnerd-splits.
-    Hidden files and folders (temporary folders of an interrupted write, caches) are left out.
+    Refuses folders that are not repo folders written by build-splits or fewnerd-splits, a
+    file at the top of a folder its build's manifest knows that no build writes there, and a
+    tag git would refuse. Hidden files and folders (temporary folders of an interrupted
+    write, caches) are left out.
     """
+    if tag is not None:
+        valid_tag(tag)
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder (give a folder written by build-splits)")
@@ -146,8 +172,16 @@ def plan_publish(folder: str | Path, org: str, year: int | None = None) -> Publi
             f"{folder}: {len(files)} files; huggingface_hub would push more than {MAX_FILES} "
             "in several commits, and a repo is pushed in one"
         )
-    card = folder_card(folder, repo_id, year=year or publication_year())
-    return PublishPlan(folder.resolve(), repo_id, tuple(files), card)
+    check_top_level(folder, names, WRITTEN)
+    year = year or publication_year()
+    log = read_json(folder / CHANGELOG) if CHANGELOG in names else None
+    named = named_by(log, tag) if isinstance(log, list) else log
+    if named is log:  # pushed as the folder holds it
+        card = folder_card(folder, repo_id, year=year)
+        return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year)
+    card = folder_card(folder, repo_id, year=year, changelog=named)
+    text = json.dumps(named, indent=2, sort_keys=True) + "\n"  # as `hub.folder.write_json`
+    return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year, text)
 
 
 def _hub_repo_id(folder: Path, repo_id: str) -> str:
@@ -179,11 +213,21 @@ def plan_publishes(
     *,
     note: Callable[[str], None] | None = None,
     year: int | None = None,
+    tag: str | None = None,
 ) -> list[PublishPlan]:
     """`plan_publish` of each folder, once their levels are checked to come from one build
     (`hub.manifest.check_levels`; `note` gets the line about folders it cannot check)."""
+    if tag is not None:
+        valid_tag(tag)  # before reading any folder
     check_levels([Path(f) for f in folders], note=note)
-    return [plan_publish(f, org, year) for f in folders]
+    return [plan_publish(f, org, year, tag) for f in folders]
+
+
+def _for_tag(plan: PublishPlan, tag: str | None) -> PublishPlan:
+    """`plan` as a push tagged `tag` makes it (planned again if it was made for another)."""
+    if plan.tag == tag:
+        return plan
+    return plan_publish(plan.folder, plan.repo_id.split("/", 1)[0], plan.year, tag)
 
 
 def resolve_token(token: str | None = None) -> str:
@@ -278,8 +322,8 @@ def staged(plan: PublishPlan) -> Iterator[Path]:
         for f in plan.files:
             dst = stage / f.path_in_repo
             dst.parent.mkdir(parents=True, exist_ok=True)
-            if f.path_in_repo == CARD:
-                dst.write_text(plan.card, encoding="utf-8")
+            if f.path_in_repo in plan.pushed:
+                dst.write_text(plan.pushed[f.path_in_repo], encoding="utf-8")
             else:
                 link_or_copy(str(f.local), str(dst))
         yield stage
@@ -299,12 +343,16 @@ def publish(
     """Push each plan as one commit to its dataset repo (created if needed), then tag it.
 
     The commit message is `messages[repo_id]` (regenerate: the folder's changelog entry),
-    else `message`, else `Publish FOLDER (labelshift-builders VERSION)`.
+    else `message`, else `Publish FOLDER [TAG] (labelshift-builders VERSION)`. A plan made
+    for another tag is made again for `tag` (its card and changelog name the tag).
 
     Repos are pushed one after the other; if one fails, the ones before it stay published and
-    the error (a `PublishError`) names both lists. A taken tag on any repo stops the push
-    before the first commit.
+    the error (a `PublishError`) names both lists. A tag git would refuse, or a taken tag on
+    any repo, stops the push before the first commit.
     """
+    if tag is not None:
+        valid_tag(tag)
+    plans = [_for_tag(p, tag) for p in plans]
     if dry_run:
         return [
             PublishResult(p.repo_id, len(p.files), tag=tag, private=private, dry_run=True)
@@ -414,9 +462,8 @@ def _publish_one(
         with_retries(call(api.update_repo_settings, rid, private=private, **kw), f"{rid}: settings")
     before = set(api.list_repo_files(rid, **kw))
     log.info("%s: committing %d files (%d bytes)", rid, len(plan.files), plan.total_bytes)
-    title, _, body = (
-        message or f"Publish {plan.folder.name} (labelshift-builders {__version__})"
-    ).partition("\n")
+    default = " ".join(x for x in ("Publish", plan.folder.name, tag) if x)
+    title, _, body = (message or f"{default} (labelshift-builders {__version__})").partition("\n")
     files = f"{len(plan.files)} files" + (f", tag {tag}" if tag else "")
     with staged(plan) as stage:
         info = api.upload_folder(

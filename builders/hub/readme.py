@@ -12,6 +12,7 @@ for the same repo id are the same bytes.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from builders.errors import InputError
 from builders.hub.cards import render_card
@@ -49,11 +50,16 @@ def load_path(folder: Path, org: str | None) -> str:
 
 
 def folder_card(
-    folder: Path, name: str, load_from: str | None = None, year: int | None = None
+    folder: Path,
+    name: str,
+    load_from: str | None = None,
+    year: int | None = None,
+    changelog: list[dict[str, Any]] | None = None,
 ) -> str:
     """The card of a subset or Few-NERD repo folder, for the repo (or folder) `name`, whose
     `load_dataset` line names `load_from` (default: `name`); `year`: the year it is published
-    in, for a subset's citation entry.
+    in, for a subset's citation entry; `changelog`: the history it shows, where a push names
+    it otherwise than the folder's `changelog.json` (default: that file).
 
     Raises:
         BuildersError: when the folder holds neither a config's build.json nor summary.json.
@@ -75,7 +81,7 @@ def folder_card(
         builds,
         license=spec.license if spec else "unknown",
         source_origin=spec.origin if spec else None,
-        changelog=read_json(folder / CHANGELOG),
+        changelog=read_json(folder / CHANGELOG) if changelog is None else changelog,
         load_from=load_from,
         year=year,
     )

@@ -33,8 +33,10 @@ from typing import Any
 from builders import __version__
 from builders.defaults import DEFAULT_BACKEND, DEFAULT_PRECISION
 from builders.errors import BuildersError, InvalidValue, shown_on, surface
+from builders.hub.changelog import run_version
 from builders.hub.outdir import OutLock
 from builders.labels import union_labels
+from builders.names import valid_tag
 from builders.scenarios.book import Scenario, ScenarioKeys
 from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inputs
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
@@ -220,6 +222,8 @@ def regenerate(
     changed, reuse the rest, report per scenario; then push what was rebuilt if asked.
     `allow_shrink` names the stored sources whose input may shrink this time (a split gone,
     or more than half of the sentences: refused otherwise, before anything is written)."""
+    if tag is not None:
+        valid_tag(tag)  # it names the changelog entries: before anything is read or built
     out = Path(out)
     stage = on_stage or (lambda s: None)
     picked = _selected(scenarios, only)
@@ -264,7 +268,7 @@ def _run_id(store: Store, scenarios: list[Scenario], tag: str | None) -> dict[st
     changelog and card bytes, and entries of one run (e.g. entropy and max into one folder)
     merge by this id. It holds the scenarios as asked and the store's fingerprints, so two runs
     with other parameters or data are two entries."""
-    version = tag or f"untagged (toolkit {__version__})"
+    version = run_version(tag)
     asked = sorted((s.name, s.to_dict()) for s in scenarios)  # its parameters too: a run
     ident = json.dumps([version, asked, store.fingerprints()], default=str, sort_keys=True)
     return {"version": version, "id": hashlib.sha256(ident.encode()).hexdigest()[:12]}
@@ -288,7 +292,6 @@ def _publish(
     are published: each folder once, one commit each with its newest changelog entry as the
     message. Each push is recorded on the reports of the scenarios writing that folder, and in
     `out/.labelshift-published.json` (not for a dry run)."""
-    from builders.hub.changelog import CHANGELOG, commit_message
     from builders.hub.folder import read_json, write_json
     from builders.hub.publish import PublishError, plan_publishes, publish
 
@@ -311,20 +314,19 @@ def _publish(
     ]
     if not folders:
         return
-    plans = plan_publishes([out / f for f in folders], publish_org)
-    messages = {
-        p.repo_id: commit_message(p.folder.name, read_json(p.folder / CHANGELOG) or [])
-        for p in plans
-    }
+    plans = plan_publishes([out / f for f in folders], publish_org, tag=tag)
+    messages = {p.repo_id: _message(p.folder, tag) for p in plans}
     dry = bool((publish_kwargs or {}).get("dry_run"))
     try:
         results = publish(plans, tag=tag, messages=messages, **(publish_kwargs or {}))
     except PublishError as exc:
         if not dry:
             _record_pushed(out, record, publish_org, exc.published, keys, write_json)
+            _keep_names(out, plans, exc.published)
         raise
     if not dry:
         _record_pushed(out, record, publish_org, [r.repo_id for r in results], keys, write_json)
+        _keep_names(out, plans, [r.repo_id for r in results])
     pushed = {}
     for plan, r in zip(plans, results, strict=False):
         paths = [f["path"] for f in plan.to_dict()["files"]]
@@ -333,6 +335,32 @@ def _publish(
         rep.published = [
             pushed[f"{publish_org}/{f}"] for f in rep.folders if f"{publish_org}/{f}" in pushed
         ]
+
+
+def _message(folder: Path, tag: str | None) -> str:
+    """A push's commit message: the folder's newest changelog entry, as a push tagged `tag`
+    names it (built untagged: the tag)."""
+    from builders.hub.changelog import CHANGELOG, commit_message, named_by
+    from builders.hub.folder import read_json
+
+    return commit_message(folder.name, named_by(read_json(folder / CHANGELOG) or [], tag))
+
+
+def _keep_names(out: Path, plans: list[Any], repos: list[str]) -> None:
+    """In each pushed folder whose newest changelog entry the push's tag named (it was built
+    untagged), that changelog, and the card rendered again as its build rendered it (for the
+    folder, as `out` names it): the next rebuild's entry goes above the entry so named, and
+    the next push keeps its name."""
+    from builders.hub.changelog import CHANGELOG
+    from builders.hub.folder import atomic_write_text
+    from builders.hub.readme import CARD, folder_card, load_path
+
+    for plan in plans:
+        if plan.repo_id in repos and plan.changelog is not None:
+            folder = out / plan.folder.name
+            atomic_write_text(folder / CHANGELOG, plan.changelog)
+            card = folder_card(folder, folder.name, load_path(folder, None))
+            atomic_write_text(folder / CARD, card)
 
 
 def _record_pushed(

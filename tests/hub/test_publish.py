@@ -4,6 +4,7 @@ endpoints huggingface_hub calls to push). What a user does with the pushed card 
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -14,8 +15,10 @@ from click.testing import CliRunner
 from helpers import TOKEN, json_result
 from hubserver import HubServer
 
+from builders import __version__
 from builders.cli.main import cli
-from builders.errors import BuildersError
+from builders.errors import BuildersError, InvalidValue
+from builders.hub.changelog import named_by, run_version
 from builders.hub.outdir import MANIFEST
 from builders.hub.publish import (
     PublishError,
@@ -25,6 +28,7 @@ from builders.hub.publish import (
     retry_delay,
 )
 from builders.hub.readme import folder_card
+from builders.names import printable, valid_tag
 
 
 # ---------------------------------------------------------------------------- plan
@@ -329,3 +333,129 @@ def test_tag_failure_after_the_commit_says_it_is_committed(published: Path, hub:
     )
     assert err.value.published == ["org/pilener-low-shift"] and err.value.not_published == []
     assert len(repo.commits) == 2 and repo.tags == {}
+
+
+# ---------------------------------------------------------------------------- the tag
+def _with_changelog(published: Path, where: Path, version: str) -> Path:
+    """A copy of `published` whose changelog has one entry, named `version`."""
+    folder = where / published.name
+    shutil.copytree(published, folder)
+    entry = {"version": version, "run": "0123abcd", "note": "s: first build", "changes": {}}
+    (folder / "changelog.json").write_text(json.dumps([entry], indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def test_a_tagged_push_names_an_untagged_entry_by_its_tag(
+    published: Path, hub: HubServer, tmp_path: Path
+) -> None:
+    """`publish --tag v1.1` of a folder whose newest changelog entry was built untagged: the
+    commit message, the pushed card's heading and changelog.json name v1.1; the folder is
+    left as it is (`regenerate --publish` keeps the name there: tests/scenarios)."""
+    folder = _with_changelog(published, tmp_path, run_version(None))
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    dry = CliRunner().invoke(cli, ["publish", str(folder), "--org", "org", "--tag", "v1.1",
+                                   "--dry-run", "--json", "-q"])  # fmt: skip
+    assert dry.exit_code == 0, dry.output
+    sizes = {f["path"]: f["size"] for f in json_result(dry.stdout)["repos"][0]["files"]}
+    [res] = publish([plan_publish(folder, "org")], token=TOKEN, tag="v1.1")  # planned untagged
+    repo = hub.repos["org/pilener-low-shift"]
+    assert (
+        repo.commits[-1].summary
+        == f"Publish pilener-low-shift v1.1 (labelshift-builders {__version__})"
+    )
+    card = repo.files["README.md"].decode()
+    assert "### v1.1" in card and "untagged" not in card
+    assert json.loads(repo.files["changelog.json"])[0]["version"] == "v1.1"
+    assert {p: len(repo.files[p]) for p in sizes} == sizes  # the dry run sized what was pushed
+    assert res.tag == "v1.1"
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    publish([plan_publish(folder, "org", tag="v1.1")], token=TOKEN, tag="v2")  # planned for v1.1
+    assert json.loads(repo.files["changelog.json"])[0]["version"] == "v2"
+    assert repo.commits[-1].summary.startswith("Publish pilener-low-shift v2 (")
+
+
+def test_an_entry_built_for_a_tag_keeps_it(published: Path, hub: HubServer, tmp_path: Path) -> None:
+    folder = _with_changelog(published, tmp_path, "v1.0")
+    log = json.loads((folder / "changelog.json").read_text())
+    assert named_by(log, "v1.1") is log and named_by(log, None) is log
+    plan = plan_publish(folder, "org", tag="v1.1")
+    assert plan.changelog is None and "### v1.0" in plan.card
+    untagged = [{**log[0], "version": run_version(None)}, log[0]]
+    assert named_by(untagged, "v1.1") == [{**log[0], "version": "v1.1"}, log[0]]
+    assert named_by(untagged, None) is untagged
+
+
+BAD_TAGS = ["bad tag", "v1..0~^:", "-v1", "v1.lock", "a/.b", "v1.", "x//y", "/v1", "a@{1}",
+            "a\x1bb", "a?b", "a*b", "a[b", "a\\b", "a:b", "", "@", "HEAD"]  # fmt: skip
+GOOD_TAGS = ["v1.0", "v1.1-rc.2", "release/2025", "a@b", "é1", "v1_0+x"]
+
+
+@pytest.mark.library_surface  # the library's `tag=`; the commands set their own
+@pytest.mark.parametrize("tag", BAD_TAGS)
+def test_a_tag_git_refuses_is_refused_before_anything_is_pushed(
+    published: Path, hub: HubServer, tag: str
+) -> None:
+    """A tag git (`check-ref-format`, `git tag`) refuses: one line naming `--tag` (`tag=` from
+    Python) and the value, from the dry run too, before any call to the Hub."""
+    for extra in (["--dry-run"], []):
+        res = CliRunner().invoke(cli, ["publish", str(published), "--org", "org", "--tag", tag,
+                                       *extra])  # fmt: skip
+        assert res.exit_code == 2, res.output
+        line = res.output.strip().splitlines()[-1]
+        assert line.startswith("Error: Invalid value for '--tag': must be a name git takes")
+        assert printable(repr(tag)) in line
+    plan = plan_publish(published, "org")
+    for call in (
+        lambda: plan_publish(published, "org", tag=tag),
+        lambda: publish([plan], token=TOKEN, tag=tag, dry_run=True),
+        lambda: publish([plan], token=TOKEN, tag=tag),
+    ):
+        with pytest.raises(InvalidValue, match=r"^tag= must be a name git takes") as err:
+            call()
+        assert printable(repr(tag)) in str(err.value) and "\n" not in str(err.value)
+    assert hub.calls == []
+
+
+@pytest.mark.parametrize("tag", GOOD_TAGS)
+def test_a_tag_git_takes_is_taken(tag: str) -> None:
+    assert valid_tag(tag) == tag
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git here")
+def test_the_tag_check_agrees_with_git() -> None:
+    """Every tag refused here git refuses too, but `-v1`, `@` and `HEAD` (`git tag` refuses
+    `-v1`; `@` and `HEAD` name revisions), and every tag taken here git takes."""
+    import subprocess
+
+    def git_takes(tag: str) -> bool:
+        run = subprocess.run(["git", "check-ref-format", f"refs/tags/{tag}"], check=False)
+        return run.returncode == 0
+
+    assert [t for t in BAD_TAGS if git_takes(t)] == ["-v1", "@", "HEAD"]
+    assert all(git_takes(t) for t in GOOD_TAGS)
+
+
+# ---------------------------------------------------------------------------- unknown files
+@pytest.mark.parametrize("extra", ["notes.txt", "extra/notes.txt", "data.parquet"])
+def test_a_file_no_build_wrote_at_the_top_is_refused(
+    published: Path, hub: HubServer, tmp_path: Path, extra: str
+) -> None:
+    """A file at the top of a folder its build's manifest knows (beside README.md), or in a
+    folder that is no config, is refused as one inside a config is, naming it; README.md,
+    METHOD.md, changelog.json and the configs are what a build writes there."""
+    out = tmp_path / "out"
+    shutil.copytree(published.parent, out)
+    folder = out / published.name
+    (folder / "changelog.json").write_text("[]\n")  # the scenarios' rebuild writes one
+    assert {p.name for p in folder.iterdir()} == {"README.md", "METHOD.md", "changelog.json",
+                                                  "entropy", "max"}  # fmt: skip
+    plan_publish(folder, "org")
+    (folder / extra).parent.mkdir(exist_ok=True)
+    (folder / extra).write_text("mine\n")
+    with pytest.raises(BuildersError, match="not written by its build") as err:
+        plan_publish(folder, "org")
+    assert str(err.value).startswith(f"{folder / extra}: ")
+    res = CliRunner().invoke(cli, ["publish", str(folder), "--org", "org", "--dry-run"])
+    assert res.exit_code == 1 and "would push" not in res.output
+    assert res.output.startswith(f"Error: {folder / extra}: not written by its build")
+    assert hub.calls == []

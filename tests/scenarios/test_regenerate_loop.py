@@ -480,3 +480,71 @@ def test_a_dry_run_then_the_push_of_what_was_rebuilt(
     assert again.exit_code == 0, again.output
     assert "nothing to publish: org has every build as it is here" in again.stdout
     assert len(hub.repos["org/shards-low-shift"].commits) == len(low.commits)
+
+
+def test_a_push_tagged_after_an_untagged_build_names_its_entry_by_the_tag(
+    tmp_path: Path, hub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain `regenerate`, then `--publish ORG --tag v1.1`, which reuses that build: the
+    commit message, the pushed card's changelog heading and changelog.json name v1.1 (the
+    entry was built `untagged`), and so does the folder afterwards, so that the next push
+    (v1.2, after a rebuild) keeps v1.1 below its own entry."""
+    from helpers import TOKEN
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "a1.txt", LABELS_A, 40)
+    book = tmp_path / "scenarios.toml"
+    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    folder = tmp_path / "out" / "shards-low-shift"
+    built = (folder / "changelog.json").read_bytes(), (folder / "README.md").read_bytes()
+    assert json.loads(built[0])[0]["version"].startswith("untagged (toolkit ")
+
+    dry = CliRunner().invoke(cli, [*args, "--publish", "org", "--tag", "v1.1", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "  | Publish shards-low-shift v1.1\n" in dry.stdout and "untagged" not in dry.stdout
+    assert ((folder / "changelog.json").read_bytes(), (folder / "README.md").read_bytes()) == built
+
+    real = CliRunner().invoke(cli, [*args, "--publish", "org", "--tag", "v1.1"])
+    assert real.exit_code == 0, real.output
+    low = hub.repos["org/shards-low-shift"]
+    assert low.commits[-1].summary == "Publish shards-low-shift v1.1"
+    card = low.files["README.md"].decode()
+    assert "### v1.1" in card and "untagged" not in card
+    [entry] = json.loads(low.files["changelog.json"])
+    assert entry["version"] == "v1.1"
+    assert json.loads((folder / "changelog.json").read_bytes()) == [entry]  # kept here too
+    assert "### v1.1" in (folder / "README.md").read_text(encoding="utf-8")
+
+    bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
+    again = CliRunner().invoke(cli, [*args, "--publish", "org", "--tag", "v1.2"])
+    assert again.exit_code == 0, again.output
+    pushed = json.loads(hub.repos["org/shards-low-shift"].files["changelog.json"])
+    assert [e["version"] for e in pushed] == ["v1.2", "v1.1"]
+
+
+@pytest.mark.library_surface  # the library's `tag=`; the commands set their own
+@pytest.mark.parametrize("tag", ["bad tag", "v1..0~^:", "-v1", "v1.lock", "v1/", "a@{b"])
+def test_regenerate_refuses_a_tag_git_refuses_before_reading_anything(
+    tag: str, tmp_path: Path, hub: Any
+) -> None:
+    """`regenerate --publish ORG --tag T` checks T before any input is read or built: one
+    line naming `--tag` (`tag=` from Python) and the value."""
+    from builders.errors import InvalidValue
+
+    book = tmp_path / "scenarios.toml"
+    book.write_text(APPEND, encoding="utf-8")
+    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb")]
+    res = CliRunner().invoke(cli, [*args, "--publish", "org", "--tag", tag, "--dry-run"])
+    assert res.exit_code == 2, res.output
+    assert "Invalid value for '--tag': must be a name git takes for a tag" in res.output
+    assert repr(tag) in res.output and not (tmp_path / "out").exists()
+    scenarios = load_scenarios(book)
+    refused = pytest.raises(InvalidValue, match=r"^tag= must be a name git takes")
+    with Store(tmp_path / "s.duckdb") as store, refused as err:
+        regenerate(store, scenarios.scenarios, scenarios.out, publish_org="org", tag=tag)
+    assert repr(tag) in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists() and hub.calls == []
