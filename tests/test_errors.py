@@ -178,7 +178,10 @@ def test_a_library_caller_is_told_the_argument_not_the_flag(tmp_path: Path) -> N
     assert str(err.value) == "min_labels= and min_mentions= must be >= 1, got 0 and 100"
     with pytest.raises(ConflictingOptions) as err:
         SplitConfig("x", "entropy", targets=(0.5, 0.3, 0.1))
-    assert "targets= place levels by Familiarity: use strategy=familiarity" in str(err.value)
+    assert (
+        "targets= is an option of the familiarity strategy (levels placed by Familiarity): use strategy=familiarity"
+        in str(err.value)
+    )
     with pytest.raises(ConflictingOptions, match=r"^backend=onnx runs precision=fp32, not fp16; "):
         EmbeddingSpec(backend="onnx", precision="fp16")
     f = tmp_path / "a.txt"
@@ -300,6 +303,6 @@ def test_a_scenario_is_told_its_keys(tmp_path: Path) -> None:
             with shown_on(around), pytest.raises(ConflictingOptions) as err:
                 regenerate(store, book.scenarios, book.out)
             assert str(err.value) == (
-                "scenario 'wrong': `level_mentions` place levels by Familiarity: use "
+                "scenario 'wrong': `level_mentions` is an option of the familiarity strategy (levels placed by Familiarity): use "
                 "`strategy` familiarity"
             )

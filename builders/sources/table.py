@@ -137,7 +137,7 @@ _SPECS: list[SourceSpec] = [
         splits=frozen({"train": ("pilener-391xALL-dev.bio*",)}),
         local_note="SLIMER's held-out slice of Pile-NER (2,217 passages), not the whole "
         "corpus (Universal-NER/Pile-NER-type train.json, about 45,900 passages), which the "
-        "authors' figures (familiarity --protocol paper) are of; --path reads train.json",
+        "authors' published figures are of; give train.json's path to read the corpus",
         labels="natural",
         license="cc-by-nc-4.0",
         annotation="llm",

@@ -235,7 +235,8 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remed
         n, m = lv.n_labels(), lv.mentions(table)
         if n < cfg.min_labels or m < cfg.min_mentions:
             problems.append(
-                f"the {lv.level} level has {n:,} labels and {m:,} mentions "
+                f"the {lv.level} level has {n:,} label{'' if n == 1 else 's'} and {m:,} "
+                f"mention{'' if m == 1 else 's'} "
                 f"(at least {cfg.min_labels:,} and {cfg.min_mentions:,} wanted)"
             )
     if problems:

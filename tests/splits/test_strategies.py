@@ -99,10 +99,18 @@ def test_the_registry_names_every_strategy_once() -> None:
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
-        ("entropy", {"targets": "0.6,0.5,0.4"}, "--targets place levels by Familiarity: use "),
-        ("max", {"level_mentions": 500}, "--level-mentions place levels by Familiarity"),
-        ("familiarity", {"match": "mentions"}, "--match belong to the quantile strategies"),
-        ("familiarity", {"medium_band": (0.4, 0.6)}, "--medium-band belong to the quantile"),
+        (
+            "entropy",
+            {"targets": "0.6,0.5,0.4"},
+            "--targets is an option of the familiarity strategy",
+        ),
+        (
+            "max",
+            {"level_mentions": 500},
+            "--level-mentions is an option of the familiarity strategy",
+        ),
+        ("familiarity", {"match": "mentions"}, "--match is an option of the quantile strategies"),
+        ("familiarity", {"medium_band": (0.4, 0.6)}, "--medium-band is an option of the quantile"),
         ("entropy", {"match": "mentions", "max_label_share": 0.5}, "0.5 with --match mentions"),
     ],
 )

@@ -45,6 +45,8 @@ class Strategy:
     options: ClassVar[Mapping[str, Any]] = {}
     #: What those options do, for the refusal of them under another strategy
     #: ("targets place levels by Familiarity: use the familiarity strategy").
+    #: What its own options are for, after "is an option" / "are options": `of the quantile
+    #: strategies (entropy, max)`.
     purpose: str = ""
     #: Parameters a recorded command names even at their defaults, beside the method's own.
     always_named: tuple[str, ...] = ()
@@ -66,7 +68,7 @@ class Strategy:
 
     def foreign(self, owner: Strategy, given: list[str]) -> str:
         """Why options of `owner` are refused here."""
-        return f"{', '.join(given)} {owner.purpose}: use {opt('strategy', owner.name)}"
+        return f"{named(given)} {owner.purpose}: use {opt('strategy', owner.name)}"
 
     def size_remedy(self) -> str:
         """What `check_levels` suggests first when levels come out too small (the settings,
@@ -112,3 +114,8 @@ def changed(cfg: SplitConfig, options: Mapping[str, Any]) -> list[str]:
     them (read in the config's flat spelling: `protocol` is its metric's)."""
     given = cfg.to_dict()
     return [opt(name) for name, default in options.items() if given[name] != default]
+
+
+def named(options: list[str]) -> str:
+    """Options named as a sentence's subject: `--match is an option`, `--a, --b are options`."""
+    return f"{', '.join(options)} {'is an option' if len(options) == 1 else 'are options'}"

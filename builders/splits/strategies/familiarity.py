@@ -28,7 +28,7 @@ from builders.splits.config import BuildResult, SplitConfig
 from builders.splits.dial import Dial, Placement, Unreachable, choose
 from builders.splits.fitting import equal_sizes, fit, table_counts
 from builders.splits.levels import Level, bound_share, check_levels
-from builders.splits.strategies.base import Placed, Strategy
+from builders.splits.strategies.base import Placed, Strategy, named
 from builders.store import Store
 from builders.store.subsets import Selection
 
@@ -42,14 +42,14 @@ class Familiarity(Strategy):
         "level_mentions": None,
         "min_gap": MIN_GAP,
     }
-    purpose = "place levels by Familiarity"
+    purpose = "of the familiarity strategy (levels placed by Familiarity)"
     always_named = ("min_gap", "max_label_share")
     label_share = 0.3  # the shared corpora's levels hold 13-26% of one label (METHOD.md s. 4)
 
     def foreign(self, owner: Strategy, given: list[str]) -> str:
         return (
             f"{opt('strategy', 'familiarity')} places levels of equal size by their Familiarity "
-            f"(METHOD.md section 8); {', '.join(given)} {owner.purpose}: leave them out, or "
+            f"(METHOD.md section 8); {named(given)} {owner.purpose}: leave them out, or "
             f"choose one of those strategies"
         )
 

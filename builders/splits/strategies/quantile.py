@@ -59,7 +59,7 @@ class Quantile(Strategy):
     protocol), cut at quantiles."""
 
     options = QUANTILE_OPTIONS
-    purpose = "belong to the quantile strategies (entropy, max)"
+    purpose = "of the quantile strategies (entropy, max)"
     order_remedy = ORDER_REMEDY
 
     def __init__(self, name: str, symbol: str, familiar_high: bool):
