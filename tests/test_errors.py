@@ -101,7 +101,7 @@ FLAG_STRINGS = {
     "splits/leakage.py": 1,  # a refused decontamination's `builders ingest SOURCE --path ...`
     "splits/levels.py": 1,  # a verdict of the card
     "splits/provenance.py": 3,  # the recorded ingest command (--path, --revision, --name)
-    "splits/strategies/familiarity.py": 2,  # progress stages
+    "splits/strategies/familiarity.py": 1,  # a progress stage
     "splits/strategies/quantile.py": 1,  # the order remedy, a note of the card
     "store/batches.py": 1,  # an ingest note kept in the store
     "store/catalogue.py": 4,  # the `builders ingest ...` command that adds a source
