@@ -369,6 +369,12 @@ def _not_found(name: str, tried: Sequence[str], hint: str, why: str) -> ModelUna
 
 #: A ROCm GPU's device node: where it exists, torch (a ROCm build) may find a GPU through it.
 ROCM_DEVICE = Path("/dev/kfd")
+#: Device nodes of an NVIDIA GPU: the driver's (a host, or a container given the GPU), WSL2's
+#: GPU paravirtualisation and Jetson's integrated GPU (older and newer L4T). Where one exists
+#: torch is asked even if `CUDA_DRIVER` does not load here: torch's own libraries may find
+#: the driver where this process's search path does not (their RUNPATH, a conda prefix), and
+#: a false "cpu" would compute every vector on the CPU with no option to say otherwise.
+GPU_DEVICES = tuple(Path("/dev", n) for n in ("nvidiactl", "dxg", "nvhost-ctrl-gpu", "nvgpu"))
 #: The CUDA driver's library, which torch's CUDA runtime loads to count the GPUs.
 CUDA_DRIVER = "libcuda.so.1"
 
@@ -389,10 +395,12 @@ def auto_device() -> str:
 
 def no_gpu_here() -> bool:
     """True where torch cannot find a GPU, known without importing it: on Linux, no CUDA
-    driver (`CUDA_DRIVER` does not load; no CUDA build of torch counts a device without it)
-    and no ROCm device (`ROCM_DEVICE`). False where a GPU may be there, and off Linux (mps):
-    torch is asked."""
-    if not sys.platform.startswith("linux") or ROCM_DEVICE.exists():
+    driver (`CUDA_DRIVER` does not load; no CUDA build of torch counts a device without it),
+    no ROCm device (`ROCM_DEVICE`) and no NVIDIA device node (`GPU_DEVICES`). False where a
+    GPU may be there, and off Linux (mps): torch is asked."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if any(node.exists() for node in (ROCM_DEVICE, *GPU_DEVICES)):
         return False
     import ctypes  # here: a command's --help needs none of it
 

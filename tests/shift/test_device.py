@@ -27,9 +27,12 @@ def _driver(loads: bool):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def linux(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Linux with no ROCm device node (the returned path: create it to add one)."""
+    """Linux with no ROCm or NVIDIA device node (the returned path, the ROCm one: create it
+    to add one; the NVIDIA ones are beside it)."""
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(models, "ROCM_DEVICE", tmp_path / "kfd")
+    nodes = tuple(tmp_path / n for n in ("nvidiactl", "dxg", "nvhost-ctrl-gpu", "nvgpu"))
+    monkeypatch.setattr(models, "GPU_DEVICES", nodes)
     return tmp_path / "kfd"
 
 
@@ -48,6 +51,17 @@ def test_a_cuda_driver_leaves_it_to_torch(linux: Path, monkeypatch: pytest.Monke
 def test_a_rocm_device_leaves_it_to_torch(linux: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ctypes, "CDLL", _driver(False))
     linux.touch()
+    assert not models.no_gpu_here()
+
+
+@pytest.mark.parametrize("node", ["nvidiactl", "dxg", "nvhost-ctrl-gpu", "nvgpu"])
+def test_an_nvidia_device_node_leaves_it_to_torch_where_the_driver_does_not_load_here(
+    linux: Path, monkeypatch: pytest.MonkeyPatch, node: str
+) -> None:
+    """A host or container with the GPU (nvidiactl), WSL2 (dxg) or a Jetson (nvhost-ctrl-gpu)
+    whose driver library this process cannot load: torch's own libraries may still find it."""
+    monkeypatch.setattr(ctypes, "CDLL", _driver(False))
+    (linux.parent / node).touch()
     assert not models.no_gpu_here()
 
 
