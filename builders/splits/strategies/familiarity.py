@@ -139,9 +139,10 @@ def _shown(values: tuple[float, ...]) -> str:
 
 
 #: A familiarity placement is measured on the rows the levels write (fitted to their size,
-#: whole sentences) under every model; where a gap falls short of --min-gap there, the levels
-#: are placed again a little smaller (or, at a size given by --level-mentions, with the gap
-#: widened by the shortfall), at most this many placements written in all...
+#: whole sentences) under every model; where a gap falls short of --min-gap there (or a level
+#: misses its --targets value), the levels are placed again a little smaller (or, at a size
+#: given by --level-mentions, with the gap widened by the shortfall), at most this many
+#: placements written in all...
 PLACE_ROUNDS = 8
 #: ...and at most this many placements tried (those that do not place count too).
 PLACE_TRIES = 24
@@ -232,7 +233,7 @@ def _missed(
     for model, union in zip(models, _written_unions(cfg, table, sims, fitted), strict=True):
         levels = ", ".join(f"{lv.level} {f:.3f}" for (lv, _), f in zip(fitted, union, strict=True))
         gaps = ", ".join(f"{a - b:.3f}" for a, b in pairwise(union))
-        figures.append(f"{model}: {levels} (gaps {gaps})")
+        figures.append(f"{model}: {levels}" + (f" (gaps {gaps})" if gaps else ""))
     written = fitted[0][1].mentions
     n = len(rounds)
     tried = "the one placement tried" if n == 1 else f"each of the {n} placements tried"
