@@ -344,7 +344,9 @@ def split_input_warning(
     parts (INTRA from INTER's files) keeps sentences whose mentions of such types were never
     annotated. Rebuilding the input's own split (INTER from INTER's files) loses nothing."""
     labels = {
-        split: set(store.split_labels(source, split)) for split in store.stored_splits(source)
+        split: labs
+        for split in store.stored_splits(source)
+        if (labs := set(store.split_labels(source, split)))  # a split of no mention tells none
     }
     if len(labels) < 2 or any(a & b for a, b in combinations(labels.values(), 2)):
         return None  # one split (nothing to tell), or shared types: the supervised data

@@ -171,6 +171,16 @@ def test_one_split_or_shared_types_give_no_warning(tmp_path: Path, db: Path) -> 
         assert F.build_split(store, "fewnerd", "intra").warning is None  # types shared
 
 
+def test_a_split_without_mentions_gives_no_warning(tmp_path: Path, db: Path) -> None:
+    """A split whose sentences hold no mention has no types to be disjoint from the others'."""
+    (tmp_path / "train.txt").write_text("Ann\tperson-other\nmet\tO\nBob\tperson-actor\n")
+    (tmp_path / "dev.txt").write_text("Nothing\tO\nhere\tO\n")
+    with Store(db) as store:
+        ingest(store, "fewnerd", tmp_path / "train.txt", split="train")
+        ingest(store, "fewnerd", tmp_path / "dev.txt", split="dev")
+        assert F.build_split(store, "fewnerd", "intra").warning is None
+
+
 def test_split_relabels_and_drops(tmp_path: Path, db: Path) -> None:
     # person-other is a dev type, person-actor a test type; the last sentence has no entity.
     lines = ["Ann\tperson-other", "met", "Bob\tperson-actor", "", "Nothing\tO", "here\tO"]
