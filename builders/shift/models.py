@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builders.defaults import DEFAULT_MODEL
-from builders.errors import ModelUnavailable
+from builders.errors import InvalidValue, ModelUnavailable
 
 MPNET = "sentence-transformers/all-mpnet-base-v2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -379,10 +380,23 @@ GPU_DEVICES = tuple(Path("/dev", n) for n in ("nvidiactl", "dxg", "nvhost-ctrl-g
 CUDA_DRIVER = "libcuda.so.1"
 
 
+#: Pins the device labels are embedded on (`cpu`, `cuda`, `cuda:1`, `mps`), over `auto_device`'s
+#: answer: where the probe errs, or to keep a GPU machine's vectors those of its CPU.
+DEVICE_ENV = "LABELSHIFT_DEVICE"
+_DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
+
+
 def auto_device() -> str:
-    """cuda, mps or cpu: where torch would compute. Asked of torch (about 3 s to import)
-    unless this machine can have no GPU for it (`no_gpu_here`), as a warm build on a CPU
-    machine needs no model and so no torch at all."""
+    """cuda, mps or cpu: where torch would compute, unless `DEVICE_ENV` names the device.
+    Asked of torch (about 3 s to import) unless this machine can have no GPU for it
+    (`no_gpu_here`), as a warm build on a CPU machine needs no model and so no torch at all."""
+    pinned = os.environ.get(DEVICE_ENV, "").strip().lower()
+    if pinned:
+        if not _DEVICE.fullmatch(pinned):
+            raise InvalidValue(
+                f"{DEVICE_ENV}={pinned!r}: name a device torch takes: cpu, cuda, cuda:N or mps"
+            )
+        return pinned
     if no_gpu_here():
         return "cpu"
     import torch

@@ -94,3 +94,23 @@ def test_on_this_cpu_machine_the_device_imports_no_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("pinned", ["cpu", "cuda", "cuda:1", "MPS "])
+def test_the_device_can_be_pinned(monkeypatch: pytest.MonkeyPatch, pinned: str) -> None:
+    """`LABELSHIFT_DEVICE` names the device, over the probe and torch (an escape where the
+    probe errs): the model loads there and its vectors are cached under that device."""
+    monkeypatch.setenv(models.DEVICE_ENV, pinned)
+    monkeypatch.setattr(models, "no_gpu_here", lambda: pytest.fail("probed"))
+    assert models.auto_device() == pinned.strip().lower()
+
+
+@pytest.mark.parametrize("pinned", ["gpu", "cuda:x", "cpu cuda"])
+def test_a_device_torch_does_not_take_is_refused(
+    monkeypatch: pytest.MonkeyPatch, pinned: str
+) -> None:
+    from builders.errors import InvalidValue
+
+    monkeypatch.setenv(models.DEVICE_ENV, pinned)
+    with pytest.raises(InvalidValue, match=r"LABELSHIFT_DEVICE=.*cpu, cuda, cuda:N or mps"):
+        models.auto_device()
