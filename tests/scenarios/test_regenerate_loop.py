@@ -108,6 +108,24 @@ def config_files(out: Path, strategy: str, source: str) -> dict[str, bytes]:
     return tree(out, f"{source}-*-shift/{strategy}/*")
 
 
+def one_shard_book(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A folder of one shard (`a1.txt`, 40 sentences) that a one-scenario book reads whole,
+    and the `builders regenerate` arguments of that book (quiet, a store in `tmp_path`)."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    bio_corpus(shards / "a1.txt", LABELS_A, 40)
+    book = tmp_path / "scenarios.toml"
+    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
+    return shards, [
+        "regenerate",
+        "--scenarios",
+        str(book),
+        "--db",
+        str(tmp_path / "s.duckdb"),
+        "-q",
+    ]
+
+
 def statuses(reports: list[Any]) -> dict[str, str]:
     return {r["name"]: r["status"] for r in reports}
 
@@ -312,12 +330,7 @@ def test_append_keeps_what_it_read_and_refuses_a_changed_file(tmp_path: Path) ->
 
 
 def test_the_table_puts_each_line_of_a_change_on_its_own_row(tmp_path: Path) -> None:
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    bio_corpus(shards / "a1.txt", LABELS_A, 40)
-    book = tmp_path / "scenarios.toml"
-    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
-    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    shards, args = one_shard_book(tmp_path)
     assert CliRunner().invoke(cli, args).exit_code == 0
     bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
     res = CliRunner().invoke(cli, args, env={"COLUMNS": "400"})  # no line wrapped
@@ -446,12 +459,7 @@ def test_a_dry_run_then_the_push_of_what_was_rebuilt(
     is the changelog entry; then nothing is left to push."""
     from helpers import TOKEN
 
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    bio_corpus(shards / "a1.txt", LABELS_A, 40)
-    book = tmp_path / "scenarios.toml"
-    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
-    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    shards, args = one_shard_book(tmp_path)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     assert CliRunner().invoke(cli, args).exit_code == 0
     bio_corpus(shards / "a2.txt", LABELS_A[::-1], 40)
@@ -491,12 +499,7 @@ def test_a_push_tagged_after_an_untagged_build_names_its_entry_by_the_tag(
     (v1.2, after a rebuild) keeps v1.1 below its own entry."""
     from helpers import TOKEN
 
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    bio_corpus(shards / "a1.txt", LABELS_A, 40)
-    book = tmp_path / "scenarios.toml"
-    book.write_text(APPEND.replace('ingest = "append"\n', ""), encoding="utf-8")
-    args = ["regenerate", "--scenarios", str(book), "--db", str(tmp_path / "s.duckdb"), "-q"]
+    shards, args = one_shard_book(tmp_path)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     assert CliRunner().invoke(cli, args).exit_code == 0
     folder = tmp_path / "out" / "shards-low-shift"
