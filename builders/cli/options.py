@@ -257,28 +257,30 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 def org_option(*decls: str, required: bool = False, help: str, metavar: str = "ORG") -> Callable:
     """An option naming a Hub user or organisation (`--org` by default), checked when the
     command line is parsed (before any model loads)."""
-
-    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        try:
-            with shown_on(COMMAND_LINE):
-                return None if value is None else valid_org(value)
-        except BuildersError as exc:
-            raise click.BadParameter(str(exc).removeprefix("--org "), ctx, param) from None
-
     return click.option(
-        *(decls or ("--org",)), required=required, callback=check, metavar=metavar, help=help
+        *(decls or ("--org",)),
+        required=required,
+        callback=_checked_by(valid_org, "--org"),
+        metavar=metavar,
+        help=help,
     )
 
 
 def tag_option(help: str) -> Callable:
     """`--tag`, checked when the command line is parsed: a tag git would refuse fails before
     anything is built or pushed (the Hub would refuse it only after the commit)."""
+    return click.option("--tag", callback=_checked_by(valid_tag, "--tag"), help=help)
+
+
+def _checked_by(valid: Callable[[str], str], flag: str) -> Callable:
+    """A click callback that checks a value with `valid` (as the command line names options)
+    and reports its refusal as click's bad parameter, without `flag` (click names it)."""
 
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         try:
             with shown_on(COMMAND_LINE):
-                return None if value is None else valid_tag(value)
+                return None if value is None else valid(value)
         except BuildersError as exc:
-            raise click.BadParameter(str(exc).removeprefix("--tag "), ctx, param) from None
+            raise click.BadParameter(str(exc).removeprefix(f"{flag} "), ctx, param) from None
 
-    return click.option("--tag", callback=check, help=help)
+    return check

@@ -323,7 +323,12 @@ def read_json(path: Path) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_default) + "\n")
+    atomic_write_text(path, json_text(obj))
+
+
+def json_text(obj: Any) -> str:
+    """`obj` as the toolkit's JSON files hold it (sorted keys, indented, a final newline)."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_default) + "\n"
 
 
 def _default(obj: Any) -> Any:

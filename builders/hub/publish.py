@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import json
 import logging
 import os
 import tempfile
@@ -48,7 +47,7 @@ from builders.errors import (
     opt,
 )
 from builders.hub.changelog import CHANGELOG, named_by
-from builders.hub.folder import link_or_copy, read_json
+from builders.hub.folder import json_text, link_or_copy, read_json
 from builders.hub.manifest import check_levels, check_top_level
 from builders.hub.readme import CARD, METHOD, folder_card, repo_name
 from builders.names import printable, valid_tag
@@ -180,8 +179,7 @@ def plan_publish(
         card = folder_card(folder, repo_id, year=year)
         return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year)
     card = folder_card(folder, repo_id, year=year, changelog=named)
-    text = json.dumps(named, indent=2, sort_keys=True) + "\n"  # as `hub.folder.write_json`
-    return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year, text)
+    return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year, json_text(named))
 
 
 def _hub_repo_id(folder: Path, repo_id: str) -> str:
