@@ -91,12 +91,13 @@ FLAG_STRINGS = {
     "hub/export.py": 1,  # "one written by export-gliner --benchmark"
     "scenarios/book.py": 1,  # "give one with --scenarios"
     "scenarios/rebuild.py": 1,  # the recorded rebuild command (Few-NERD: FewnerdRequest)
-    "shift/leakage.py": 1,  # a benchmark not scanned, in the report: `builders ingest ...`
+    "shift/benchmarks.py": 1,  # a benchmark without sentences: `builders ingest ...`
     "shift/models.py": 2,  # pip command lines
     # regenerate's own --allow-shrink (its fix names the Python spelling beside), and the
     # `builders ingest ... --replace` that reads a benchmark's local copy into the store
     "scenarios/inputs.py": 3,
     "sources/table.py": 1,  # the columns source's description (listed by `sources`, cards)
+    "evaluate/runs.py": 1,  # the lock's owner: `builders evaluate --record`
     "splits/config.py": 2,  # SplitConfig.command_line, recorded in build.json
     "splits/leakage.py": 1,  # a refused decontamination's `builders ingest SOURCE --path ...`
     "splits/levels.py": 1,  # a verdict of the card

@@ -34,6 +34,7 @@ RANKS = {
     "hub": 5,
     "splits": 6,
     "fewnerd": 6,
+    "evaluate": 6,
     "scenarios": 7,
     "cli": 8,
     "__main__": 9,

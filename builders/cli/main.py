@@ -1,7 +1,7 @@
 """The `builders` command line: a thin click layer over the library.
 
 One module per command group: `store` (sources, ingest, labels, stats), `familiarity`, `splits`
-(build-splits), `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
+(build-splits), `evaluate`, `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
 (export-gliner), `publish` (publish, regenerate) and `cache`; what they share is in `options`
 (the shared options), `output` (JSON, notes, tables), `errors` (one-line failures) and
 `session` (the store opened and closed). The group is lazy (`lazy.LazyGroup`): a command's
@@ -50,6 +50,10 @@ COMMANDS = {
     "leakage": (
         "builders.cli.leakage:leakage_cmd",
         "Is my zero-shot score zero-shot? Benchmark sentences and mentions in a training corpus.",
+    ),
+    "evaluate": (
+        "builders.cli.evaluate:evaluate_cmd",
+        "Score a model's predictions on the benchmarks and put each label's F1 in context.",
     ),
     "build-splits": (
         "builders.cli.splits:build_splits",

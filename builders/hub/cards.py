@@ -207,6 +207,8 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "runtime": _runtime(b),
         "version": b.get("toolkit_version", "unknown"),
         "leakage": b.get("leakage"),
+        "measured": b.get("measured_difficulty"),
+        "build_id": (b.get("build") or {}).get("id"),
     }
 
 

@@ -69,6 +69,8 @@ PARQUET_NAME = "{split}-00000-of-00001.parquet"
 ROW_GROUP = 100_000
 #: A subset config's record, and a Few-NERD folder's.
 BUILD_JSON = "build.json"
+#: build.json's key for a level's measured difficulty (`builders evaluate --runs --record`).
+MEASURED = "measured_difficulty"
 SUMMARY_JSON = "summary.json"
 
 

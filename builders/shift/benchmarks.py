@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -238,10 +238,69 @@ def ingest_local(store: Store, source: str) -> str | None:
 def local_copy(source: str) -> Path | None:
     """Where a registered benchmark source's local copy is (`$LABELSHIFT_DATA`), or None: not
     a benchmark source, or no copy here. Lets a caller know a scan can read it before one
-    ingests it (`builders.shift.leakage.unscannable`)."""
+    ingests it (`builders.shift.benchmarks.unscannable`)."""
 
     spec = SOURCES.get(source)
     return spec.default_path() if spec is not None and spec.kind == "benchmark" else None
+
+
+def sentence_sources(
+    store: Store, sets: Sequence[EvalSet], note: Callable[[str], None]
+) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """(benchmark, source, split) of the sets with sentences; why the others have none."""
+    rows, skipped = [], {}
+    for s in sets:
+        if s.sentences is None:
+            skipped[s.name] = _labels_only(s)
+            continue
+        src, split = s.sentences
+        if not store.has_source(src):
+            status = ingest_local(store, src)
+            if status is None:
+                skipped[s.name] = _not_stored(src)
+                continue
+            how = "from its local copy" if status != "unchanged" else "by another run meanwhile"
+            note(f"{src}: ingested {how} ({store.count_sentences(src):,} sentences)")
+        if split not in store.splits_of(src):
+            skipped[s.name] = _no_split(src, split)
+            continue
+        rows.append((s.name, src, split))
+    return rows, skipped
+
+
+def unscannable(store: Store, sets: Sequence[EvalSet]) -> dict[str, str]:
+    """The sets a scan would list in `not_scanned`, with why, found without scanning or
+    ingesting anything (each why short, the fixes being the caller's to name): so that
+    decontamination is refused before a build's work rather than dropping nothing. A packaged benchmark with a local copy counts as scannable (the
+    scan ingests it); a split it turns out to lack shows in the scan's `not_scanned`."""
+    out = {}
+    for s in sets:
+        if s.sentences is None:
+            out[s.name] = _labels_only(s)
+            continue
+        src, split = s.sentences
+        if store.has_source(src):
+            if split not in store.splits_of(src):
+                out[s.name] = _no_split(src, split)
+        elif local_copy(src) is None:
+            whose = "" if src == s.name else f"its source {src} "
+            out[s.name] = f"{whose}not in the store, no local copy"
+    return out
+
+
+def _labels_only(s: EvalSet) -> str:
+    return f"{s.kind} benchmark ({s.origin}): labels only, no sentences"
+
+
+def _not_stored(src: str) -> str:
+    return (
+        f"{src} is not in the store and has no local copy: set LABELSHIFT_DATA "
+        f"or run `builders ingest {src} --path ...`"
+    )
+
+
+def _no_split(src: str, split: str) -> str:
+    return f"{src} has no {split} split"
 
 
 def _unknown(entry: str, base: str, store: Store | None) -> str:

@@ -30,7 +30,7 @@ from builders.defaults import (
 )
 from builders.deferred import np, pa
 from builders.errors import InvalidValue
-from builders.shift.benchmarks import EvalSet, ingest_local, local_copy
+from builders.shift.benchmarks import EvalSet, sentence_sources
 from builders.shift.embedder import Embedder
 from builders.shift.report import similarity_matrix
 from builders.shift.scan_cache import ScanCache, scan_key
@@ -190,7 +190,7 @@ def scan(
     emb = Embedder.of(embedding)  # the model loads only if a familiar label is looked for
     model = emb.model_name  # a local folder's canonical name is no path
     store.require_source(source)
-    rows, skipped = _benchmark_sources(store, sets, on_note or (lambda s: None))
+    rows, skipped = sentence_sources(store, sets, on_note or (lambda s: None))
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
     tables = _overlap_tables(store, source, query, n, texts, on_note or (lambda s: None))
     sent, pairs, men, surfaces = (
@@ -231,65 +231,6 @@ def _frame(table: pa.Table) -> pl.DataFrame:
 
 
 _QUERY = ("benchmark", "source", "split")
-
-
-def _benchmark_sources(
-    store: Store, sets: Sequence[EvalSet], note: Callable[[str], None]
-) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
-    """(benchmark, source, split) of the sets with sentences; why the others have none."""
-    rows, skipped = [], {}
-    for s in sets:
-        if s.sentences is None:
-            skipped[s.name] = _labels_only(s)
-            continue
-        src, split = s.sentences
-        if not store.has_source(src):
-            status = ingest_local(store, src)
-            if status is None:
-                skipped[s.name] = _not_stored(src)
-                continue
-            how = "from its local copy" if status != "unchanged" else "by another run meanwhile"
-            note(f"{src}: ingested {how} ({store.count_sentences(src):,} sentences)")
-        if split not in store.splits_of(src):
-            skipped[s.name] = _no_split(src, split)
-            continue
-        rows.append((s.name, src, split))
-    return rows, skipped
-
-
-def unscannable(store: Store, sets: Sequence[EvalSet]) -> dict[str, str]:
-    """The sets a scan would list in `not_scanned`, with why, found without scanning or
-    ingesting anything (each why short, the fixes being the caller's to name): so that
-    decontamination is refused before a build's work rather than dropping nothing. A packaged benchmark with a local copy counts as scannable (the
-    scan ingests it); a split it turns out to lack shows in the scan's `not_scanned`."""
-    out = {}
-    for s in sets:
-        if s.sentences is None:
-            out[s.name] = _labels_only(s)
-            continue
-        src, split = s.sentences
-        if store.has_source(src):
-            if split not in store.splits_of(src):
-                out[s.name] = _no_split(src, split)
-        elif local_copy(src) is None:
-            whose = "" if src == s.name else f"its source {src} "
-            out[s.name] = f"{whose}not in the store, no local copy"
-    return out
-
-
-def _labels_only(s: EvalSet) -> str:
-    return f"{s.kind} benchmark ({s.origin}): labels only, no sentences"
-
-
-def _not_stored(src: str) -> str:
-    return (
-        f"{src} is not in the store and has no local copy: set LABELSHIFT_DATA "
-        f"or run `builders ingest {src} --path ...`"
-    )
-
-
-def _no_split(src: str, split: str) -> str:
-    return f"{src} has no {split} split"
 
 
 #: Training labels compared with the evaluation labels at a time in `_familiar_pairs`: bounds

@@ -46,13 +46,13 @@ class FamiliarityRequest:
     metric: MetricSpec = MetricSpec()
 
     def settings(self) -> dict[str, Any]:
-        """model, k, weighting, backend, precision: what the JSON result names."""
+        """model, k, weighting, backend (as asked), precision: what the JSON result names."""
         emb, metric = self.embedding, self.metric
         return {
             "model": emb.model,
             "k": metric.k,
             "weighting": metric.weighting,
-            "backend": emb.backend,
+            "requested_backend": emb.backend,
             "precision": emb.precision,
         }
 
@@ -125,12 +125,15 @@ class FamiliaritySurvey:
     table: LabelTable
     report: FamiliarityReport
     leakage: dict[str, Any] | None
+    #: The runtime that embedded the labels (`auto` resolved: torch, onnx or openvino).
+    runtime: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The `familiarity --json` result (without the authors' reference figures)."""
         return {
             "source": self.request.source,
             **self.request.settings(),
+            "backend": self.runtime or self.request.embedding.backend,
             "labels": len(self.table.labels),
             "mentions": int(self.table.mentions.sum()),
             **self.report.to_dict(),
@@ -178,7 +181,7 @@ def survey(
         progress=progress,
     )
     leak = _leakage(store, request, evalsets, emb, note) if request.leakage else None
-    return FamiliaritySurvey(request, evalsets, table, report, leak)
+    return FamiliaritySurvey(request, evalsets, table, report, leak, emb.backend)
 
 
 def _leakage(

@@ -38,7 +38,7 @@ def leakage_record(
 
 def refuse_unscannable(missing: Mapping[str, str], benchmarks: Sequence[str]) -> None:
     """Refuse a decontamination that cannot scan every benchmark of the build (`missing`:
-    name -> why, as `builders.shift.leakage.unscannable` or a scan's `not_scanned` says):
+    name -> why, as `builders.shift.benchmarks.unscannable` or a scan's `not_scanned` says):
     it would drop none of their overlapping sentences, and the card would say the corpus
     was decontaminated. Nothing is refused when `missing` is empty."""
     if not missing:

@@ -26,9 +26,9 @@ from builders.hub.folder import subset_features, write_parquet_batches
 from builders.hub.outdir import TMP_PREFIX, OutLock
 from builders.labels import union_labels
 from builders.names import check_name
-from builders.shift.benchmarks import EvalSet, resolve, stored_sources
+from builders.shift.benchmarks import EvalSet, resolve, stored_sources, unscannable
 from builders.shift.embedder import Embedder, canonical_name
-from builders.shift.leakage import LeakageScan, scan, unscannable
+from builders.shift.leakage import LeakageScan, scan
 from builders.shift.report import (
     FamiliarityReport,
     LabelTable,

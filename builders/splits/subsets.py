@@ -28,6 +28,7 @@ from builders.deferred import pa, pq
 from builders.hub.changelog import CHANGELOG
 from builders.hub.folder import (
     BUILD_JSON,
+    MEASURED,
     PARQUET_NAME,
     atomic_dirs,
     dataset_sizes,
@@ -130,6 +131,7 @@ def write_results(
         ident = build_id(results, rows)
         for tmp, (folder, res, _), record in staged:
             record["build"] = {"id": ident, "levels": {s.name: rows[s.name] for s in res.subsets}}
+            _keep_measured(record, old_build(folder, res.config.strategy))
             write_json(tmp / res.config.strategy / BUILD_JSON, record)
             names = (repo_name(folder, org), load_path(folder, org))
             log = (changelogs or {}).get(folder.name)
@@ -139,6 +141,14 @@ def write_results(
         if sub.rows is None:
             sub.rows_file = folder / res.config.strategy / PARQUET_NAME.format(split="train")
     return folders
+
+
+def _keep_measured(record: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    """A level's measured difficulty stays with it, marked stale once its rows are another
+    build's than the one measured (METHOD.md section 9)."""
+    measured = (old or {}).get(MEASURED)
+    if measured:
+        record[MEASURED] = {**measured, "stale": measured.get("build") != record["build"]["id"]}
 
 
 def build_id(results: list[BuildResult], rows: Mapping[str, str]) -> str:

@@ -1,0 +1,136 @@
+"""`evaluate`: a model's zero-shot predictions scored, and its F1 set beside the Familiarity
+of what it learned from (one model, or several runs at once)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from builders.cli.errors import handle_errors
+from builders.cli.options import common_options, embedding_options, metric_options, model_option
+from builders.cli.output import emit_json, note, print_table
+from builders.cli.session import open_store
+from builders.evaluate import EvaluateRequest, evaluate
+from builders.evaluate.report import markdown, plot_png, runs_lines, runs_tables, tables, view_lines
+from builders.evaluate.runs import evaluate_runs, read_runs, record_difficulty
+from builders.evaluate.scoring import MISC_POLICIES
+from builders.hub.folder import atomic_open, atomic_write_text
+from builders.shift.embedder import Embedder
+
+if TYPE_CHECKING:
+    from builders.shift.specs import EmbeddingSpec, MetricSpec
+
+
+@click.command("evaluate")
+@click.argument("predictions", nargs=-1)
+@click.option(
+    "--source",
+    "training",
+    metavar="TRAINING",
+    help="What the model was trained on: a source in the store, a folder written by "
+    "build-splits (a level), or a label-count file (.json label -> mentions). Without it, "
+    "only the scores.",
+)
+@click.option("--config", help="The level folder's config, where it holds several.")
+@click.option(
+    "--misc",
+    type=click.Choice(MISC_POLICIES),
+    default="keep",
+    show_default=True,
+    help="`else` / `misc` kept as a label (GLiNER's published evaluation) or dropped from gold "
+    "and predictions (UniversalNER's).",
+)
+@click.option(
+    "--runs",
+    "runs_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="A TOML file of [[run]] tables (name, training, predictions per seed, seeds, model, "
+    "steps): the paper's Table 3 over the runs, Table 5 over the levels of one build.",
+)
+@click.option(
+    "--record",
+    is_flag=True,
+    help="With --runs: write each level's measured difficulty into its build.json and card.",
+)
+@click.option("--org", help="With --record: the card names ORG/<folder> (as build-splits --org).")
+@click.option(
+    "--markdown",
+    "markdown_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the tables as Markdown to this file.",
+)
+@click.option(
+    "--plot",
+    "plot_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write Familiarity against F1 and mentions against F1 (with the fit) as a PNG.",
+)
+@model_option
+@metric_options("k", "weighting", "seed")
+@embedding_options
+@common_options
+@handle_errors
+def evaluate_cmd(
+    predictions: tuple[str, ...],
+    training: str | None,
+    config: str | None,
+    misc: str,
+    runs_file: Path | None,
+    record: bool,
+    org: str | None,
+    markdown_out: Path | None,
+    plot_out: Path | None,
+    embedding: EmbeddingSpec,
+    metric: MetricSpec,
+    db: Path,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Score a model's predictions on the benchmarks and put each label's F1 in context.
+
+    PREDICTIONS: files or folders of predictions on stored benchmarks' test sets, one file per
+    benchmark named after it (`crossner-ai.json`, or NAME=FILE): GLiNER json (`tokenized_text`
+    + `ner` [start, end, label], end inclusive; or `sentence` + `entities` with character
+    `pos`), or per-label score tables (.csv/.tsv: benchmark, label, and tp, fp, fn, or f1, or
+    f1_pct). Scores are exact-match spans: per label, micro per benchmark, macro over
+    benchmarks. With --source, each label's Familiarity, whether training saw it, its training
+    mentions and closest training labels; then seen/unseen F1, the fit of F1 on log10
+    mentions and Pearson/Spearman r (docs/METHOD.md section 9).
+
+    Example: builders evaluate preds/ --source out/demo/pilener-sample-low-shift --plot f1.png
+    """
+    if bool(predictions) == bool(runs_file):
+        raise click.UsageError("give PREDICTIONS, or --runs FILE")
+    if (record or org) and not runs_file:
+        raise click.UsageError("--record and --org go with --runs")
+    if plot_out is not None and (runs_file or not training):
+        raise click.UsageError("--plot goes with PREDICTIONS and --source (the labels' context)")
+    request = EvaluateRequest(predictions, training, config, misc, embedding, metric)
+    with open_store(db, create=True, shared=True) as store:
+        emb, say = Embedder.of(embedding), (lambda s: note(s, quiet))
+        if runs_file is not None:
+            result = evaluate_runs(store, read_runs(runs_file), misc=misc, embedder=emb,
+                                   request=request, on_note=say, progress=not quiet)  # fmt: skip
+            found, lines, data = runs_tables(result), runs_lines(result), result.to_dict
+            written = record_difficulty(result, org) if record else []
+            points, views, title = [], None, ""
+        else:
+            ev = evaluate(store, request, embedder=emb, on_note=say, progress=not quiet)
+            found, lines, data, written = tables(ev), view_lines(ev), ev.to_dict, []
+            points, views, title = ev.points(), ev.views(), ", ".join(predictions)
+    if markdown_out is not None:
+        atomic_write_text(markdown_out, markdown(found, lines))
+    if plot_out is not None:
+        with atomic_open(plot_out, binary=True) as fh:
+            fh.write(plot_png(points, views, title))
+    if as_json:
+        emit_json({**data(), "recorded": [str(p) for p in written]})
+        return
+    for t in found:
+        print_table(*t, wrap=120, text_columns=2)
+    for line in lines:
+        click.echo(line)
+    for p in written:
+        note(f"measured difficulty written into {p}/README.md and its build.json", quiet)
