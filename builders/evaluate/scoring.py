@@ -96,6 +96,10 @@ class BenchmarkScore:
     unmatched: int = 0
     outside: dict[str, int] = field(default_factory=dict)
     read: dict[str, int] = field(default_factory=dict)
+    #: The gold and predicted (gold row, start, stop, label) sets scored (a file's, not a table's).
+    sets: tuple[set[tuple[int, int, int, str]], set[tuple[int, int, int, str]]] | None = field(
+        default=None, repr=False
+    )
 
     def counts(self) -> tuple[int, int, int] | None:
         """Micro tp, fp, fn (predictions of outside labels are false positives, as GLiNER
@@ -250,6 +254,7 @@ def _score_json(
         unmatched=unmatched,
         outside={z: n for z, n in sorted(said.items()) if z not in labels},
         read={**dict(sorted(report.counts.items())), "overlapping_predictions": overlapping},
+        sets=(gold, pred),
     )
 
 

@@ -311,6 +311,8 @@ def test_build_splits_and_familiarity_commands(db: Path, tmp_path: Path) -> None
     assert fam.exit_code == 0, fam.output
     report = json_result(fam.stdout)  # notes (a scan read from its cache) go to stderr
     assert list(report["per_benchmark"]) == ["crossner-ai", "mit-movie"]
+    # the runtime that embedded, not `auto` (the tests' LABELSHIFT_BACKEND=torch picks torch)
+    assert (report["backend"], report["requested_backend"]) == ("torch", "auto")
     full = summary["full"]["familiarity"]["per_benchmark"]
     # F(z) does not depend on which other benchmarks are chosen (up to float32 matmul rounding,
     # which varies with the shape of the product)
