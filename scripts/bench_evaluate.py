@@ -15,7 +15,7 @@ holds the benchmarks' test sets. Phases, each the median of `--repeat` runs in t
   predictions, in GLiNER's per-sentence `[label, (start, end)]` lists, one call per benchmark
   (the call alone: GLiNER's reading and matching are not counted). With `--gliner-python` it
   runs in that interpreter (a venv with `gliner` installed); otherwise the transcription in
-  `tests/evaluate/gliner_reference.py`. Its F1 must equal the toolkit's, which is checked.
+  `tests/gliner_reference.py`. Its F1 must equal the toolkit's, which is checked.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(data, fh)
     python = args.gliner_python or sys.executable
-    side = [python, "-c", GLINER_SIDE, fh.name, str(ROOT / "tests" / "evaluate"), str(args.repeat)]
+    side = [python, "-c", GLINER_SIDE, fh.name, str(ROOT / "tests"), str(args.repeat)]
     found = json.loads(subprocess.run(side, check=True, capture_output=True, text=True).stdout)
     Path(fh.name).unlink()
     for s in scores:

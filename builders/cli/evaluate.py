@@ -3,6 +3,7 @@ of what it learned from (one model, or several runs at once)."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,7 @@ import click
 
 from builders.cli.errors import handle_errors
 from builders.cli.options import common_options, embedding_options, metric_options, model_option
-from builders.cli.output import emit_json, note, print_table
+from builders.cli.output import emit_json, note, print_table, progress_bar
 from builders.cli.session import open_store
 from builders.evaluate import EvaluateRequest, evaluate
 from builders.evaluate.report import markdown, plot_png, runs_lines, runs_tables, tables, view_lines
@@ -134,3 +135,53 @@ def evaluate_cmd(
         click.echo(line)
     for p in written:
         note(f"measured difficulty written into {p}/README.md and its build.json", quiet)
+
+
+@click.command("predict")
+@click.argument("model", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The predictions folder to write (replaced whole).")  # fmt: skip
+@click.option("--benchmarks", default="all", show_default=True,
+              help="Comma-separated: `all` (the seven zero-shot benchmarks), a packaged name, a stored source.")  # fmt: skip
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="GLiNER's threshold.",
+)
+@click.option("--nested", is_flag=True, help="Keep overlapping spans (GLiNER's flat_ner off).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), help="Predict only the first N test sentences of each."
+)
+@common_options
+@handle_errors
+def predict_cmd(
+    model: Path, out: Path, benchmarks: str, threshold: float, nested: bool, batch_size: int,
+    limit: int | None, db: Path, as_json: bool, quiet: bool,
+) -> None:  # fmt: skip
+    """Predict the benchmarks' test sets with a local GLiNER model, for `builders evaluate`.
+
+    Runs MODEL (a GLiNER folder: gliner_config.json and weights) over each benchmark's stored
+    test sentences with the benchmark's own labels, batched, on the CPU or the device
+    $LABELSHIFT_DEVICE names, and writes OUT/<benchmark>.json (GLiNER's layout) and
+    OUT/manifest.json (model, weights' hash, threshold, flat or nested, sentences). Needs GLiNER
+    (`make gliner`: .venv-gliner). The test sets come from the store, or from $LABELSHIFT_DATA.
+
+    Example: .venv-gliner/bin/builders predict runs/low-s1 --out preds/low-s1
+    """
+    from builders.evaluate.predict import PredictRequest, predict
+
+    request = PredictRequest(model, out, benchmarks, threshold, not nested, batch_size, limit)
+    with open_store(db, create=True, shared=True) as store, ExitStack() as bars:
+        manifest = predict(
+            store, request, on_note=lambda s: note(s, quiet),
+            progress=lambda name, n: bars.enter_context(progress_bar(f"predict {name}", quiet, n, " sent")),
+        )  # fmt: skip
+    if as_json:
+        emit_json(manifest)
+        return
+    for name, b in manifest["benchmarks"].items():
+        click.echo(f"{name}: {b['sentences']:,} sentences, {b['predicted']:,} mentions predicted")
+    note(f"wrote {out} (weights {manifest['weights']}); score it: builders evaluate {out}", quiet)

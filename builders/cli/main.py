@@ -55,6 +55,10 @@ COMMANDS = {
         "builders.cli.evaluate:evaluate_cmd",
         "Score a model's predictions on the benchmarks and put each label's F1 in context.",
     ),
+    "predict": (
+        "builders.cli.evaluate:predict_cmd",
+        "Predict the benchmarks' test sets with a local GLiNER model, for `builders evaluate`.",
+    ),
     "build-splits": (
         "builders.cli.splits:build_splits",
         "Build low / medium / high label-shift subsets of a training corpus.",

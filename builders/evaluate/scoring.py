@@ -35,7 +35,17 @@ if TYPE_CHECKING:
 #: from the gold and the predictions (UniversalNER's).
 MISC_POLICIES = ("keep", "drop")
 TABLE_SUFFIXES = (".csv", ".tsv")
-PREDICTION_SUFFIXES = (".json", *TABLE_SUFFIXES)
+#: JSON may be compressed (the `gliner` reader reads .xz and .gz).
+PREDICTION_SUFFIXES = (".json", ".json.xz", ".json.gz", *TABLE_SUFFIXES)
+
+
+def benchmark_of(path: Path) -> str | None:
+    """The benchmark a predictions file is named after (`crossner-ai.json.xz`: crossner-ai);
+    None for a score table (it names its benchmarks) or a file of another kind."""
+    end = next((s for s in PREDICTION_SUFFIXES if path.name.endswith(s)), None)
+    return None if end is None or end in TABLE_SUFFIXES else path.name[: -len(end)]
+
+
 #: A file in a predictions folder that is not predictions (`builders predict` writes it).
 MANIFEST = "manifest.json"
 
@@ -128,23 +138,28 @@ class BenchmarkScore:
 
 def prediction_files(args: Sequence[str]) -> list[tuple[str | None, Path]]:
     """(benchmark named by `NAME=`, or None, file) for each argument: a file, `NAME=FILE`, or
-    a folder of `.json`, `.csv` and `.tsv` files (its `manifest.json` left out)."""
+    a folder of `.json` (`.json.xz`, `.json.gz`), `.csv` and `.tsv` files (its `manifest.json`
+    left out)."""
     out: list[tuple[str | None, Path]] = []
     for arg in args:
         name, sep, rest = arg.partition("=")
         named = bool(sep) and not Path(arg).exists()
         path = Path(rest if named else arg)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in PREDICTION_SUFFIXES)
+            found = sorted(p for p in path.iterdir() if p.name.endswith(PREDICTION_SUFFIXES))
             found = [p for p in found if p.name != MANIFEST and p.is_file()]
             if not found:
-                raise InputError(f"{path}: holds no predictions file (.json, .csv, .tsv)")
+                raise InputError(
+                    f"{path}: holds no predictions file ({', '.join(PREDICTION_SUFFIXES)})"
+                )
             out += [(name if named else None, p) for p in found]
         elif path.is_file():
             out.append((name if named else None, path))
         else:
             raise InputError(f"{path}: no such predictions file or folder")
-    names = Counter(n or p.stem for n, p in out if p.suffix not in TABLE_SUFFIXES)
+    names = Counter(
+        n or benchmark_of(p) or p.name for n, p in out if p.suffix not in TABLE_SUFFIXES
+    )
     twice = sorted(n for n, c in names.items() if c > 1)
     if twice:
         raise InputError(f"benchmark {twice[0]!r} is predicted by two files; give one")
@@ -172,7 +187,7 @@ def score_files(
         if path.suffix in TABLE_SUFFIXES:
             found = _score_table(store, path, misc)
         else:
-            bench = _benchmark(store, name or path.stem, path)
+            bench = _benchmark(store, name or benchmark_of(path) or path.stem, path)
             found = [_score_json(store, bench, path, misc, on_note or (lambda s: None))]
         for score in found:
             if score.name in out:

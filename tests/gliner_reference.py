@@ -26,6 +26,11 @@ except where marked `# adapted`:
                                     `_extra_prompt_tokens` (the base class's: no change, no
                                     tokens) inlined, `precomputed_prompts_mode` False
 - `prepare_word_mask`               gliner/data_processing/utils.py
+- `flatten_for_eval`, `extract_tp_actual_correct`, `_prf_divide` (without its warnings)
+                                    gliner/evaluation/utils.py
+- `compute_prf` (micro), `ner_items` gliner/evaluation/evaluator.py (`BaseEvaluator.compute_prf`
+                                    with `average="micro"`; `BaseNEREvaluator.transform_data`'s
+                                    `[label, (start, end)]` items for one sentence)
 - `preprocess_example`, `create_labels`
                                     gliner/data_processing/processor.py (UniEncoderSpanProcessor:
                                     the `max_len` word cut, with its warning, and the span
@@ -45,6 +50,7 @@ from collections import defaultdict
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import torch
 
 
@@ -352,3 +358,59 @@ def create_labels(batch, *, max_width=12):  # adapted: self, config
         labels_batch.append(labels_one_hot)
     labels_batch = labels_batch[0].unsqueeze(0)  # adapted: one row at a time (no pad_2d_tensor)
     return labels_batch
+
+
+def flatten_for_eval(y_true, y_pred):
+    all_true = []
+    all_pred = []
+    for i, (true, pred) in enumerate(zip(y_true, y_pred)):
+        all_true.extend([[*t, i] for t in true])
+        all_pred.extend([[*p, i] for p in pred])
+    return all_true, all_pred
+
+
+def extract_tp_actual_correct(y_true, y_pred):
+    elements_true = defaultdict(set)
+    elements_pred = defaultdict(set)
+    for type_name, el, idx in y_true:
+        elements_true[type_name].add((el, idx))
+    for type_name, el, idx in y_pred:
+        elements_pred[type_name].add((el, idx))
+    target_names = sorted(set(elements_true.keys()) | set(elements_pred.keys()))
+    tp_sum = np.array([], dtype=np.int32)
+    pred_sum = np.array([], dtype=np.int32)
+    true_sum = np.array([], dtype=np.int32)
+    for type_name in target_names:
+        elements_true_type = elements_true.get(type_name, set())
+        elements_pred_type = elements_pred.get(type_name, set())
+        tp_sum = np.append(tp_sum, len(elements_true_type & elements_pred_type))
+        pred_sum = np.append(pred_sum, len(elements_pred_type))
+        true_sum = np.append(true_sum, len(elements_true_type))
+    return pred_sum, tp_sum, true_sum, target_names
+
+
+def _prf_divide(numerator, denominator):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.true_divide(numerator, denominator)
+        result[denominator == 0] = 0.0
+    return result
+
+
+def compute_prf(y_true, y_pred):
+    """`BaseEvaluator.compute_prf(y_true, y_pred, average="micro")`."""
+    y_true, y_pred = flatten_for_eval(y_true, y_pred)
+    pred_sum, tp_sum, true_sum, _ = extract_tp_actual_correct(y_true, y_pred)
+    tp_sum = np.array([tp_sum.sum()])
+    pred_sum = np.array([pred_sum.sum()])
+    true_sum = np.array([true_sum.sum()])
+    precision = _prf_divide(tp_sum, pred_sum)
+    recall = _prf_divide(tp_sum, true_sum)
+    denominator = precision + recall
+    denominator[denominator == 0.0] = 1
+    f_score = 2 * (precision * recall) / denominator
+    return {"precision": precision[0], "recall": recall[0], "f_score": f_score[0]}
+
+
+def ner_items(spans):
+    """`BaseNEREvaluator.transform_data` for one sentence: (start, end, label) -> [label, (s, e)]."""
+    return [[lab, (s, e)] for s, e, lab in spans]

@@ -301,3 +301,14 @@ def test_a_bad_file_writes_nothing(store_path: Path, tmp_path: Path) -> None:
         res.output.strip().count("\n") == 0
         and "crossner-ai.json:1: record 1: invalid JSON" in res.output
     )
+
+
+def test_compressed_predictions_read_as_plain(store: Store, tmp_path: Path) -> None:
+    import lzma
+
+    sentences = gold(store)
+    plain = write(tmp_path / "crossner-ai.json", sentences, perturbed(sentences, 3))
+    (tmp_path / "xz").mkdir()
+    (tmp_path / "xz" / "crossner-ai.json.xz").write_bytes(lzma.compress(plain.read_bytes()))
+    [found] = score_files(store, prediction_files([str(tmp_path / "xz")]))
+    assert found.name == "crossner-ai" and found.counts() == score_one(store, plain).counts()
