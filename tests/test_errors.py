@@ -97,7 +97,6 @@ FLAG_STRINGS = {
     # `builders ingest ... --replace` that reads a benchmark's local copy into the store
     "scenarios/inputs.py": 3,
     "sources/table.py": 1,  # the columns source's description (listed by `sources`, cards)
-    "evaluate/runs.py": 1,  # the lock's owner: `builders evaluate --record`
     "splits/config.py": 2,  # SplitConfig.command_line, recorded in build.json
     "splits/leakage.py": 1,  # a refused decontamination's `builders ingest SOURCE --path ...`
     "splits/levels.py": 1,  # a verdict of the card

@@ -3,13 +3,14 @@ of what it learned from (one model, or several runs at once)."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from builders.cli.errors import handle_errors
+from builders.cli.errors import handle_errors, os_error_message
 from builders.cli.options import common_options, embedding_options, metric_options, model_option
 from builders.cli.output import emit_json, note, print_table, progress_bar
 from builders.cli.session import open_store
@@ -17,7 +18,7 @@ from builders.evaluate import EvaluateRequest, evaluate
 from builders.evaluate.report import markdown, plot_png, runs_lines, runs_tables, tables, view_lines
 from builders.evaluate.runs import evaluate_runs, read_runs, record_difficulty
 from builders.evaluate.scoring import MISC_POLICIES
-from builders.hub.folder import atomic_open, atomic_write_text
+from builders.hub.folder import atomic_open
 from builders.shift.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
     is_flag=True,
     help="With --runs: write each level's measured difficulty into its build.json and card.",
 )
-@click.option("--org", help="With --record: the card names ORG/<folder> (as build-splits --org).")
 @click.option(
     "--markdown",
     "markdown_out",
@@ -80,7 +80,6 @@ def evaluate_cmd(
     misc: str,
     runs_file: Path | None,
     record: bool,
-    org: str | None,
     markdown_out: Path | None,
     plot_out: Path | None,
     embedding: EmbeddingSpec,
@@ -104,37 +103,54 @@ def evaluate_cmd(
     """
     if bool(predictions) == bool(runs_file):
         raise click.UsageError("give PREDICTIONS, or --runs FILE")
-    if (record or org) and not runs_file:
-        raise click.UsageError("--record and --org go with --runs")
-    if plot_out is not None and (runs_file or not training):
-        raise click.UsageError("--plot goes with PREDICTIONS and --source (the labels' context)")
+    if runs_file and (training or config or plot_out):
+        raise click.UsageError(
+            "--source, --config and --plot go with PREDICTIONS (a run names its own)"
+        )
+    if record and not runs_file:
+        raise click.UsageError("--record goes with --runs")
+    if plot_out is not None and not training:
+        raise click.UsageError("--plot goes with --source (the labels' context)")
     request = EvaluateRequest(predictions, training, config, misc, embedding, metric)
     with open_store(db, create=True, shared=True) as store:
         emb, say = Embedder.of(embedding), (lambda s: note(s, quiet))
         if runs_file is not None:
-            result = evaluate_runs(store, read_runs(runs_file), misc=misc, embedder=emb,
-                                   request=request, on_note=say, progress=not quiet)  # fmt: skip
+            result = evaluate_runs(store, read_runs(runs_file), embedder=emb, request=request,
+                                   on_note=say, progress=not quiet)  # fmt: skip
             found, lines, data = runs_tables(result), runs_lines(result), result.to_dict
-            written = record_difficulty(result, org) if record else []
-            points, views, title = [], None, ""
         else:
             ev = evaluate(store, request, embedder=emb, on_note=say, progress=not quiet)
-            found, lines, data, written = tables(ev), view_lines(ev), ev.to_dict, []
-            points, views, title = ev.points(), ev.views(), ", ".join(predictions)
-    if markdown_out is not None:
-        atomic_write_text(markdown_out, markdown(found, lines))
+            found, lines, data = tables(ev), view_lines(ev), ev.to_dict
+    outputs = {markdown_out: markdown(found, lines).encode("utf-8")} if markdown_out else {}
     if plot_out is not None:
-        with atomic_open(plot_out, binary=True) as fh:
-            fh.write(plot_png(points, views, title))
+        outputs[plot_out] = plot_png(
+            ev.points, ev.views, f"{', '.join(predictions)}, trained on {training}"
+        )
+    with ExitStack() as files:  # each output appears when every one is written, or none
+        for path, data_ in outputs.items():
+            files.enter_context(_written(path)).write(data_)
+        written = record_difficulty(result) if record else []
     if as_json:
         emit_json({**data(), "recorded": [str(p) for p in written]})
         return
-    for t in found:
-        print_table(*t, wrap=120, text_columns=2)
+    for title, cols, rows, text in found:
+        print_table(title, cols, rows, wrap=120, text_columns=text)
     for line in lines:
         click.echo(line)
     for p in written:
         note(f"measured difficulty written into {p}/README.md and its build.json", quiet)
+
+
+@contextmanager
+def _written(path: Path) -> Iterator[Any]:
+    """`atomic_open(path, binary=True)`, an OSError it meets said in one line naming `path`."""
+    try:
+        with atomic_open(path, binary=True) as fh:
+            yield fh
+    except OSError as exc:
+        raise click.ClickException(
+            os_error_message(exc) or f"{path}: cannot write it ({exc.strerror or exc})"
+        ) from exc
 
 
 @click.command("predict")

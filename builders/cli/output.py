@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,7 @@ def print_table(
     rows: list[list[Any]],
     *,
     wrap: int | None = None,
-    text_columns: int = 1,
+    text_columns: int | Collection[int] = 1,
 ) -> None:
     """A rich table on stdout (plain text when not a terminal). A cell too long for its
     column is wrapped (a word longer than the column folded), never cut short.
@@ -109,7 +109,7 @@ def print_table(
             line (a list of changes runs to hundreds of characters); a terminal's own width
             applies there.
         text_columns: how many columns, from the first, hold text (left-justified; the
-            others hold figures, right-justified).
+            others hold figures, right-justified), or which ones.
     """
     from rich.console import Console
     from rich.markup import escape
@@ -117,10 +117,9 @@ def print_table(
 
     title = printable_message(title) if title else None
     table = Table(title=escape(title) if title else None, show_lines=False)
+    text = set(range(text_columns)) if isinstance(text_columns, int) else set(text_columns)
     for i, col in enumerate(columns):
-        table.add_column(
-            escape(col), justify="left" if i < text_columns else "right", overflow="fold"
-        )
+        table.add_column(escape(col), justify="left" if i in text else "right", overflow="fold")
     for row in rows:
         table.add_row(*[escape(_fmt(v)) for v in row])  # `[ai]` is text, not markup
     console = Console()

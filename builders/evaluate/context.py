@@ -10,7 +10,7 @@ and closest training labels; then the paper's views of them.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,16 +108,18 @@ class Context:
     closest: dict[str, list[tuple[str, float]]]
     runtime: str
 
-    def of(self, table: LabelTable, label: str) -> dict[str, Any]:
-        """One evaluation label's context: Familiarity (None for `else`), seen (its text a
-        training label's), its training mentions, closest training labels."""
+    def labels(self, table: LabelTable, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Each of the labels `names`' context: Familiarity (None for `else`), seen (its text
+        a training label's), its training mentions, closest training labels."""
         where = {lab: i for i, lab in enumerate(table.labels)}
-        seen = label in where
         return {
-            "familiarity": self.report.per_label.get(label),
-            "seen": seen,
-            "mentions": int(table.mentions[where[label]]) if seen else 0,
-            "closest": [{"label": d, "similarity": s} for d, s in self.closest.get(label, [])],
+            z: {
+                "familiarity": self.report.per_label.get(z),
+                "seen": z in where,
+                "mentions": int(table.mentions[where[z]]) if z in where else 0,
+                "closest": [{"label": d, "similarity": s} for d, s in self.closest.get(z, [])],
+            }
+            for z in names
         }
 
 

@@ -9,7 +9,8 @@ data's Familiarity (METHOD.md section 9).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from builders.deferred import np
@@ -40,37 +41,56 @@ class EvaluateRequest:
 
 @dataclass
 class Evaluation:
-    """A request's answer: each benchmark's score, and with training data its context."""
+    """A request's answer: each benchmark's score, and with training data its context; the
+    points and views are computed once (`points`, `views`; `pooled` replaces the points' F1)."""
 
     request: EvaluateRequest
     scores: list[BenchmarkScore]
     train: Training | None = None
     context: Context | None = None
-    _points: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @cached_property
+    def benchmark_f1(self) -> dict[str, float | None]:
+        return {s.name: s.f1 for s in self.scores}
 
     @property
     def macro_f1(self) -> float | None:
-        """The mean of the benchmarks' micro F1 (the paper's headline); None where a score
-        table gave per-label F1 alone."""
-        f1 = [s.f1 for s in self.scores]
-        return None if None in f1 else float(np.mean(f1))  # type: ignore[arg-type]
+        """The mean of the benchmarks' micro F1 (the paper's headline) over the benchmarks
+        that have one (a table of F1 alone, or a benchmark with no label left, has none)."""
+        f1 = [f for f in self.benchmark_f1.values() if f is not None]
+        return float(np.mean(f1)) if f1 else None
 
+    def notes(self) -> list[str]:
+        """What to keep in mind: every file's notes, and benchmarks left out of the macro."""
+        out = [n for s in self.scores for n in s.notes]
+        left = [name for name, f in self.benchmark_f1.items() if f is None]
+        if left and self.macro_f1 is not None:
+            out.append(f"macro F1 over {len(self.scores) - len(left)} benchmarks: "
+                       f"{', '.join(left)} have no micro F1 (a table of F1 alone, or no label left)")  # fmt: skip
+        return out
+
+    @cached_property
     def points(self) -> list[dict[str, Any]]:
         """One row per (benchmark, label): its score and, with training data, its context."""
-        if not self._points:
-            for s in self.scores:
-                for lab in s.labels:
-                    row = {"benchmark": s.name, **lab.to_dict()}
-                    if self.context is not None and self.train is not None:
-                        row |= self.context.of(self.train.table, lab.label)
-                    self._points.append(row)
-        return self._points
+        names = {lab.label for s in self.scores for lab in s.labels}
+        ctx = self.context.labels(self.train.table, names) if self.context and self.train else {}
+        return [
+            {"benchmark": s.name, **lab.to_dict(), **ctx.get(lab.label, {})}
+            for s in self.scores
+            for lab in s.labels
+        ]
 
+    @cached_property
     def views(self) -> dict[str, Any] | None:
-        return None if self.context is None else views(self.points(), self.request.metric.seed)
+        return None if self.context is None else views(self.points, self.request.metric.seed)
+
+    def pooled(self, points: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The views of other points (each label's F1 averaged over seeds)."""
+        return None if self.context is None else views(points, self.request.metric.seed)
 
     def familiarity(self, benchmark: str | None = None) -> float | None:
-        """The training data's Familiarity with one scored benchmark, or over their union."""
+        """The training data's Familiarity with one benchmark (over its labels), or over the
+        union of the benchmarks' labels."""
         if self.context is None:
             return None
         rep = self.context.report
@@ -85,17 +105,17 @@ class Evaluation:
         if ctx is not None and self.train is not None:
             out |= {
                 "training": self.train.describe(),
-                "model": ctx.report.model, "runtime": ctx.runtime,
+                "model": ctx.report.model, "backend": ctx.runtime,
                 "requested_backend": req.embedding.backend, "precision": req.embedding.precision,
                 "k": req.metric.k, "weighting": req.metric.weighting,
-                "familiarity": ctx.report.union_macro,
+                "familiarity": ctx.report.union_macro, "seen_share": ctx.report.overlap,
             }  # fmt: skip
         out["benchmarks"] = [
-            {**s.to_dict(), "familiarity": self.familiarity(s.name)} for s in self.scores
-        ]
-        for s in out["benchmarks"]:
-            del s["labels"]
-        return out | {"labels": self.points(), "views": self.views()}
+            {**{k: v for k, v in s.to_dict().items() if k != "labels"},
+             "familiarity": self.familiarity(s.name)}
+            for s in self.scores
+        ]  # fmt: skip
+        return out | {"labels": self.points, "views": self.views, "notes": self.notes()}
 
 
 def evaluate(
@@ -113,7 +133,7 @@ def evaluate(
     if request.training is None:
         return Evaluation(request, scores)
     train = training(store, request.training, request.config)
-    sets = {s.name: [z.label for z in s.labels if z.label != MISC_LABEL] for s in scores}
+    sets = {s.name: [z for z in s.benchmark_labels if z != MISC_LABEL] for s in scores}
     ctx = label_context(
         store, train, {k: v for k, v in sets.items() if v}, embedder or request.embedding,
         request.metric, progress,

@@ -3,11 +3,11 @@ share and r, one row per run) and Table 5 (the levels of one build: each level's
 over seeds beside its Familiarity, and whether F1 falls from low to high), and the measured
 difficulty written into each level's build.json and card (METHOD.md section 9).
 
-    runs = read_runs("runs.toml")        [[run]] name, predictions (one per seed), training
-    done = evaluate_runs(store, runs, misc="keep", embedding=..., metric=...)
-    done.table3(), done.table5(), record_difficulty(done)
+    runs = read_runs("runs.toml")        [[run]] name, training, predictions (one per seed)
+    done = evaluate_runs(store, runs, embedder=..., request=EvaluateRequest((), misc="keep"))
+    done.table3, done.table5, record_difficulty(done)
 
-A runs file is TOML:
+A runs file is TOML; its relative paths are read from its own folder:
 
     [[run]]
     name = "low"                                    # how tables name it
@@ -21,10 +21,12 @@ A runs file is TOML:
 
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cached_property, partial
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,13 +39,19 @@ from builders.evaluate.evaluation import EvaluateRequest, Evaluation, evaluate
 from builders.hub.folder import BUILD_JSON, MEASURED, atomic_dirs, link_tree, read_json, write_json
 from builders.hub.manifest import config_entry
 from builders.hub.outdir import OutLock
-from builders.hub.readme import CARD, folder_card, load_path, repo_name
+from builders.hub.readme import CARD, folder_card
 
 if TYPE_CHECKING:
     from builders.shift.embedder import Embedder
     from builders.store import Store
 
-RUN_KEYS = {"name", "training", "predictions", "seeds", "model", "steps", "config"}
+#: What the card of a local folder (not a Hub repo) says above its `load_dataset` line.
+LOCAL_CARD = "# a local folder: run from where it was written"
+#: A run's keys and the types they take (predictions: a path or a list of paths).
+RUN_KEYS: dict[str, type | tuple[type, ...]] = {
+    "name": str, "training": str, "predictions": (str, list), "seeds": list, "model": str,
+    "steps": int, "config": str,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,31 +68,61 @@ class Run:
 
 
 def read_runs(path: str | Path) -> list[Run]:
-    """The `[[run]]` tables of a runs file, checked (unknown keys, one seed per predictions)."""
+    """The `[[run]]` tables of a runs file, checked (keys, types, one seed per predictions),
+    relative paths read from the file's folder (a training name that is no path stays a
+    source name)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ScenarioError(f"{path}: not a readable TOML runs file ({exc})") from None
     tables = data.get("run")
-    if not isinstance(tables, list) or not tables or set(data) != {"run"}:
+    if (
+        set(data) != {"run"}
+        or not isinstance(tables, list)
+        or not all(isinstance(t, dict) for t in tables)
+    ):
         raise ScenarioError(f"{path}: a runs file holds [[run]] tables and nothing else")
-    runs = []
-    for i, t in enumerate(tables, start=1):
-        where = f"{path}: run {i} ({t.get('name', 'unnamed')})"
-        if set(t) - RUN_KEYS or not {"name", "training", "predictions"} <= set(t):
-            raise ScenarioError(f"{where}: keys {sorted(t)}; it takes name, training, "
-                                f"predictions and optionally {', '.join(sorted(RUN_KEYS - {'name', 'training', 'predictions'}))}")  # fmt: skip
-        preds = t["predictions"] if isinstance(t["predictions"], list) else [t["predictions"]]
-        seeds = t.get("seeds", list(range(len(preds))))
-        if len(seeds) != len(preds) or len(set(seeds)) != len(seeds):
-            raise ScenarioError(f"{where}: {len(preds)} predictions for seeds {seeds}; give one "
-                                "predictions file or folder per seed, each seed once")  # fmt: skip
-        runs.append(Run(str(t["name"]), str(t["training"]), tuple(map(str, preds)),
-                        tuple(int(s) for s in seeds), t.get("model"), t.get("steps"), t.get("config")))  # fmt: skip
+    runs = [
+        _run(t, f"{path}: run {i} ({t.get('name', 'unnamed')})", path.parent)
+        for i, t in enumerate(tables, 1)
+    ]
     if len({r.name for r in runs}) != len(runs):
         raise ScenarioError(f"{path}: two runs share a name")
     return runs
+
+
+def _run(t: dict[str, Any], where: str, base: Path) -> Run:
+    wrong = [
+        f"unknown key {k!r}" if k not in RUN_KEYS else f"{k} = {v!r} is not of its type"
+        for k, v in t.items()
+        if k not in RUN_KEYS or not isinstance(v, RUN_KEYS[k]) or isinstance(v, bool)
+    ]
+    wrong += [f"no {k}" for k in ("name", "training", "predictions") if k not in t]  # fmt: skip
+    if wrong:
+        raise ScenarioError(f"{where}: {'; '.join(wrong)}. A run takes name, training, predictions "
+                            "(text: a path, or a list of paths), and optionally seeds (a list of whole "
+                            "numbers), model and config (text), steps (a whole number)")  # fmt: skip
+    preds = t["predictions"] if isinstance(t["predictions"], list) else [t["predictions"]]
+    seeds = t.get("seeds", list(range(len(preds))))
+    if not preds or not all(isinstance(p, str) for p in preds):
+        raise ScenarioError(f"{where}: predictions are no paths: {preds}")
+    if (
+        len(seeds) != len(preds)
+        or len(set(seeds)) != len(seeds)
+        or not all(type(s) is int for s in seeds)
+    ):
+        raise ScenarioError(f"{where}: {len(preds)} predictions for seeds {seeds}; give one "
+                            "predictions file or folder per seed, each seed a whole number, once")  # fmt: skip
+    training = _path(t["training"], base)
+    return Run(t["name"], training if Path(training).exists() else t["training"],
+               tuple(_path(p, base) for p in preds), tuple(seeds), t.get("model"), t.get("steps"), t.get("config"))  # fmt: skip
+
+
+def _path(value: str, base: Path) -> str:
+    """A path of the runs file (`NAME=PATH` keeps its name), `~` expanded, read from `base`."""
+    name, sep, rest = value.rpartition("=") if re.match(r"^[\w.-]+=", value) else ("", "", value)
+    return f"{name}{sep}{base / os.path.expanduser(rest)}"
 
 
 def ci95(values: Sequence[float]) -> list[float] | None:
@@ -101,120 +139,110 @@ def ci95(values: Sequence[float]) -> list[float] | None:
     return [min(1.0, max(0.0, float(v))) for v in t.interval(0.95, len(values) - 1, mean, sem)]
 
 
-@dataclass
-class RunResult:
-    """A run's evaluation per seed, and the F1 of each seed, benchmark and label."""
-
-    run: Run
-    seeds: list[Evaluation]
-
-    @property
-    def f1s(self) -> list[float]:
-        return [e.macro_f1 for e in self.seeds if e.macro_f1 is not None]
-
-    def per_benchmark(self) -> dict[str, float | None]:
-        """Each benchmark's micro F1, the mean over seeds."""
-        names = [s.name for s in self.seeds[0].scores]
-        by = [{s.name: s.f1 for s in e.scores} for e in self.seeds]
-        return {n: _mean([b.get(n) for b in by]) for n in names}
-
-    def pooled(self) -> Evaluation:
-        """The first seed's evaluation with every label's F1 the mean over seeds (the points
-        Table 3's r is read from)."""
-        first = self.seeds[0]
-        f1: dict[tuple[str, str], list[float | None]] = {}
-        for e in self.seeds:
-            for p in e.points():
-                f1.setdefault((p["benchmark"], p["label"]), []).append(p["f1"])
-        points = [{**p, "f1": _mean(f1[(p["benchmark"], p["label"])])} for p in first.points()]
-        return replace(first, _points=points)
-
-    def summary(self) -> dict[str, Any]:
-        first, f1s = self.seeds[0], self.f1s
-        train = first.train.describe() if first.train else None
-        views = self.pooled().views() or {}
-        rep = first.context.report if first.context else None
-        return {
-            "name": self.run.name, "training": train, "model": self.run.model,
-            "steps": self.run.steps, "seeds": list(self.run.seeds), "f1_by_seed": f1s,
-            "f1": _mean(f1s), "f1_sd": float(np.std(f1s, ddof=1)) if len(f1s) > 1 else None,
-            "ci": ci95(f1s), "per_benchmark": self.per_benchmark(),
-            "familiarity": rep.union_macro if rep else None, "seen_share": rep.overlap if rep else None,
-            "pearson": (views.get("pearson") or {}).get("r"),
-        }  # fmt: skip
-
-
 def _mean(values: Sequence[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return float(np.mean(kept)) if kept else None
 
 
 @dataclass
-class RunsResult:
-    """Every run evaluated; Table 3 and Table 5 read from it."""
+class RunResult:
+    """A run's evaluation per seed, summed up once (`summary`)."""
 
-    runs: list[RunResult]
-    misc: str
-    notes: list[str] = field(default_factory=list)
+    run: Run
+    seeds: list[Evaluation]
 
-    def table3(self) -> list[dict[str, Any]]:
-        return [r.summary() for r in self.runs]
-
-    def builds(self) -> dict[tuple[str, str], list[RunResult]]:
-        """Runs trained on levels of one build: (build id, config) -> its runs, easy first."""
-        out: dict[tuple[str, str], list[RunResult]] = {}
-        for r in self.runs:
-            t = r.seeds[0].train
-            desc = t.describe() if t is not None else {}
-            if desc.get("build") and desc.get("level") in LEVELS:
-                out.setdefault((desc["build"], str(desc["config"])), []).append(r)
-        return {k: sorted(v, key=lambda r: LEVELS.index(_level(r))) for k, v in out.items()}
-
-    def table5(self) -> list[dict[str, Any]]:
-        """Per build: each level's F1 (CI over seeds) beside its Familiarity, and whether F1
-        falls from low to high over the macro and per benchmark (those that break it named)."""
-        return [g for key, runs in self.builds().items() if (g := self._group(key, runs))]
-
-    def _group(self, key: tuple[str, str], runs: list[RunResult]) -> dict[str, Any] | None:
-        levels = [{"level": _level(r), **r.summary()} for r in runs]
-        if len({lv["level"] for lv in levels}) != len(levels):
-            self.notes.append(f"build {key[0]} ({key[1]}): two runs of one level; no Table 5")
-            return None
-        names = list(levels[0]["per_benchmark"])
-        broken = [n for n in names if not _falls([lv["per_benchmark"].get(n) for lv in levels])]
-        falls = _falls([lv["f1"] for lv in levels]) if len(levels) > 1 else None
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """Macro F1 per seed, mean, spread and CI; each benchmark's mean F1; the sentences
+        scored; Familiarity, seen share and Pearson r over the labels' F1 averaged over seeds."""
+        first = self.seeds[0]
+        f1s = [f for e in self.seeds if (f := e.macro_f1) is not None]
+        pooled: dict[tuple[str, str], list[float | None]] = {}
+        for e in self.seeds:
+            for p in e.points:
+                pooled.setdefault((p["benchmark"], p["label"]), []).append(p["f1"])
+        views = (
+            first.pooled(
+                [{**p, "f1": _mean(pooled[p["benchmark"], p["label"]])} for p in first.points]
+            )
+            or {}
+        )
+        rep = first.context.report if first.context else None
         return {
-            "build": key[0],
-            "config": key[1],
-            "levels": levels,
-            "falls": falls,
-            "broken": broken,
-        }
+            "name": self.run.name, "training": first.train.describe() if first.train else None,
+            "model": self.run.model, "steps": self.run.steps, "seeds": list(self.run.seeds),
+            "f1_by_seed": f1s, "f1": _mean(f1s), "f1_sd": float(np.std(f1s, ddof=1)) if len(f1s) > 1 else None,
+            "ci": ci95(f1s), "benchmarks": {s.name: _mean([e.benchmark_f1[s.name] for e in self.seeds]) for s in first.scores},
+            "sentences": {s.name: [s.scored, s.sentences] for s in first.scores if s.scored is not None},
+            "familiarity": rep.union_macro if rep else None, "seen_share": rep.overlap if rep else None,
+            "pearson": (views.get("pearson") or {}).get("r"),
+        }  # fmt: skip
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "misc": self.misc,
-            "table3": self.table3(),
-            "table5": self.table5(),
-            "runs": {r.run.name: [e.to_dict() for e in r.seeds] for r in self.runs},
-            "notes": self.notes,
-        }
-
-
-def _level(r: RunResult) -> str:
-    t = r.seeds[0].train
-    return str(t.describe()["level"]) if t is not None else ""
+    @property
+    def level(self) -> str | None:
+        return (self.summary["training"] or {}).get("level")
 
 
 def _falls(values: Sequence[float | None]) -> bool:
     return None not in values and all(a > b for a, b in pairwise(values))  # type: ignore[operator]
 
 
+@dataclass
+class RunsResult:
+    """Every run evaluated; Table 3 and Table 5 are read from it, once each."""
+
+    runs: list[RunResult]
+    misc: str
+    notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def table3(self) -> list[dict[str, Any]]:
+        return [r.summary for r in self.runs]
+
+    @cached_property
+    def table5(self) -> list[dict[str, Any]]:
+        """Per build (runs trained on level folders of one build and config): each level's F1
+        (CI over seeds) beside its Familiarity, and whether F1 falls from low to high over the
+        macro and per benchmark (those that break it named). Levels scored on different
+        benchmarks or sentences, or two runs of a level, give none (a note says why)."""
+        builds: dict[tuple[str, str], list[RunResult]] = {}
+        for r in self.runs:
+            t = r.summary["training"] or {}
+            if t.get("build") and r.level in LEVELS:
+                builds.setdefault((t["build"], str(t["config"])), []).append(r)
+        out = []
+        for (build, config), runs in builds.items():
+            runs.sort(key=lambda r: LEVELS.index(str(r.level)))
+            why = ("two runs of one level" if len({r.level for r in runs}) < len(runs) else
+                   "its levels were scored on different benchmarks or sentences"
+                   if len({str(r.summary["sentences"]) for r in runs}) > 1 else None)  # fmt: skip
+            if why:
+                self.notes.append(f"build {build} ({config}): {why}; no Table 5")
+                continue
+            levels = [{"level": r.level, **r.summary} for r in runs]
+            broken = [
+                n
+                for n in levels[0]["benchmarks"]
+                if not _falls([lv["benchmarks"][n] for lv in levels])
+            ]
+            falls = _falls([lv["f1"] for lv in levels]) if len(levels) > 1 else None
+            out.append({"build": build, "config": config, "levels": levels, "falls": falls,
+                        "broken": broken, "folders": [r.seeds[0].train.folder for r in runs]})  # type: ignore[union-attr]  # fmt: skip
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        t5 = [{k: v for k, v in g.items() if k != "folders"} for g in self.table5]
+        return {
+            "misc": self.misc, "table3": self.table3, "table5": t5,
+            "runs": {r.run.name: [e.to_dict() for e in r.seeds] for r in self.runs},
+            "notes": [*dict.fromkeys(n for r in self.runs for e in r.seeds for n in e.notes()), *self.notes],
+        }  # fmt: skip
+
+
 def evaluate_runs(
     store: Store,
     runs: Sequence[Run],
     *,
-    misc: str = "keep",
     embedder: Embedder,
     request: EvaluateRequest,
     on_note: Callable[[str], None] | None = None,
@@ -225,8 +253,7 @@ def evaluate_runs(
     done = []
     for run in runs:
         seeds = [
-            evaluate(store, replace(request, predictions=(p,), training=run.training,
-                                    config=run.config, misc=misc),
+            evaluate(store, replace(request, predictions=(p,), training=run.training, config=run.config),
                      embedder=embedder, on_note=on_note, progress=progress)
             for p in run.predictions
         ]  # fmt: skip
@@ -235,39 +262,53 @@ def evaluate_runs(
             raise InputError(f"run {run.name!r}: its seeds predict different benchmarks: "
                              + "; ".join(", ".join(n) for n in sorted(names)))  # fmt: skip
         done.append(RunResult(run, seeds))
-    return RunsResult(done, misc)
+    return RunsResult(done, request.misc)
 
 
-def record_difficulty(result: RunsResult, org: str | None = None) -> list[Path]:
+def record_difficulty(result: RunsResult) -> list[Path]:
     """Write each Table 5 level's measured difficulty into its config's build.json and
-    re-render its card (for `org`, as build-splits --org does); the level folders of one build
-    are swapped in together, holding their folder's lock, with their manifest entries.
-    Returns the folders written."""
-    written: list[Path] = []
-    for key, runs in result.builds().items():
-        group = result._group(key, runs)
-        trains = [r.seeds[0].train for r in runs]
-        folders = [t.folder for t in trains if t is not None and t.folder is not None]
-        if group is None or len(folders) != len(runs) or len({f.parent for f in folders}) != 1:
-            result.notes.append(f"build {key[0]}: its levels are not in one folder; not recorded")
-            continue
-        config = key[1]
+    re-render its card as it was named (its `load_dataset` line and title kept); the level
+    folders of one build are swapped in together, holding their folder's lock, with their
+    manifest entries. Returns the folders written.
 
+    Raises:
+        BuildersError: a level's build.json is no longer of the build that was evaluated.
+    """
+    written: list[Path] = []
+    for group in result.table5:
+        folders, config = group["folders"], group["config"]
+        if len({f.parent for f in folders}) != 1:
+            result.notes.append(
+                f"build {group['build']}: its levels are not in one folder; not recorded"
+            )
+            continue
         with (
-            OutLock(folders[0].parent, "builders evaluate --record"),
+            OutLock(folders[0].parent, f"builders evaluate {opt('record')}", elsewhere=False),
             atomic_dirs(folders, partial(_manifest, config, folders)) as tmps,
         ):
             for tmp, folder, lv in zip(tmps, folders, group["levels"], strict=True):
                 link_tree(folder, tmp, skip={config, CARD})
                 (tmp / config).mkdir()
                 link_tree(folder / config, tmp / config, skip={BUILD_JSON})
-                record = _current(folder / config / BUILD_JSON, key[0])
-                record[MEASURED] = _measured(lv, group, result.misc)
-                write_json(tmp / config / BUILD_JSON, record)
-                card = folder_card(tmp, repo_name(folder, org), load_path(folder, org))
-                (tmp / CARD).write_text(card, encoding="utf-8")
+                record = _current(folder / config / BUILD_JSON, group["build"])
+                write_json(
+                    tmp / config / BUILD_JSON,
+                    {**record, MEASURED: _measured(lv, group, result.misc)},
+                )
+                (tmp / CARD).write_text(folder_card(tmp, *_card_names(folder)), encoding="utf-8")
         written += folders
     return written
+
+
+def _card_names(folder: Path) -> tuple[str, str]:
+    """The repo name and `load_dataset` path the folder's card gives now: a Hub repo's card
+    (`build-splits --org`) loads `org/name`, a local folder's loads the folder as it was
+    named where it was written (the folder's name where it has no card)."""
+    card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).is_file() else ""
+    loads = re.search(r'load_dataset\("([^"]+)"', card)
+    if loads is None:
+        return folder.name, folder.name
+    return (folder.name if LOCAL_CARD in card else loads.group(1)), loads.group(1)
 
 
 def _current(path: Path, build: str) -> dict[str, Any]:
@@ -289,8 +330,9 @@ def _measured(level: dict[str, Any], group: dict[str, Any], misc: str) -> dict[s
     return {
         "model": level["model"], "steps": level["steps"], "seeds": level["seeds"],
         "f1": level["f1"], "ci": level["ci"], "f1_by_seed": level["f1_by_seed"],
-        "per_benchmark": level["per_benchmark"], "familiarity": level["familiarity"],
-        "misc": misc, "build": group["build"], "falls": group["falls"], "broken": group["broken"],
+        "benchmarks": level["benchmarks"], "sentences": level["sentences"],
+        "familiarity": level["familiarity"], "misc": misc, "build": group["build"],
+        "falls": group["falls"], "broken": group["broken"],
         "levels": [{"level": lv["level"], "f1": lv["f1"]} for lv in group["levels"]],
         "toolkit_version": __version__, "stale": False,
     }  # fmt: skip

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builders.errors import BuildersError, InputError, SourceFormatError, opt
-from builders.labels import MISC_LABEL, benchmarks, normalise_label
+from builders.labels import MISC_LABEL, benchmarks
 from builders.shift.benchmarks import EvalSet, local_copy, resolve, sentence_sources
 from builders.sources.base import ReadReport
 from builders.sources.gliner import read as read_gliner
@@ -67,22 +67,20 @@ class LabelScore:
     fn: int | None = None
     given_f1: float | None = None
 
-    @property
-    def support(self) -> int | None:
-        """Gold mentions in the scored sentences (None: a table gave F1 alone)."""
-        return None if self.tp is None or self.fn is None else self.tp + self.fn
+    def to_dict(self) -> dict[str, Any]:
+        """support (gold mentions scored), tp, fp, fn, precision, recall and F1 (None where
+        the label has no gold mention to be scored on, or a table gave F1 alone)."""
+        if self.tp is None or self.fp is None or self.fn is None:
+            return {"label": self.label, "support": None, "tp": None, "fp": None, "fn": None,
+                    "precision": None, "recall": None, "f1": self.given_f1}  # fmt: skip
+        p, r, f = prf(self.tp, self.fp, self.fn)
+        support = self.tp + self.fn
+        return {"label": self.label, "support": support, "tp": self.tp, "fp": self.fp,
+                "fn": self.fn, "precision": p, "recall": r, "f1": f if support else None}  # fmt: skip
 
     @property
     def f1(self) -> float | None:
-        """F1, or None where the label has no gold mention to be scored on."""
-        if self.given_f1 is not None or self.tp is None:
-            return self.given_f1
-        return prf(self.tp, self.fp or 0, self.fn or 0)[2] if self.support else None
-
-    def to_dict(self) -> dict[str, Any]:
-        p, r, _ = prf(self.tp, self.fp or 0, self.fn or 0) if self.tp is not None else (None,) * 3
-        return {"label": self.label, "support": self.support, "tp": self.tp, "fp": self.fp,
-                "fn": self.fn, "precision": p, "recall": r, "f1": self.f1}  # fmt: skip
+        return self.to_dict()["f1"]
 
 
 @dataclass
@@ -90,50 +88,55 @@ class BenchmarkScore:
     """A benchmark's score from one predictions file, with what the file held beyond it.
 
     Attributes:
+        benchmark_labels: the benchmark's labels (`else` as the misc policy says).
         sentences: the gold split's sentences; `scored`: prediction records matched to one;
             `unmatched`: records that match none (counted, never scored).
-        outside: predicted labels the benchmark lacks -> predictions (false positives).
+        outside: predicted labels the benchmark lacks -> their predictions (false positives;
+            0 where a table gave F1 alone).
         read: what the reader counted (`char_spans_snapped`, `duplicate_spans`, ...) and
             `overlapping_predictions` (nested or overlapping spans).
+        notes: what to keep in mind (part of the test set predicted, labels a table omits).
+        sets: the gold and predicted (gold row, start, stop, label) sets scored (a file's).
     """
 
     name: str
     path: str
     labels: list[LabelScore]
+    benchmark_labels: tuple[str, ...] = ()
     gold: str | None = None
     sentences: int | None = None
     scored: int | None = None
     unmatched: int = 0
     outside: dict[str, int] = field(default_factory=dict)
     read: dict[str, int] = field(default_factory=dict)
-    #: The gold and predicted (gold row, start, stop, label) sets scored (a file's, not a table's).
+    notes: list[str] = field(default_factory=list)
     sets: tuple[set[tuple[int, int, int, str]], set[tuple[int, int, int, str]]] | None = field(
         default=None, repr=False
     )
 
-    def counts(self) -> tuple[int, int, int] | None:
-        """Micro tp, fp, fn (predictions of outside labels are false positives, as GLiNER
-        counts them); None where the file gave F1 alone."""
-        if any(s.tp is None for s in self.labels):
-            return None
-        tp, fp, fn = (sum(getattr(s, k) for s in self.labels) for k in ("tp", "fp", "fn"))
-        return tp, fp + sum(self.outside.values()), fn
-
-    @property
-    def f1(self) -> float | None:
-        found = self.counts()
-        return None if found is None else prf(*found)[2]
-
     def to_dict(self) -> dict[str, Any]:
-        found = self.counts()
-        p, r, f = prf(*found) if found else (None, None, None)
+        """The micro figures (predictions of outside labels are false positives, as GLiNER
+        counts them; None where a table gave F1 alone or no label is left), what was counted
+        and each label's figures."""
+        rows = [s.to_dict() for s in self.labels]
+        micro: dict[str, Any] = dict.fromkeys(("tp", "fp", "fn", "precision", "recall", "f1"))
+        if rows and all(r["tp"] is not None for r in rows):
+            tp, fp, fn = (sum(r[k] for r in rows) for k in ("tp", "fp", "fn"))
+            fp += sum(self.outside.values())
+            micro = dict(zip(micro, (tp, fp, fn, *prf(tp, fp, fn)), strict=True))
         return {
             "name": self.name, "predictions": self.path, "gold": self.gold,
             "sentences": self.sentences, "scored": self.scored, "unmatched": self.unmatched,
-            "tp": found and found[0], "fp": found and found[1], "fn": found and found[2],
-            "precision": p, "recall": r, "f1": f, "outside": self.outside, "read": self.read,
-            "labels": [s.to_dict() for s in self.labels],
+            **micro, "outside": self.outside, "read": self.read, "notes": self.notes, "labels": rows,
         }  # fmt: skip
+
+    def counts(self) -> tuple[int, int, int] | None:
+        d = self.to_dict()
+        return None if d["tp"] is None else (d["tp"], d["fp"], d["fn"])
+
+    @property
+    def f1(self) -> float | None:
+        return self.to_dict()["f1"]
 
 
 def prediction_files(args: Sequence[str]) -> list[tuple[str | None, Path]]:
@@ -255,17 +258,23 @@ def _score_json(
     if misc == "drop":
         gold = {g for g in gold if g[3] != MISC_LABEL}
         pred = {p for p in pred if p[3] != MISC_LABEL}
-    labels = {*bench.labels, *(g[3] for g in gold)} - ({MISC_LABEL} if misc == "drop" else set())
+    named = _policy(bench.labels, misc)
+    labels = {*named, *(g[3] for g in gold)}
     hits, said, true = (Counter(x[3] for x in s) for s in (gold & pred, pred, gold))
+    scored = len(examples) - unmatched
     return BenchmarkScore(
         name=bench.name,
         path=str(path),
         labels=[
             LabelScore(z, hits[z], said[z] - hits[z], true[z] - hits[z]) for z in sorted(labels)
         ],
+        benchmark_labels=named,
+        notes=[_partly(path, bench.name, scored, len(gold_rows))]
+        if scored < len(gold_rows)
+        else [],
         gold=f"{source}:{split}",
         sentences=len(gold_rows),
-        scored=len(examples) - unmatched,
+        scored=scored,
         unmatched=unmatched,
         outside={z: n for z, n in sorted(said.items()) if z not in labels},
         read={**dict(sorted(report.counts.items())), "overlapping_predictions": overlapping},
@@ -274,51 +283,68 @@ def _score_json(
 
 
 def _score_table(store: Store, path: Path, misc: str) -> list[BenchmarkScore]:
-    """A per-label score table: `benchmark`, `label`, and tp/fp/fn, `f1` (0-1) or `f1_pct`."""
+    """A per-label score table: `benchmark`, `label`, and tp/fp/fn, `f1` (0-1) or `f1_pct`;
+    its labels verbalised as a predictions file's are."""
     import polars as pl
 
     try:
-        df = pl.read_csv(path, separator="\t" if path.suffix == ".tsv" else ",")
+        df = pl.read_csv(path, separator="\t" if path.suffix == ".tsv" else ",", infer_schema=False)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         raise SourceFormatError(path, None, f"not a readable score table ({exc})") from None
-    given = [c for c in ("tp", "f1", "f1_pct") if c in df.columns]
-    if not {"benchmark", "label"} <= set(df.columns) or not given:
+    given = next((c for c in ("tp", "f1", "f1_pct") if c in df.columns), None)
+    if not {"benchmark", "label"} <= set(df.columns) or given is None:
         raise SourceFormatError(path, 1, "a score table has the columns benchmark, label and "
                                 "tp, fp, fn, or f1 (0-1), or f1_pct (0-100); its header", df.columns)  # fmt: skip
+    cols = ["tp", "fp", "fn"] if given == "tp" else [given]
+    nums = df.with_columns(pl.col(c).cast(pl.Float64, strict=False) for c in cols)
+    top = 100 if given == "f1_pct" else 1 if given == "f1" else float("inf")
+    bad = nums.with_row_index("line", 2).filter(pl.any_horizontal(
+        pl.col(c).is_null() | (pl.col(c) < 0) | (pl.col(c) > top) | ((pl.col(c) % 1 != 0) & (given == "tp"))
+        for c in cols))  # fmt: skip
+    if bad.height:
+        more = "; a column of percentages is f1_pct" if given == "f1" else ""
+        want = "whole numbers >= 0" if given == "tp" else f"numbers from 0 to {top}{more}"
+        line = int(bad["line"][0])
+        raise SourceFormatError(path, line, f"{'/'.join(cols)}: not {want}", df.row(line - 2))
     out: dict[str, BenchmarkScore] = {}
-    known: dict[str, set[str]] = {}
-    for line, row in enumerate(df.iter_rows(named=True), start=2):
-        label, f1 = normalise_label(str(row["label"] or "")), _table_f1(path, line, row, given[0])
+    benches: dict[str, EvalSet] = {}
+    for line, row in enumerate(nums.iter_rows(named=True), start=2):
         name = str(row["benchmark"] or "")
         if name not in out:
-            bench = _benchmark(store, name, path)
-            out[name], known[name] = BenchmarkScore(bench.name, str(path), []), set(bench.labels)
-        score = out[name]
+            benches[name] = bench = _benchmark(store, name, path)
+            out[name] = BenchmarkScore(bench.name, str(path), [], _policy(bench.labels, misc))
+        score, label = out[name], benches[name].label_of(str(row["label"] or ""))
         if label in {s.label for s in score.labels} or label in score.outside:
-            raise SourceFormatError(path, line, f"label {label!r} of {name} listed twice", label)
+            raise SourceFormatError(
+                path, line, f"label {label!r} of {name} listed twice", row["label"]
+            )
         if misc == "drop" and label == MISC_LABEL:
             continue
-        tp, fp, fn = (None if f1 is not None else int(row[k]) for k in ("tp", "fp", "fn"))
-        found = LabelScore(label, tp, fp, fn, given_f1=f1)
-        if label not in known[name]:  # its predictions are false positives, as in a file
-            score.outside[label] = found.fp or 0
+        if given == "tp":
+            found = LabelScore(label, int(row["tp"]), int(row["fp"]), int(row["fn"]))
         else:
+            found = LabelScore(label, given_f1=row[given] / top)
+        if label in score.benchmark_labels:
             score.labels.append(found)
+        else:  # its predictions are false positives, as in a predictions file
+            score.outside[label] = found.fp or 0
+    for score in out.values():
+        listed = {s.label for s in score.labels}
+        if missing := [z for z in score.benchmark_labels if z not in listed]:
+            score.notes.append(f"{path}: lists {len(listed)} of {score.name}'s "
+                               f"{len(score.benchmark_labels)} labels (not: {', '.join(missing)})")  # fmt: skip
+        if score.outside:
+            score.notes.append(f"{path}: labels {score.name} lacks: {', '.join(score.outside)}")
     return list(out.values())
 
 
-def _table_f1(path: Path, line: int, row: dict[str, Any], column: str) -> float | None:
-    """A table row's F1 (from tp/fp/fn it is computed later), checked."""
-    keys = ("tp", "fp", "fn") if column == "tp" else (column,)
-    values = [row.get(k) for k in keys]
-    if any(not isinstance(v, int | float) or v != v or v < 0 for v in values):
-        raise SourceFormatError(path, line, f"{'/'.join(keys)} not numbers >= 0", values)
-    if column == "tp":
-        if any(float(v) != int(v) for v in values):  # type: ignore[arg-type]
-            raise SourceFormatError(path, line, "tp/fp/fn are not whole numbers", values)
-        return None
-    top = 100 if column == "f1_pct" else 1
-    if values[0] > top:  # type: ignore[operator]
-        more = "; a column of percentages is f1_pct" if column == "f1" else ""
-        raise SourceFormatError(path, line, f"{column} above {top}{more}", values[0])
-    return float(values[0]) / top  # type: ignore[arg-type]
+def _partly(path: Path, name: str, scored: int, sentences: int) -> str:
+    return (
+        f"{path}: {scored:,} of the {sentences:,} test sentences of {name} predicted; its "
+        "scores are of those (as GLiNER's evaluate scores the sentences it is given)"
+    )
+
+
+def _policy(labels: Sequence[str], misc: str) -> tuple[str, ...]:
+    """A benchmark's labels as the misc policy scores them."""
+    return tuple(z for z in labels if misc == "keep" or z != MISC_LABEL)

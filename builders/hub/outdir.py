@@ -58,9 +58,10 @@ class OutLock:
     """Hold `out` for one writing run; see the module docstring. Nested holds of one folder
     in one process (a scenario run that writes a Few-NERD split) take it once."""
 
-    def __init__(self, out: Path, command: str):
+    def __init__(self, out: Path, command: str, *, elsewhere: bool = True):
         self.out = Path(out)
         self.command = command
+        self.elsewhere = elsewhere  # a refusal names `--out` (the command writes where it says)
         self._fd: int | None = None
         self._made: list[Path] = []
         self._key = Path(os.path.abspath(self.out))
@@ -77,7 +78,7 @@ class OutLock:
             _remove_empty(made)
             raise
         if fd is None:
-            raise OutputFolderError(_busy_message(self.out))
+            raise OutputFolderError(_busy_message(self.out, self.elsewhere))
         try:
             _write_owner(fd, self.command)
             for line in recover(self.out):
@@ -197,16 +198,14 @@ def _write_owner(fd: int, command: str) -> None:
     os.pwrite(fd, (json.dumps(record) + "\n").encode("utf-8"), 0)
 
 
-def _busy_message(out: Path) -> str:
+def _busy_message(out: Path, elsewhere: bool = True) -> str:
     try:
         owner: dict[str, Any] = json.loads((out / LOCK).read_text(encoding="utf-8"))
         who = f"process {owner['pid']} ({owner['command']}, started {owner['started']})"
     except (OSError, ValueError, KeyError, TypeError):
         who = "another run"
-    return (
-        f"{opt('out', out)} is being written by {who}: wait for it to finish, or pass another "
-        + opt("out")
-    )
+    other = f", or pass another {opt('out')}" if elsewhere else ""
+    return f"{opt('out', out) if elsewhere else out} is being written by {who}: wait for it to finish{other}"
 
 
 # ---------------------------------------------------------------- crash recovery

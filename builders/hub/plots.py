@@ -12,10 +12,29 @@ default style whatever the user's rc file says, fixed margins, and no `Software`
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from builders.deferred import np
+
+
+@contextmanager
+def figure(width: float, height: float, out: list[bytes]) -> Iterator[Any]:
+    """A matplotlib Figure of fixed size and dpi, drawn in matplotlib's default style whatever
+    the user's rc file says; when the block ends its PNG bytes (no `Software` metadata: the
+    same drawing, the same bytes) are appended to `out`."""
+    import matplotlib.style
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(width, height), dpi=100)
+        FigureCanvasAgg(fig)
+        yield fig
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", metadata={"Software": None})
+    out.append(buf.getvalue())
 
 
 def histogram_png(
@@ -34,15 +53,10 @@ def histogram_png(
     The same input gives the same bytes: an Agg canvas of fixed size and dpi, matplotlib's
     default style whatever the user's rc file says, and no `Software` metadata.
     """
-    import matplotlib.style
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     s = np.asarray(scores, dtype=np.float64)
     colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
-    with matplotlib.style.context("default"):
-        fig = Figure(figsize=(7.0, 3.9), dpi=100)
-        FigureCanvasAgg(fig)
+    png: list[bytes] = []
+    with figure(7.0, 3.9, png) as fig:
         ax = fig.add_subplot(1, 1, 1)
         ax.hist(s, bins=50, color="#7f8c9b", edgecolor="white", linewidth=0.4, log=True)
         lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
@@ -69,9 +83,7 @@ def histogram_png(
         if thresholds:
             ax.legend(fontsize=8, loc="upper right", frameon=False)
         fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.86)  # fixed: fast
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+    return png[0]
 
 
 def score_plot_title(
@@ -106,14 +118,9 @@ def dial_png(
             its window's): the legend gives it, as the card and the table do, with the
             window's beside it as planned where the two differ.
     """
-    import matplotlib.style
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     points = sorted(curve)
-    with matplotlib.style.context("default"):
-        fig = Figure(figsize=(7.0, 3.9), dpi=100)
-        FigureCanvasAgg(fig)
+    png: list[bytes] = []
+    with figure(7.0, 3.9, png) as fig:
         ax = fig.add_subplot(1, 1, 1)
         if points:
             xs, ys = zip(*points, strict=True)
@@ -134,9 +141,7 @@ def dial_png(
         ax.set_title(title or "Familiarity along the ranking", fontsize=10)
         ax.legend(fontsize=8, loc="upper right", frameon=False)
         fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.86)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+    return png[0]
 
 
 _COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}

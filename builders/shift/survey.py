@@ -126,14 +126,14 @@ class FamiliaritySurvey:
     report: FamiliarityReport
     leakage: dict[str, Any] | None
     #: The runtime that embedded the labels (`auto` resolved: torch, onnx or openvino).
-    runtime: str = ""
+    runtime: str
 
     def to_dict(self) -> dict[str, Any]:
         """The `familiarity --json` result (without the authors' reference figures)."""
         return {
             "source": self.request.source,
             **self.request.settings(),
-            "backend": self.runtime or self.request.embedding.backend,
+            "backend": self.runtime,
             "labels": len(self.table.labels),
             "mentions": int(self.table.mentions.sum()),
             **self.report.to_dict(),

@@ -72,10 +72,10 @@ def test_table3_table5_and_the_record(levels: dict[str, Path]) -> None:
         done = evaluate_runs(
             store, runs, embedder=Embedder.of(MINILM), request=EvaluateRequest((), embedding=MINILM)
         )
-    t3 = {r["name"]: r for r in done.table3()}
+    t3 = {r["name"]: r for r in done.table3}
     assert t3["low"]["f1"] > t3["medium"]["f1"] > t3["high"]["f1"] > 0
     assert t3["low"]["ci"] == ci95(t3["low"]["f1_by_seed"]) and len(t3["low"]["f1_by_seed"]) == 3
-    [t5] = done.table5()
+    [t5] = done.table5
     assert [lv["level"] for lv in t5["levels"]] == ["low", "medium", "high"] and t5["falls"] is True
     build = json.loads((levels["out"] / LEVEL.format("low") / "entropy" / "build.json").read_text())
     assert t5["build"] == build["build"]["id"] and t5["config"] == "entropy"
@@ -142,7 +142,14 @@ def test_record_refuses_a_level_rebuilt_since_and_writes_nothing(levels: dict[st
     [
         ("run = 3", "holds \\[\\[run\\]\\] tables and nothing else"),
         ('[[run]]\nname = "a"\ntraining = "x"\npredictions = ["p", "q"]\nseeds = [1]', "2 predictions for seeds \\[1\\]"),
-        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\nlr = 1', "keys .*'lr'.*; it takes name, training"),
+        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\nlr = 1', "run 1 \\(a\\): unknown key 'lr'. A run takes name"),
+        ("run = [1, 2]", "holds \\[\\[run\\]\\] tables and nothing else"),
+        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\nseeds = ["x"]', "whole number"),
+        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = []', "predictions are no paths"),
+        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\nseeds = 3', "seeds = 3 is not of its type"),
+        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\nsteps = "many"', "steps = 'many' is not of its type"),
+        ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\nmodel = 5', "model = 5 is not of its type"),
+        ('[[run]]\nname = "a"\npredictions = "p"', "run 1 \\(a\\): no training"),
         ('[[run]]\nname = "a"\ntraining = "x"\npredictions = "p"\n[[run]]\nname = "a"\ntraining = "y"\npredictions = "q"', "two runs share a name"),
         ("[[run]\n", "not a readable TOML runs file"),
     ],
@@ -163,8 +170,8 @@ def test_readme_path_on_the_sample_levels(levels: dict[str, Path]) -> None:
     res = CliRunner().invoke(cli, [*args, "--markdown", str(md), "--plot", str(png)])
     assert res.exit_code == 0, res.output
     for text in (
-        "F1 per benchmark",
-        "F1 per label in context",
+        "F1 (%) per benchmark",
+        "F1 (%) per label in context",
         "seen labels:",
         "Pearson r of Familiarity and F1",
     ):
@@ -174,7 +181,7 @@ def test_readme_path_on_the_sample_levels(levels: dict[str, Path]) -> None:
     assert CliRunner().invoke(cli, [*args, "--plot", str(again), "-q"]).exit_code == 0
     assert again.read_bytes() == png.read_bytes()  # the same bytes
     found = json_result(CliRunner().invoke(cli, [*args, "--json"]).output, "evaluate")
-    assert found["runtime"] == "torch" and found["requested_backend"] == "auto"
+    assert found["backend"] == "torch" and found["requested_backend"] == "auto"
     assert {b["name"] for b in found["benchmarks"]} == {
         "crossner-ai",
         "mit-movie",
@@ -190,9 +197,12 @@ def test_readme_path_on_the_sample_levels(levels: dict[str, Path]) -> None:
 
 
 def test_usage_errors(tmp_path: Path) -> None:
+    runs = tmp_path / "r.toml"
+    runs.write_text("", encoding="utf-8")
     for args, message in (([], "give PREDICTIONS, or --runs FILE"),
-                          (["p.json", "--record"], "--record and --org go with --runs"),
-                          (["p.json", "--plot", "x.png"], "--plot goes with PREDICTIONS and --source")):  # fmt: skip
+                          (["p.json", "--record"], "--record goes with --runs"),
+                          (["--runs", str(runs), "--source", "x"], "--source, --config and --plot go with PREDICTIONS"),
+                          (["p.json", "--plot", "x.png"], "--plot goes with --source")):  # fmt: skip
         res = CliRunner().invoke(cli, ["evaluate", *args, "--db", str(tmp_path / "s.duckdb")])
         assert res.exit_code == 2 and message in res.output
     assert not (tmp_path / "s.duckdb").exists()
@@ -232,3 +242,93 @@ def test_shared_gliner_benchmark_files_score_against_the_column_files(
         movie = next(s for s in found.scores if s.name == "mit-movie")
         assert movie.read["char_spans_moved_to_whole_words"] == 95
         assert found.macro_f1 == pytest.approx(sum(s.f1 for s in found.scores) / 3)
+
+
+def test_record_keeps_how_the_card_names_the_dataset(levels: dict[str, Path]) -> None:
+    folders = [levels["out"] / LEVEL.format(lv) for lv in FOUND]
+    for f in folders:  # as `build-splits --org myorg` renders them
+        (f / "README.md").write_text(folder_card(f, f"myorg/{f.name}"), encoding="utf-8")
+    runs = read_runs(runs_file(levels))
+    with Store(levels["db"]) as store:
+        done = evaluate_runs(
+            store, runs, embedder=Embedder.of(MINILM), request=EvaluateRequest((), embedding=MINILM)
+        )
+    record_difficulty(done)
+    card = (folders[0] / "README.md").read_text(encoding="utf-8")
+    assert f'load_dataset("myorg/{folders[0].name}"' in card and "## Measured difficulty" in card
+    assert card == folder_card(folders[0], f"myorg/{folders[0].name}")
+
+
+def test_runs_read_paths_from_their_folder_and_table5_needs_alike_levels(
+    levels: dict[str, Path], monkeypatch
+) -> None:
+    path = runs_file(levels)
+    text = path.read_text(encoding="utf-8").replace(str(levels["root"]) + "/", "")
+    (levels["root"] / "sub").mkdir()
+    monkeypatch.chdir(levels["root"] / "sub")  # somewhere else: the paths are the file's
+    path.write_text(text, encoding="utf-8")
+    runs = read_runs(path)
+    assert runs[0].training == str(levels["out"] / LEVEL.format("low"))
+    for p in (
+        levels["root"] / "p-high-1",
+        levels["root"] / "p-high-2",
+        levels["root"] / "p-high-3",
+    ):
+        (p / "mit-movie.json").unlink()  # high scored on fewer benchmarks than low and medium
+    with Store(levels["db"]) as store:
+        done = evaluate_runs(
+            store, runs, embedder=Embedder.of(MINILM), request=EvaluateRequest((), embedding=MINILM)
+        )
+    assert done.table5 == [] and done.table5 == []  # computed once: one note
+    notes = done.to_dict()["notes"]
+    assert sum("scored on different benchmarks or sentences; no Table 5" in n for n in notes) == 1
+
+
+def test_outputs_are_written_together_or_not_at_all(levels: dict[str, Path]) -> None:
+    preds = predictions(levels["db"], levels["root"] / "preds", 0.7, 0)
+    (levels["root"] / "x.md").write_text("a file", encoding="utf-8")
+    md, png = levels["root"] / "z.md", levels["root"] / "x.md" / "p.png"
+    res = CliRunner().invoke(cli, ["evaluate", str(preds), "--source", str(levels["out"] / LEVEL.format("low")),
+                                   "--config", "entropy", "--model", "all-MiniLM-L6-v2", "--db", str(levels["db"]),
+                                   "--markdown", str(md), "--plot", str(png), "-q"])  # fmt: skip
+    assert (
+        res.exit_code == 1
+        and f"{png}: cannot write it" in res.output
+        and "Traceback" not in res.output
+    )
+    assert not md.exists()
+
+
+def test_record_waits_for_no_one_and_names_no_out(levels: dict[str, Path]) -> None:
+    import multiprocessing
+
+    from builders.errors import OutputFolderError
+
+    runs = read_runs(runs_file(levels))
+    with Store(levels["db"]) as store:
+        done = evaluate_runs(
+            store, runs, embedder=Embedder.of(MINILM), request=EvaluateRequest((), embedding=MINILM)
+        )
+    held, release = multiprocessing.Event(), multiprocessing.Event()
+    holder = multiprocessing.get_context("fork").Process(
+        target=_hold, args=(levels["out"], held, release)
+    )
+    holder.start()
+    try:
+        held.wait(30)
+        with pytest.raises(
+            OutputFolderError, match=r"is being written by process \d+ \(builders build-splits"
+        ) as err:
+            record_difficulty(done)
+        assert "--out" not in str(err.value) and "wait for it to finish" in str(err.value)
+    finally:
+        release.set()
+        holder.join(30)
+
+
+def _hold(out: Path, held, release) -> None:  # type: ignore[no-untyped-def]
+    from builders.hub.outdir import OutLock
+
+    with OutLock(out, "builders build-splits"):
+        held.set()
+        release.wait(30)

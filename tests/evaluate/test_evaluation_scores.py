@@ -240,7 +240,8 @@ def test_score_tables(store: Store, tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("benchmark,label,f1\nmit-restaurant,cuisine,45.8\n", encoding="utf-8")
     with pytest.raises(
-        SourceFormatError, match=r"bad.csv:2: f1 above 1; a column of percentages is f1_pct"
+        SourceFormatError,
+        match=r"bad.csv:2: f1: not numbers from 0 to 1; a column of percentages is f1_pct",
     ):
         score_files(store, prediction_files([str(bad)]))
 
@@ -312,3 +313,46 @@ def test_compressed_predictions_read_as_plain(store: Store, tmp_path: Path) -> N
     (tmp_path / "xz" / "crossner-ai.json.xz").write_bytes(lzma.compress(plain.read_bytes()))
     [found] = score_files(store, prediction_files([str(tmp_path / "xz")]))
     assert found.name == "crossner-ai" and found.counts() == score_one(store, plain).counts()
+
+
+def test_tables_are_verbalised_and_say_what_they_lack(store: Store, tmp_path: Path) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text("benchmark,label,tp,fp,fn\ncrossner-ai,PER,3,1,2\ncrossner-ai,organisation,2,0,1\n"
+                     "crossner-ai,misc,4,4,4\ncrossner-ai,programlang,1,0,0\n", encoding="utf-8")  # fmt: skip
+    [found] = score_files(store, prediction_files([str(table)]), "drop")
+    assert {s.label for s in found.labels} == {"person", "organization", "program language"}
+    assert found.counts() == (6, 1, 3) and not found.outside
+    assert any("lists 3 of crossner-ai's 13 labels" in n for n in found.notes)
+    f1_only = tmp_path / "f.csv"
+    f1_only.write_text(
+        "benchmark,label,f1\ncrossner-ai,person,0.5\ncrossner-ai,gadget,0.1\n", encoding="utf-8"
+    )
+    [found] = score_files(store, prediction_files([str(f1_only)]))
+    assert found.outside == {"gadget": 0} and any(
+        "labels crossner-ai lacks: gadget" in n for n in found.notes
+    )
+
+
+def test_a_benchmark_with_no_label_left_is_out_of_the_macro(
+    store_path: Path, tmp_path: Path
+) -> None:
+    from builders.evaluate import EvaluateRequest, evaluate
+
+    (tmp_path / "t.csv").write_text("benchmark,label,tp,fp,fn\ncrossner-ai,else,1,0,0\n"
+                                    "mit-restaurant,cuisine,1,1,0\n", encoding="utf-8")  # fmt: skip
+    with Store(store_path, read_only=True) as store:
+        found = evaluate(store, EvaluateRequest((str(tmp_path / "t.csv"),), misc="drop"))
+    assert found.benchmark_f1 == {"crossner-ai": None, "mit-restaurant": prf(1, 1, 0)[2]}
+    assert found.macro_f1 == prf(1, 1, 0)[2]
+    assert any(
+        "macro F1 over 1 benchmarks: crossner-ai have no micro F1" in n for n in found.notes()
+    )
+
+
+def test_a_partial_file_says_so(store: Store, tmp_path: Path) -> None:
+    sentences = gold(store)[:5]
+    found = score_one(
+        store, write(tmp_path / "crossner-ai.json", sentences, [s for _, s in sentences])
+    )
+    assert found.notes == [f"{tmp_path / 'crossner-ai.json'}: 5 of the 20 test sentences of crossner-ai "
+                           "predicted; its scores are of those (as GLiNER's evaluate scores the sentences it is given)"]  # fmt: skip

@@ -80,14 +80,16 @@ def test_familiarity_per_label_is_familiarity_ofs(tmp_path: Path) -> None:
         ctx = label_context(store, train, sets, MINILM, MetricSpec())
     want = familiarity_of(counts, {k: list(v) for k, v in sets.items()}, model="all-MiniLM-L6-v2")
     assert ctx.report.per_label == pytest.approx(want.per_label, abs=1e-12)
-    person = ctx.of(train.table, "person")
+    found = ctx.labels(train.table, ["person", "algorithm", "else"])
+    person = found["person"]
     assert (person["seen"], person["mentions"], person["closest"][0]["label"]) == (
         True,
         1200,
         "person",
     )
     assert person["closest"][0]["similarity"] == 1.0
-    assert ctx.of(train.table, "algorithm")["seen"] is False and ctx.runtime == "torch"
+    assert found["algorithm"]["seen"] is False and ctx.runtime == "torch"
+    assert found["else"] == {"familiarity": None, "seen": False, "mentions": 0, "closest": []}
 
 
 def test_training_data_forms(tmp_path: Path, sample_results: dict) -> None:
