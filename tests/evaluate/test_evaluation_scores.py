@@ -349,10 +349,12 @@ def test_a_benchmark_with_no_label_left_is_out_of_the_macro(
     )
 
 
-def test_a_partial_file_says_so(store: Store, tmp_path: Path) -> None:
-    sentences = gold(store)[:5]
-    found = score_one(
-        store, write(tmp_path / "crossner-ai.json", sentences, [s for _, s in sentences])
-    )
-    assert found.notes == [f"{tmp_path / 'crossner-ai.json'}: 5 of the 20 test sentences of crossner-ai "
-                           "predicted; its scores are of those (as GLiNER's evaluate scores the sentences it is given)"]  # fmt: skip
+def test_a_partial_file_says_so(store_path: Path, tmp_path: Path) -> None:
+    from builders.evaluate import EvaluateRequest, evaluate
+
+    with Store(store_path, read_only=True) as store:
+        sentences = gold(store)[:5]
+        write(tmp_path / "crossner-ai.json", sentences, [s for _, s in sentences])
+        found = evaluate(store, EvaluateRequest((str(tmp_path / "crossner-ai.json"),)))
+    assert found.notes() == ["test sets predicted in part (crossner-ai 5 of 20 sentences): their scores are of "
+                             "the sentences predicted, as GLiNER's evaluate scores the sentences it is given"]  # fmt: skip
