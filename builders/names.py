@@ -74,16 +74,25 @@ def check_name(value: str, what: str, fix: str = "choose another") -> str:
     return value
 
 
-_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+def is_hub_id(text: str) -> bool:
+    """`org/name`, as huggingface_hub's own check takes a Hub repo id (letters, digits, `-`,
+    `_`, `.`; no `--` or `..`): what a dataset id looks like (and a relative path may too)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return False
+    return "/" in text
 
 
 def valid_org(org: str) -> str:
-    """`org` if it can name a Hub user or organisation (letters, digits, `-`, `_`, `.`).
+    """`org` if it can name a Hub user or organisation (the namespace of a Hub repo id).
 
     Raises:
         BuildersError: otherwise, with the value.
     """
-    if not _ORG.fullmatch(org or ""):
+    if not is_hub_id(f"{org or ''}/name"):  # one more `/` in `org` and it is no id
         raise InvalidValue(
             f"{opt('org')} must be a user or organisation name like `my-org`, got {org!r}"
         )

@@ -22,9 +22,11 @@ ROOT = Path(builders.__file__).parent
 #: Stage -> rank; a stage imports only stages of a lower rank (and its own package).
 RANKS = {
     "errors": 0,
+    "files": 0,
     "defaults": 0,
     "names": 1,
     "processes": 0,
+    "progress": 0,
     "deferred": 0,
     "data": 0,
     "labels": 1,

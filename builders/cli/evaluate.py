@@ -12,13 +12,14 @@ import click
 
 from builders.cli.errors import handle_errors, os_error_message
 from builders.cli.options import common_options, embedding_options, metric_options, model_option
-from builders.cli.output import emit_json, note, print_table, progress_bar
+from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store
 from builders.evaluate import EvaluateRequest, evaluate
 from builders.evaluate.report import markdown, plot_png, runs_lines, runs_tables, tables, view_lines
 from builders.evaluate.runs import evaluate_runs, read_runs, record_difficulty
 from builders.evaluate.scoring import MISC_POLICIES
-from builders.hub.folder import atomic_open
+from builders.files import atomic_open
+from builders.progress import progress_bar
 from builders.shift.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -101,16 +102,7 @@ def evaluate_cmd(
 
     Example: builders evaluate preds/ --source out/demo/pilener-sample-low-shift --plot f1.png
     """
-    if bool(predictions) == bool(runs_file):
-        raise click.UsageError("give PREDICTIONS, or --runs FILE")
-    if runs_file and (training or config or plot_out):
-        raise click.UsageError(
-            "--source, --config and --plot go with PREDICTIONS (a run names its own)"
-        )
-    if record and not runs_file:
-        raise click.UsageError("--record goes with --runs")
-    if plot_out is not None and not training:
-        raise click.UsageError("--plot goes with --source (the labels' context)")
+    _check_usage(predictions, training, config, runs_file, record, plot_out)
     request = EvaluateRequest(predictions, training, config, misc, embedding, metric)
     with open_store(db, create=True, shared=True) as store:
         emb, say = Embedder.of(embedding), (lambda s: note(s, quiet))
@@ -139,6 +131,27 @@ def evaluate_cmd(
         click.echo(line)
     for p in written:
         note(f"measured difficulty written into {p}/README.md and its build.json", quiet)
+
+
+def _check_usage(
+    predictions: tuple[str, ...],
+    training: str | None,
+    config: str | None,
+    runs_file: Path | None,
+    record: bool,
+    plot_out: Path | None,
+) -> None:
+    """`evaluate`'s options that go together: PREDICTIONS or --runs, and what goes with each."""
+    if bool(predictions) == bool(runs_file):
+        raise click.UsageError("give PREDICTIONS, or --runs FILE")
+    if runs_file and (training or config or plot_out):
+        raise click.UsageError(
+            "--source, --config and --plot go with PREDICTIONS (a run names its own)"
+        )
+    if record and not runs_file:
+        raise click.UsageError("--record goes with --runs")
+    if plot_out is not None and not training:
+        raise click.UsageError("--plot goes with --source (the labels' context)")
 
 
 @contextmanager

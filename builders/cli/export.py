@@ -13,6 +13,7 @@ from builders.cli.errors import handle_errors
 from builders.cli.options import common_options
 from builders.cli.output import emit_json, note
 from builders.cli.session import open_store
+from builders.errors import ConflictingOptions
 from builders.hub.export import EVAL_FILES, ExportRequest, export
 from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS, Limits
 from builders.splits.strategies import NAMES
@@ -124,31 +125,33 @@ def export_gliner_cmd(
 
     Example: builders export-gliner --benchmark crossner-ai --out gliner-data/CrossNER_AI
     """
-    if sum(x is not None for x in (folder, source, benchmark)) != 1:
-        raise click.UsageError(
-            "give one of FOLDER (a built folder or Hub repo), --source NAME or --benchmark SOURCE"
+    try:
+        request = ExportRequest(
+            out,
+            folder=folder,
+            source=source,
+            benchmark=benchmark,
+            config=config,
+            split=split,
+            limits=Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows),
+            tokenizer=tokenizer,
         )
-    request = ExportRequest(
-        out,
-        folder=folder,
-        source=source,
-        benchmark=benchmark,
-        config=config,
-        split=split,
-        limits=Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows),
-        tokenizer=tokenizer,
-    )
+    except ConflictingOptions as exc:  # not one of FOLDER, --source and --benchmark
+        raise click.UsageError(str(exc)) from None
     res = export(request, lambda: open_store(db, read_only=True), on_note=lambda s: note(s, quiet))
     if as_json:
         emit_json(res)
-    elif benchmark is not None:
-        _benchmark_summary(benchmark, res, out, quiet)
     else:
-        _summary(folder or source or "", res, out, quiet)
+        _summary(request, res, quiet)
 
 
-def _summary(what: str, res: dict[str, Any], out: Path, quiet: bool) -> None:
-    """The counts written, then what GLiNER still cannot keep and what windows saved."""
+def _summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> None:
+    """The counts written, then what GLiNER still cannot keep and what windows saved (of a
+    benchmark: `_benchmark_summary`)."""
+    what, out = request.folder or request.source, request.out
+    if request.benchmark is not None:
+        _benchmark_summary(request.benchmark, res, out, quiet)
+        return
     rows = f"{res['rows']:,} rows"
     if res["windows"] != res["rows"]:
         rows += f" -> {res['windows']:,} windows ({res['rows_cut']:,} rows cut)"

@@ -12,7 +12,7 @@ import click
 
 from builders.cli.errors import handle_errors
 from builders.cli.options import common_options, embedding_options, metric_options, model_option
-from builders.cli.output import emit_json, note, print_table, progress_bar
+from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store, warn_older_reads
 from builders.defaults import (
     FEWNERD_ASSIGNMENTS,
@@ -26,6 +26,7 @@ from builders.fewnerd.episodes import check_all, episode_record, sample_episodes
 from builders.fewnerd.folder import build_fewnerd, read_part
 from builders.fewnerd.splits import FewnerdRequest, store_examples
 from builders.hub.outdir import OutLock
+from builders.progress import progress_bar
 from builders.sources import SOURCES
 from builders.store.ingest import ingest
 

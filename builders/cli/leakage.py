@@ -21,7 +21,7 @@ from builders.cli.options import (
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import ensure_ingested, open_store
 from builders.defaults import FAMILIAR_SIM, NGRAM
-from builders.hub.folder import atomic_open
+from builders.files import atomic_open
 from builders.shift.survey import LeakageRequest, leakage_survey
 
 if TYPE_CHECKING:

@@ -1,13 +1,11 @@
-"""What commands print: the one `--json` envelope, notes and progress bars on stderr, tables
-on stdout, sizes and messages with the data's control characters escaped."""
+"""What commands print: the one `--json` envelope, notes on stderr, tables on stdout, sizes
+and messages with the data's control characters escaped."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -63,33 +61,6 @@ def printable_message(text: str) -> str:
     """An error message for the terminal: control characters from the data escaped (lines
     of the message itself stay lines)."""
     return "\n".join(printable(line) for line in text.split("\n"))
-
-
-@contextmanager
-def progress_bar(
-    desc: str, quiet: bool, total: int | None = None, unit: str = "it"
-) -> Iterator[Callable[[int], None]]:
-    """A tqdm bar on stderr; yields an `update(n)` callable (a no-op when quiet). Only on a
-    terminal: piped into a log, a bar's carriage returns would put the next message on its
-    line."""
-    if quiet:
-        yield lambda n: None
-        return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(
-        total=total,
-        desc=desc,
-        unit=unit,
-        file=sys.stderr,
-        leave=False,
-        dynamic_ncols=True,
-        disable=None,  # tqdm's "not on a terminal"
-    )
-    try:
-        yield bar.update
-    finally:
-        bar.close()
 
 
 def print_table(

@@ -200,17 +200,19 @@ def regenerate_cmd(
         )
     if as_json:
         emit_json([r.to_dict() for r in reports])
-        return
+    else:
+        _print_reports(reports, publish_org)
 
+
+def _print_reports(reports: list[Any], publish_org: str | None) -> None:
+    """What `regenerate` did, as a table of scenarios and the pushes it made (or would)."""
     rows: list[list[Any]] = []
     for r in reports:  # a row per line of the change: a cell holds no line break
         lines = r.lines() or [""]
         rows.append([r.name, r.status, ", ".join(r.folders) or "", lines[0]])
         rows += [["", "", "", line] for line in lines[1:]]
-    columns = ["scenario", "status", "folders", "changes"]
-    print_table(
-        "Scenarios", columns, rows, wrap=TABLE_WIDTH, text_columns=4
-    )  # a piped table wraps too
+    columns = ["scenario", "status", "folders", "changes"]  # wrapped below even when piped
+    print_table("Scenarios", columns, rows, wrap=TABLE_WIDTH, text_columns=4)
     pushed = list({p["repo_id"]: p for r in reports for p in r.published}.values())
     if publish_org and not pushed:
         click.echo(f"nothing to publish: {publish_org} has every build as it is here")

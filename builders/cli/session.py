@@ -13,9 +13,10 @@ from typing import Any
 
 import click
 
-from builders.cli.output import note, printable_message, progress_bar
+from builders.cli.output import note, printable_message
 from builders.errors import SourceNotStored, StoreError
 from builders.hub.outdir import missing_folders
+from builders.progress import progress_bar
 from builders.shift.benchmarks import stored_sources
 from builders.sources import SOURCES
 from builders.store import Store, store_errors, wal_path

@@ -10,10 +10,11 @@ import click
 
 from builders.cli.errors import handle_errors
 from builders.cli.options import common_options, output_options, parse_options
-from builders.cli.output import emit_json, note, print_table, progress_bar
+from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store, warn_older_reads
 from builders.labels import normalise_label
 from builders.names import check_name
+from builders.progress import progress_bar
 from builders.shift.benchmarks import read_label_map
 from builders.shift.embedder import is_stale_key
 from builders.sources import SOURCES, check_split, reader_options

@@ -29,7 +29,7 @@ from typing import Any
 
 from builders.deferred import np
 from builders.errors import CannotBuild, InvalidValue
-from builders.hub.folder import atomic_open
+from builders.files import atomic_open
 from builders.sources.base import Example
 
 Span = tuple[int, int, str]

@@ -19,8 +19,8 @@ import hashlib
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -46,6 +46,7 @@ from builders.labels import fewnerd_fine_types as fine_types
 from builders.labels import fewnerd_official_name as official_name
 from builders.labels import fewnerd_official_parts
 from builders.labels import fewnerd_verbalise as verbalise
+from builders.progress import progress_bar
 from builders.shift.report import FamiliarityReport, LabelTable, measure
 from builders.shift.specs import EmbeddingSpec, MetricSpec, spec_fields
 from builders.sources.base import Example
@@ -111,7 +112,8 @@ def split_and_measure(
     (`familiarity_summary`). `progress(description)` gives the split's sentence counter as a
     context (a bar, closed before the Familiarity is measured); `on_stage` hears each step."""
     stage = on_stage or (lambda s: None)
-    with (progress or _no_progress)(f"split {request.source} ({request.mode})") as bar:
+    progress = progress or (lambda desc: progress_bar(desc, quiet=True))
+    with progress(f"split {request.source} ({request.mode})") as bar:
         build = build_split(
             store, request.source, request.mode, request.assignment, request.seed, bar
         )
@@ -119,11 +121,6 @@ def split_and_measure(
         return build, None
     stage(f"Familiarity with {request.embedding.model} (K={request.metric.k})")
     return build, familiarity_summary(store, build, request.embedding, request.metric)
-
-
-@contextmanager
-def _no_progress(desc: str) -> Iterator[Callable[[int], None]]:
-    yield lambda n: None
 
 
 def assign_parts(

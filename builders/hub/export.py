@@ -23,7 +23,6 @@ their target and moved in.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
@@ -32,9 +31,11 @@ from typing import Any, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
 from builders.errors import ConflictingOptions, InputError, OutputFolderError, SplitNotStored, opt
-from builders.hub.folder import atomic_dir, atomic_open, configs_of
+from builders.files import atomic_open
+from builders.hub.folder import atomic_dir, configs_of
 from builders.hub.manifest import check_levels
 from builders.hub.windows import Budget, Limits, Losses, Row, Span, TokenCount, cut_rows
+from builders.names import is_hub_id
 from builders.sources.gliner import NEGATIVE_SPANS_KEY
 
 # GLiNER's trainer reads, per record, `tokenized_text`, `ner` and two optional keys: `ner_negatives`
@@ -59,7 +60,6 @@ NEGATIVES_KEY = "ner_negatives"
 #: GLiNER's evaluation file of each canonical split (`open_content` matches these names).
 EVAL_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
 LABELS_FILE = "labels.json"
-_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
 @dataclass(frozen=True)
@@ -390,7 +390,7 @@ def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, s
         BuildersError: when it is neither a folder nor a dataset repo the Hub can give.
     """
     path = Path(folder)
-    if path.is_dir() or not _REPO_ID.fullmatch(str(folder)):
+    if path.is_dir() or not is_hub_id(str(folder)):
         return path, None
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError

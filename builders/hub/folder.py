@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -28,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from builders.defaults import config_order
 from builders.deferred import pa, pq
-from builders.hub.outdir import TMP_PREFIX, exchange, merge_manifest, swap_in, write_journal
+from builders.files import atomic_write_text, temp_dir
+from builders.hub.outdir import exchange, merge_manifest, swap_in, write_journal
 
 if TYPE_CHECKING:
     import datasets
@@ -195,21 +195,12 @@ def atomic_dirs(
     config -> entry) to merge into the targets' folder's manifest once every swap is made:
     the manifest is written last, and the journal carries the entries until it is.
     """
-    tmps: list[Path] = []
-    try:
-        for target in targets:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmps.append(
-                Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}.", dir=target.parent))
-            )
+    with contextlib.ExitStack() as stack:
+        tmps = [stack.enter_context(temp_dir(target)) for target in targets]
         yield tmps
         for tmp in tmps:
             _publishable(tmp)
         _swap_all(tmps, list(targets), manifest(tmps) if manifest is not None else None)
-    finally:
-        for tmp in tmps:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _swap_all(tmps: list[Path], targets: list[Path], entries: dict[str, Any] | None) -> None:
@@ -277,40 +268,10 @@ def link_or_copy(src: str, dst: str) -> str:
     return dst
 
 
-@contextlib.contextmanager
-def atomic_open(path: Path, binary: bool = False) -> Iterator[Any]:
-    """A file (text: UTF-8, `\\n` newlines) that appears at `path` only when the block
-    succeeds: written to a temp file beside it and renamed into place; removed on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
-    try:
-        opened = (
-            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-        )
-        with opened as fh:
-            yield fh
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would survive the rename
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file and one rename (removed on failure)."""
-    with atomic_open(path) as fh:
-        fh.write(text)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _publishable(folder: Path) -> None:
     """mkdtemp/mkstemp make private (0700/0600) entries; give them the usual permissions."""
-    mask = _umask()
+    mask = os.umask(0)
+    os.umask(mask)
     os.chmod(folder, 0o777 & ~mask)
     for p in folder.rglob("*"):
         os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)

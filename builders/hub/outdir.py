@@ -40,14 +40,13 @@ from builders.errors import (
     OutputFolderError,
     opt,
 )
+from builders.files import TMP_PREFIX, atomic_write_text
 
 LOCK = ".labelshift.lock"
 JOURNAL = ".labelshift-swap.json"
 #: What each config of the folders was written by: `{"version": 1, "folders": {folder:
 #: {config: {"build": id, "levels": [folder, ...], "files": {name: sha256}}}}}`.
 MANIFEST = ".labelshift-manifest.json"
-#: Prefix of every temporary entry written under an output folder.
-TMP_PREFIX = ".labelshift-tmp."
 
 
 #: Output folders this process holds, with how many `OutLock`s hold each (they nest).
@@ -231,7 +230,7 @@ def write_journal(
     ]
     record: Any = swaps if manifest is None else {"swaps": swaps, "manifest": manifest}
     path = parent / JOURNAL
-    write_durably(path, json.dumps(record))
+    atomic_write_text(path, json.dumps(record))
     return path
 
 
@@ -306,19 +305,7 @@ def merge_manifest(out: Path, entries: dict[str, dict[str, Any]]) -> None:
         for folder, configs in sorted(folders.items())
     }
     record = {"version": 1, "folders": {f: c for f, c in kept.items() if c}}
-    write_durably(out / MANIFEST, json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-
-def write_durably(path: Path, text: str) -> None:
-    """`text` in `path`, written to a temp file beside it, flushed to disk and renamed over
-    it; the folder is flushed too (a crash leaves the old file or the new one)."""
-    tmp_path = path.parent / f"{TMP_PREFIX}{path.name}"
-    with open(tmp_path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp_path, path)
-    _fsync_dir(path.parent)
+    atomic_write_text(out / MANIFEST, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def swap_in(tmp: Path, target: Path) -> Path | None:
@@ -399,16 +386,3 @@ def _remove(path: Path) -> bool:
         stacklevel=2,
     )
     return False
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -26,7 +26,7 @@ from typing import Any
 
 from builders.defaults import SEED, K
 from builders.errors import ScenarioError, Surface
-from builders.names import check_name
+from builders.names import check_name, is_hub_id
 from builders.shift.specs import EmbeddingSpec, flat
 from builders.splits.config import SplitConfig
 
@@ -257,8 +257,6 @@ def _relative_path(value: Any, base: Path, *, hub: bool = False) -> str | None:
     """A scenario's file path: `~` and $VARS expanded, relative to the scenarios file. Left as
     written: an absolute path, one still holding an unset $VAR, and with `hub` (an input) a
     Hub dataset id: `org/name`, no file suffix, nothing of that name beside the file."""
-    from builders.sources import is_hub_id
-
     if value is None:
         return None
     p = os.path.expanduser(os.path.expandvars(str(value)))

@@ -32,9 +32,10 @@ from builders.errors import (
     ScenarioError,
 )
 from builders.labels import ZERO_SHOT, benchmarks, label_map
+from builders.names import is_hub_id
 from builders.scenarios.book import Scenario
 from builders.shift.benchmarks import read_label_map
-from builders.sources import SOURCES, get_source, is_hub_id
+from builders.sources import SOURCES, get_source
 from builders.sources.hf import hub_revision, is_commit
 from builders.store import Store
 from builders.store.ingest import plan_ingest

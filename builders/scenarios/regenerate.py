@@ -351,8 +351,8 @@ def _keep_names(out: Path, plans: list[Any], repos: list[str]) -> None:
     untagged), that changelog, and the card rendered again as its build rendered it (for the
     folder, as `out` names it): the next rebuild's entry goes above the entry so named, and
     the next push keeps its name."""
+    from builders.files import atomic_write_text
     from builders.hub.changelog import CHANGELOG
-    from builders.hub.folder import atomic_write_text
     from builders.hub.readme import CARD, folder_card, load_path
 
     for plan in plans:

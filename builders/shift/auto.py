@@ -15,10 +15,10 @@ that runtime can run the model's precision and device.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
-import tempfile
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 
 from builders.deferred import np
 from builders.errors import BuildersError, BuildersNote, InvalidValue, opt
+from builders.files import atomic_write_text
 from builders.labels import benchmarks, fewnerd_fine_types, fewnerd_verbalise, verbalise
 from builders.shift.models import auto_device, model_cache_dir
 from builders.shift.runtime import EXTRA_MODULES
@@ -180,14 +181,5 @@ def _read_memo(path: Path) -> dict[str, Any] | None:
 
 def _write_memo(path: Path, record: dict[str, Any]) -> None:
     """Written whole and renamed; a cache that cannot be written only costs a later check."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True))

@@ -19,7 +19,6 @@ embedding cache was filled in other runs gives the same bytes.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -90,21 +89,3 @@ def tokenise(tokenizer: Any, labels: Sequence[str]) -> TokenPlan:
     offsets = np.zeros(len(lengths), dtype=np.int64)
     np.cumsum(lengths[:-1], out=offsets[1:])
     return TokenPlan(flat, offsets, lengths)
-
-
-def progress_bar(total: int, enabled: bool, desc: str = "embedding") -> Any:
-    """A tqdm bar counting labels: labels/s and the time left, whatever the runtime; on a
-    terminal or in a notebook only (piped into a log, its carriage returns would put the next
-    message on its line)."""
-    from tqdm.auto import tqdm
-
-    shown = sys.stderr.isatty() or "ipykernel" in sys.modules  # tqdm.auto draws a widget there
-    return tqdm(
-        total=total,
-        desc=desc,
-        unit=" labels",
-        unit_scale=True,
-        disable=not (enabled and shown),
-        dynamic_ncols=True,
-        smoothing=0.1,
-    )

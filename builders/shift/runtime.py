@@ -19,9 +19,6 @@ import importlib
 import io
 import json
 import logging
-import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +27,9 @@ from typing import Any
 
 from builders.deferred import np
 from builders.errors import BuildersError, ModelUnavailable, opt
-from builders.shift.buckets import TokenPlan, label_tokenizer, progress_bar, tokenise
+from builders.files import rename_into_place, temp_dir
+from builders.progress import progress_bar
+from builders.shift.buckets import TokenPlan, label_tokenizer, tokenise
 
 #: What `pip install 'labelshift-builders[<backend>]'` brings: module names to import.
 EXTRA_MODULES = {"onnx": ("onnxruntime", "onnx", "onnxscript"), "openvino": ("openvino",)}
@@ -89,8 +88,8 @@ class Runner:
 
     def encode(self, labels: Sequence[str], rows: int, progress: bool = False) -> np.ndarray:
         plan = self.plan(labels)
-        with progress_bar(len(plan), progress, f"embedding ({self.name})") as bar:
-            return self.run(plan, rows, bar.update)
+        with progress_bar(f"embedding ({self.name})", not progress, len(plan), " labels") as update:
+            return self.run(plan, rows, update)
 
     def run(self, plan: TokenPlan, rows: int, done: Callable[[int], Any]) -> np.ndarray:
         """Numpy runtimes: each batch's vectors written at their positions."""
@@ -309,9 +308,7 @@ def ensure_export(target: Path, backend: str, st_loader: Callable[[], Any], key:
     import torch
 
     st = st_loader()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with temp_dir(target) as work:
         graph = _graph(st)
         ids = torch.tensor([[0, 5, 6, 2], [0, 7, 8, 2]], dtype=torch.long)
         with torch.no_grad(), _quiet_converters(), quiet_loss_type():
@@ -324,13 +321,7 @@ def ensure_export(target: Path, backend: str, st_loader: Callable[[], Any], key:
         with quiet_loss_type():
             _check_export(work, meta, backend, TorchRunner(st, "fp32"))
         (work / META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        try:
-            os.replace(work, target)
-        except OSError:
-            if not (target / META).is_file():  # another process won with a complete folder
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        rename_into_place(work, target, lambda t: (t / META).is_file())
     return target
 
 

@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 from builders import __version__
 from builders.deferred import pa, pq
 from builders.errors import CacheWarning
+from builders.files import rename_into_place, temp_dir
 from builders.shift.vector_cache import abandoned, cache_place
 from builders.store.overlap import OverlapTables
 
@@ -97,19 +97,13 @@ class ScanCache:
 
     def put(self, key: str, description: Mapping[str, Any], tables: OverlapTables) -> None:
         """Store `tables` under `key` (kept as is when another run stored it first)."""
-        tmp: Path | None = None
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP}{os.getpid()}-", dir=self.root))
-            for part in _PARTS:
-                pq.write_table(getattr(tables, part), tmp / f"{part}.parquet", compression="zstd")
-            (tmp / _KEY_FILE).write_text(json.dumps(description, indent=1, sort_keys=True))
-            try:
-                tmp.rename(self.root / key)
-                tmp = None
-            except OSError:
-                if not (self.root / key / _KEY_FILE).is_file():
-                    raise
+            with temp_dir(self.root / key, prefix=f"{_TMP}{os.getpid()}-") as tmp:
+                for part in _PARTS:
+                    table = getattr(tables, part)
+                    pq.write_table(table, tmp / f"{part}.parquet", compression="zstd")
+                (tmp / _KEY_FILE).write_text(json.dumps(description, indent=1, sort_keys=True))
+                rename_into_place(tmp, self.root / key, lambda t: (t / _KEY_FILE).is_file())
             self._evict(keep=self.root / key)
         except (OSError, pa.ArrowException) as exc:
             warnings.warn(
@@ -118,9 +112,6 @@ class ScanCache:
                 CacheWarning,
                 stacklevel=2,
             )
-        finally:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
 
     def entries(self) -> list[tuple[str, int, float]]:
         """(key, bytes, last used) of every complete entry, most recently used first; the

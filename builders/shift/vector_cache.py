@@ -34,6 +34,7 @@ from pathlib import Path
 
 from builders.deferred import np, pa, pc, pq
 from builders.errors import CacheWarning, InvalidValue
+from builders.files import atomic_path, atomic_write_text
 from builders.processes import pid_alive
 from builders.shift.models import cache_root
 
@@ -291,18 +292,12 @@ def _matrix(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def _write_shard(folder: Path, table: pa.Table, prefix: str = "") -> Path:
-    """Write `table` as a new shard: a temporary file, synced, renamed into place."""
+    """Write `table` as a new shard (`files.atomic_path`: whole, or not at all)."""
     stamp = f"{prefix}{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp = folder / f"{_TMP}{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
-    try:
+    target = folder / f"{stamp}.parquet"
+    with atomic_path(target, prefix=f"{_TMP}{os.getpid()}-") as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        target = folder / f"{stamp}.parquet"
-        os.replace(tmp, target)
-        return target
-    finally:
-        tmp.unlink(missing_ok=True)
+    return target
 
 
 def _write_key(folder: Path, key: str) -> None:
@@ -310,9 +305,7 @@ def _write_key(folder: Path, key: str) -> None:
     if path.is_file():
         _touch(path)
         return
-    tmp = folder / f"{_TMP}{os.getpid()}-{uuid.uuid4().hex[:8]}.key"
-    tmp.write_text(key, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, key, prefix=f"{_TMP}{os.getpid()}-")
 
 
 def cache_place(env: str, max_env: str, default_max: int, name: str) -> tuple[Path, int] | None:

@@ -7,13 +7,7 @@ listing sources never imports `datasets` or parses anything.
 """
 
 from builders.errors import UnknownNameError
-from builders.sources.planning import (
-    ReadPlan,
-    check_split,
-    is_hub_id,
-    parse_options,
-    reader_options,
-)
+from builders.sources.planning import ReadPlan, check_split, parse_options, reader_options
 from builders.sources.spec import Kind, LabelKind, SourceSpec
 from builders.sources.table import NAME_CREDITS, SOURCES, source_profiles
 
@@ -26,7 +20,6 @@ __all__ = [
     "SourceSpec",
     "check_split",
     "get_source",
-    "is_hub_id",
     "parse_options",
     "reader_options",
     "source_profiles",

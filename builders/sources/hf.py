@@ -215,14 +215,10 @@ def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[
             tokens, tags = _string_stats(ds, where, tokens_column, tags_column)
             scheme = scheme_of(tags.prefixes)
             if scheme == "io":  # words read as IO types: swapped or wrong columns
-                check_io(
-                    where,
-                    tokens,
-                    tags,
-                    f"column {tags_column!r}",
-                    f"choose the columns with {reader_opt('tokens_column', '...')} "
-                    + reader_opt("tags_column", "..."),
+                fix = "choose the columns with " + " ".join(
+                    reader_opt(key, "...") for key in ("tokens_column", "tags_column")
                 )
+                check_io(where, tokens, tags, f"column {tags_column!r}", fix)
         report.note(f"{where}: tag scheme detected as {scheme.upper()}")
     row = 0
     for batch in _batches(ds, where, BATCH_ROWS):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from builders.errors import (
     opt,
 )
 from builders.labels import label_map
+from builders.names import is_hub_id
 from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand
 from builders.sources.options import ReaderOptions
@@ -216,14 +216,6 @@ def reader_options(module: str) -> type[ReaderOptions]:
 def parse_options(module: str, given: Mapping[str, object]) -> dict[str, object]:
     """Validate `given` against the reader's options; all of them, defaults filled in."""
     return dict(reader_options(module).parse(given, module).as_dict())
-
-
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-
-
-def is_hub_id(text: str) -> bool:
-    """`org/name`: what a Hugging Face dataset id looks like (and a relative path may too)."""
-    return bool(_HUB_ID.fullmatch(text)) and ".." not in text
 
 
 def _hf() -> Any:

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from builders.deferred import np
 from builders.errors import opt
+from builders.files import TMP_PREFIX
 from builders.hub.folder import subset_features, write_parquet_batches
-from builders.hub.outdir import TMP_PREFIX, OutLock
+from builders.hub.outdir import OutLock
 from builders.labels import union_labels
 from builders.names import check_name
 from builders.shift.benchmarks import EvalSet, resolve, stored_sources, unscannable

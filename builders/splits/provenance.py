@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from builders import __version__
+from builders.names import is_hub_id
 from builders.shift.embedder import KEY_PARTS, canonical_name
-from builders.sources import SOURCES, SourceSpec, is_hub_id
+from builders.sources import SOURCES, SourceSpec
 from builders.splits.config import SplitConfig
 from builders.store import Store
 from builders.store.db import StoredSplit

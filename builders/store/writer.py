@@ -173,16 +173,8 @@ def prepare_source(
         split: [_Input(u, unit_key(u), unit_fingerprint(spec, plan, u)) for u in plan.units[split]]
         for split in sorted(plan.units, key=split_rank)
     }
-    decide = functools.partial(
-        _decide_all,
-        source,
-        inputs,
-        plan,
-        True if replace else "exact" if exact else False,
-        append,
-        spec,
-        fix,
-    )
+    mode = True if replace else "exact" if exact else False
+    decide = functools.partial(_decide_all, source, inputs, plan, mode, append, spec, fix)
     guard = ShrinkGuard(source, fix["shrink"]) if exact and not allow_shrink else None
     look = functools.partial(_look, decide, set(inputs), exact, guard)
     stored = store.stored_splits(source)

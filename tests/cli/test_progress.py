@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from builders.cli.output import progress_bar
-from builders.shift import buckets
+from builders.progress import progress_bar
 
 
 class _Terminal(io.StringIO):
@@ -38,26 +37,27 @@ def test_the_embedding_bar_likewise(
     monkeypatch: pytest.MonkeyPatch, stream: io.StringIO, shown: bool
 ) -> None:
     monkeypatch.setattr(sys, "stderr", stream)
-    with buckets.progress_bar(10, enabled=True) as bar:
-        bar.update(10)
+    with progress_bar("embedding", total=10, unit=" labels") as update:
+        update(10)
     assert ("labels" in stream.getvalue()) is shown
 
 
 def test_quiet_draws_nothing_even_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = _Terminal()
     monkeypatch.setattr(sys, "stderr", stream)
-    with buckets.progress_bar(10, enabled=False) as bar:
-        bar.update(10)
+    with progress_bar("embedding", quiet=True, total=10, unit=" labels") as update:
+        update(10)
     with progress_bar("ingest x", quiet=True) as update:
         update(5)
     assert stream.getvalue() == ""
 
 
-def test_in_a_notebook_the_embedding_bar_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A notebook's stderr is no terminal, yet tqdm.auto draws its widget there."""
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
+def test_in_a_notebook_the_bar_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook's stderr is no terminal, yet tqdm.auto draws its widget there (outside a
+    notebook, as here, tqdm.auto is the text bar: it writes to stderr)."""
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setitem(sys.modules, "ipykernel", object())
-    bar = buckets.progress_bar(10, enabled=True)
-    assert not bar.disable
-    bar.disable = True  # nothing drawn here: no widget outside a notebook
-    bar.close()
+    with progress_bar("embedding", total=10, unit=" labels") as update:
+        update(10)
+    assert "labels" in stream.getvalue()

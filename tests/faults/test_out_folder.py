@@ -21,9 +21,10 @@ from click.testing import CliRunner
 
 from builders.cli.main import cli
 from builders.errors import BuildersError, BuildersNote, BuildersWarning
+from builders.files import TMP_PREFIX
 from builders.hub import outdir
 from builders.hub.folder import atomic_dirs
-from builders.hub.outdir import JOURNAL, LOCK, MANIFEST, TMP_PREFIX, OutLock
+from builders.hub.outdir import JOURNAL, LOCK, MANIFEST, OutLock
 from builders.names import check_name, printable
 from builders.splits import SplitConfig
 from builders.splits.pipeline import folder_names

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from builders.files import atomic_write_text
 from builders.hub import folder as hubfolder
-from builders.hub.folder import atomic_dir, atomic_write_text
+from builders.hub.folder import atomic_dir
 
 
 def _tree(folder: Path) -> dict[str, str]:
