@@ -121,7 +121,8 @@ def _targets(
     show_default=True,
     help="entropy, max: the paper's label scores cut at quantiles (the levels' order is not "
     "guaranteed); familiarity: levels of equal size placed by their Familiarity, ordered by "
-    "construction (METHOD.md section 8).",
+    "construction (METHOD.md section 8); random: the control, levels of equal size whose labels "
+    "are drawn with --seed, not ordered by shift.",
 )
 @click.option(
     "--targets",
@@ -141,7 +142,8 @@ def _targets(
     "--level-mentions",
     type=click.IntRange(min=1),
     help="familiarity: mentions in every level. Default: the largest size, of at least K "
-    "mentions, at which the levels asked for can be placed.",
+    "mentions, at which the levels asked for can be placed. random: the same, by default the "
+    "size the familiarity levels write.",
 )
 @click.option(
     "--check-model",

@@ -10,6 +10,7 @@ share is `builders.hub.templating`, and changelog entries come from `builders.hu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,7 +43,6 @@ LEVEL_TEXT = {
 }
 _MAX_LISTED = 20  # labels named per changelog line
 _LABELS_SHOWN = 40  # a level's labels named in its card
-_SIDE = {"ge": "≥", "le": "≤"}
 
 
 def rebuild_command(build: Mapping[str, Any]) -> str:
@@ -106,66 +106,44 @@ def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
 
 
 def _cut_meta(b: Mapping[str, Any]) -> dict[str, Any]:
-    """A quantile cut (side, quantiles, thresholds), or a `familiarity` level's window."""
-    sel = b["subset"]["selection"]
-    if "ranking" in sel:
-        return {
-            "strategy": "familiarity",
-            "level_mentions": int(sel["level_mentions"]),
-            "ranking_mentions": [int(x) for x in sel["mentions"]],
-            "target": sel.get("target"),
-            "min_gap": sel["min_gap"],
-            "labels": int(b["subset"]["labels"]),
-        }
-    return {
-        "side": sel["side"],
-        "quantiles": list(sel["quantiles"]),
-        "thresholds": [float(t) for t in sel["thresholds"]],
-        "labels": int(b["subset"]["labels"]),
-    }
+    """How the config chose its level, for the card's YAML: its strategy's `cut_meta`."""
+    return dict(json.loads(str(_card(b).cut_meta(b))))
 
 
-def _rule_text(cut: Mapping[str, Any], symbol: str) -> str:
-    q, t = cut["quantiles"], cut["thresholds"]
-    if cut["side"] == "between":
-        return f"q({q[0]:g}) = {t[0]:.4g} ≤ {symbol} ≤ q({q[1]:g}) = {t[1]:.4g}"
-    return f"{symbol} {_SIDE[cut['side']]} q({q[0]:g}) = {t[0]:.4g}"
+def _card(b: Mapping[str, Any]) -> Any:
+    """The config's strategy's card text (`cards/_strategy_NAME.md.j2`: its macros read the
+    strategy's selection keys, which nothing here does)."""
+    return environment().get_template(f"_strategy_{b['config']['strategy']}.md.j2").module
 
 
 def _level_order(item: tuple[str, Any]) -> int:
     return LEVELS.index(item[0]) if item[0] in LEVELS else 9
 
 
-def _cuts_view(b: Mapping[str, Any], symbol: str) -> list[dict[str, Any]]:
-    """Every level of the build: its quantile rule, or its window of the ranking."""
+def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every level of the build: its cut (the strategy's selection, read by its card text),
+    its labels, mentions and Familiarity."""
     sub = b["subset"]
     cuts = b.get("cuts") or {sub["level"]: sub["selection"]}
     levels = b.get("levels") or {}
-    rows = []
-    for lv, c in sorted(cuts.items(), key=_level_order):
-        row: dict[str, Any] = {"level": lv, "this": lv == sub["level"]}
-        if "ranking" in c:
-            fam = ((b.get("verdicts") or {}).get("versus_full") or {}).get(lv, {})
-            row.update(
-                first=c["mentions"][0],
-                last=c["mentions"][1],
-                planned=c["planned_familiarity"],
-                familiarity=fam.get("familiarity"),
-                target=c.get("target"),
-                labels=(levels.get(lv) or {}).get("labels"),
-                mentions=(levels.get(lv) or {}).get("mentions"),
-            )
-        else:
-            row.update(rule=_rule_text(c, symbol), count=c["count"])
-        rows.append(row)
-    return rows
+    versus = (b.get("verdicts") or {}).get("versus_full") or {}
+    return [
+        {
+            "level": lv,
+            "this": lv == sub["level"],
+            "cut": c,
+            "familiarity": versus.get(lv, {}).get("familiarity"),
+            "labels": (levels.get(lv) or {}).get("labels"),
+            "mentions": (levels.get(lv) or {}).get("mentions"),
+        }
+        for lv, c in sorted(cuts.items(), key=_level_order)
+    ]
 
 
 def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
     cfg, sub = b["config"], b["subset"]
     full = b.get("full")
     symbol = SCORE_SYMBOLS[cfg["strategy"]][1] if cfg["strategy"] in SCORE_SYMBOLS else ""
-    sel = sub["selection"]
     return {
         "name": config,
         "cfg": cfg,
@@ -175,20 +153,12 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "frep": full["familiarity"] if full else None,
         "checks": _checks(b),
         "verdict_checks": _listed((b.get("verdicts") or {}).get("check")),
-        "by_familiarity": "ranking" in sel,
+        "card": _card(b),
+        "sel": sub["selection"],
         "symbol": symbol,
-        "rule": "" if "ranking" in sel else _rule_text(sel, symbol),
-        "cuts": _cuts_view(b, symbol),
-        "level_mentions": sel.get("level_mentions"),
-        "size_rule": sel.get("size"),
-        "label_cap": sel.get("label_cap"),
-        "min_gap": sel.get("min_gap"),
-        "max_label_share": sel.get("max_label_share"),
-        "tolerance": sel.get("tolerance"),
-        "profile": sel.get("profile", "custom"),
+        "cuts": _cuts_view(b),
+        "max_label_share": sub["selection"].get("max_label_share"),
         "protocol": cfg.get("protocol", "ours"),
-        "match": sub["selection"].get("matched"),
-        "matched_to": sub["selection"].get("matched_to"),
         "labels": b.get("labels") or [],
         "labels_shown": (b.get("labels") or [])[:_LABELS_SHOWN],
         "verdicts": b.get("verdicts"),
@@ -345,6 +315,10 @@ def render_card(
     first = next(iter(builds.values()))
     license, source_origin, cites = _attribution(first, license, source_origin)
     views = [_config_view(c, b) for c, b in builds.items()]
+    sections: dict[str, dict[str, Any]] = {}  # one per strategy's card text, as configs come
+    for v in views:
+        sections.setdefault(v["card"].section, {"card": v["card"], "configs": []})
+        sections[v["card"].section]["configs"].append(v)
     text = (
         environment()
         .get_template("subset.md.j2")
@@ -353,6 +327,7 @@ def render_card(
             **_naming_vars(name, first, load_from, year),
             **_source_vars(first, license, source_origin, cites),
             configs=views,
+            sections=list(sections.values()),
             versions=sorted({v["version"] for v in views}),
             full=first.get("full"),
             changelog=_changelog_view(changelog),

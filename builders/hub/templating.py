@@ -55,6 +55,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=cell)
     env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}"  # F1 as papers give it
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False}  # a strategy's `cut_meta`: as written
     return env
 
 

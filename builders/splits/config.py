@@ -75,7 +75,7 @@ class SplitConfig:
     ngram: int = NGRAM
     #: `familiarity` strategy: the Familiarity asked of each level (in `levels` order), the
     #: smallest gap between consecutive levels, and the mentions of every level (None: the
-    #: largest size that gives the levels asked for).
+    #: largest size that gives the levels asked for; `random` reads it too).
     targets: tuple[float, ...] | None = None
     min_gap: float = MIN_GAP
     level_mentions: int | None = None

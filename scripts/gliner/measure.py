@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
             preds.append(str(pred.resolve()))
         settings = json.loads((model / "train_settings.json").read_text(encoding="utf-8"))
         runs.append({"name": folder.name, "training": str(folder.resolve()), "predictions": preds,
-                     "seeds": seeds, "model": f"GLiNER {settings['versions']['gliner']} on {Path(backbone).name}",
+                     "seeds": seeds, "model": f"GLiNER {settings['versions']['gliner']} on {Path(args.backbone).name}",
                      "steps": settings["global_step"], "config": args.config})  # fmt: skip
     toml = "\n".join(
         "[[run]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in r.items()) for r in runs

@@ -89,11 +89,11 @@ def test_the_scan_finds_a_branch() -> None:
 
 
 def test_the_registry_names_every_strategy_once() -> None:
-    assert NAMES == ("entropy", "max", "familiarity")  # entropy first: the default
+    assert NAMES == ("entropy", "max", "familiarity", "random")  # entropy first: the default
     for name, s in zip(NAMES, every(), strict=True):
         assert isinstance(s, Strategy) and s.name == name and strategy(name) is s
     with pytest.raises(KeyError):
-        strategy("random")
+        strategy("stratified")
 
 
 @pytest.mark.parametrize(

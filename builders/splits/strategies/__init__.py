@@ -23,6 +23,7 @@ _REGISTRY = {
     "entropy": ("quantile", "ENTROPY"),
     "max": ("quantile", "MAX"),
     "familiarity": ("familiarity", "FAMILIARITY"),
+    "random": ("random", "RANDOM"),
 }
 #: Every strategy's name, in the registry's order.
 NAMES = tuple(_REGISTRY)

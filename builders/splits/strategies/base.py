@@ -41,7 +41,8 @@ class Strategy:
 
     #: The name the `strategy` setting and a repo folder's config use.
     name: str = ""
-    #: `SplitConfig` fields that only this strategy reads: field -> default.
+    #: `SplitConfig` fields this strategy reads and others refuse (one two strategies read,
+    #: `level_mentions`, is refused by neither): field -> default.
     options: ClassVar[Mapping[str, Any]] = {}
     #: What those options do, for the refusal of them under another strategy
     #: ("targets place levels by Familiarity: use the familiarity strategy").
@@ -58,10 +59,9 @@ class Strategy:
     def validate(self, cfg: SplitConfig, others: list[Strategy]) -> None:
         """Refuse options that belong to another strategy (`others`: every registered
         strategy), then check this one's own."""
-        for other in others:
-            if other.options is self.options:
-                continue
-            given = changed(cfg, other.options)
+        for other in others:  # an option two strategies own (--level-mentions) is each's
+            theirs = {k: v for k, v in other.options.items() if k not in self.options}
+            given = changed(cfg, theirs)
             if given:
                 raise ConflictingOptions(self.foreign(other, given))
         self.check(cfg)
