@@ -1,23 +1,14 @@
-"""brat standoff, as brat and INCEpTION export it: a document `NAME.txt` and its annotations
-`NAME.ann`, read as one unit (`PAIRED`; a name missing one of them is refused: `inputs.pair`).
+"""brat standoff (brat, INCEpTION): a document `NAME.txt` and its `NAME.ann`, one unit.
 
-    T1<TAB>Person 473 496<TAB>Raul Salinas de Gortari   an entity: type, character offsets
-    T2<TAB>Drug 0 5;12 19<TAB>short acting              (end exclusive), its text; `;` parts
-    R1<TAB>Family Arg1:T4 Arg2:T5                        relations, events (E), attributes (A,
-    A1<TAB>Individual T4                                 M), normalisations (N), notes (#),
-    #1<TAB>AnnotatorNotes T2<TAB>100000000 USD           equivalences (*)
-
-The document is cut into sentences at line breaks and after `.`, `!` or `?` before white
-space, never inside an entity (a break there is not made: `sentence_breaks_inside_entities`).
-Tokens are GLiNER's words (`base.tokenize_with_offsets`, as Pile-NER's passages are read),
-cut where an entity starts or ends inside one (`tokens_split_at_entity_boundaries`), so each
-entity is whole tokens. Nested and overlapping entities are kept, each its own span (one of
-two identical spans: `duplicate_spans`). What the span store cannot hold is counted per kind
-(`relations_not_kept`, `events_not_kept`, `attributes_not_kept`, `normalisations_not_kept`,
-`notes_not_kept`, `equivalences_not_kept`, `discontinuous_entities_not_kept`, and an event's
-trigger, `event_triggers_not_kept`: a `T` line an `E` line names as its trigger is no entity)
-and named in a note. An entity whose text is not the `.txt` at its offsets, offsets outside
-the document, or a line of no brat kind is an error naming the `.ann`, its line and the value.
+`T` lines (`T1<TAB>Person 473 496<TAB>Raul Salinas de Gortari`: character offsets, end
+exclusive) are entities. The document is cut into sentences at line breaks and after `.!?`
+before white space, never inside an entity (`sentence_breaks_inside_entities`), and into
+GLiNER's words (`base.tokenize_with_offsets`), cut where an entity starts or ends inside one
+(`tokens_split_at_entity_boundaries`). Nested entities are kept (`duplicate_spans`: one of
+two identical). What the span store cannot hold is counted by kind (`relations_not_kept`, for
+R, E, A and M, N, #, *, discontinuous `START END;START END` entities and events' trigger `T`s).
+An entity text that is not the `.txt` at its offsets, offsets outside it, or a line of no brat
+kind is an error naming the `.ann`, the line and the value.
 """
 
 from __future__ import annotations
@@ -38,15 +29,8 @@ from builders.sources.options import ReaderOptions
 #: the files of one unit: the document, then its annotations
 PAIRED = (".txt", ".ann")
 #: what the span store cannot hold, by the id's first character
-NOT_KEPT = {
-    "R": "relations",
-    "E": "events",
-    "A": "attributes",
-    "M": "attributes",
-    "N": "normalisations",
-    "#": "notes",
-    "*": "equivalences",
-}
+NOT_KEPT = {"R": "relations", "E": "events", "A": "attributes", "M": "attributes"}
+NOT_KEPT |= {"N": "normalisations", "#": "notes", "*": "equivalences"}
 _BREAK = re.compile(r"[.!?]+(?=\s)|\n")
 _OFFSETS = re.compile(r"\d+ \d+(;\d+ \d+)*")
 
@@ -65,11 +49,7 @@ def read(unit: FileGroup, report: ReadReport, **options: object) -> Iterator[Exa
     for kind, n in sorted(lost.items()):
         report.add(f"{kind.replace(' ', '_')}_not_kept", n)
     if lost:
-        report.note(
-            "brat annotations the span store cannot hold (relations, events and their "
-            "triggers, attributes, normalisations, notes, equivalences, discontinuous "
-            "entities): counted by kind, KIND_not_kept"
-        )
+        report.note("brat annotations the span store cannot hold: counted by kind (KIND_not_kept)")
     inside = bytearray(len(text) + 1)  # 1 where a sentence may not end
     for start, end, _ in entities:
         inside[start + 1 : end] = b"\1" * max(end - start - 1, 0)
@@ -118,7 +98,7 @@ def _tokens(
 def _entities(path: Path, text: str) -> tuple[list[tuple[int, int, str]], Counter[str]]:
     """The continuous entities of an `.ann` file as (start, end, type), checked against the
     text; what is not kept, counted by kind."""
-    found: dict[str, tuple[int, int, str, int]] = {}
+    found: dict[str, tuple[int, int, str]] = {}
     triggers: set[str] = set()
     lost: Counter[str] = Counter()
     for number, line in open_text(path):
@@ -149,8 +129,8 @@ def _entities(path: Path, text: str) -> tuple[list[tuple[int, int, str]], Counte
             lost["discontinuous entities"] += 1
         else:
             (start, end), *_ = parts
-            found[fields[0]] = (start, end, label, number)
+            found[fields[0]] = (start, end, label)
     for name in triggers & found.keys():
         lost["event triggers"] += 1
         del found[name]
-    return [(s, e, label) for s, e, label, _ in found.values()], lost
+    return list(found.values()), lost

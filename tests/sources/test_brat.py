@@ -45,7 +45,7 @@ def test_real_documents(db: Path) -> None:
         "relations_not_kept": 3,
         "tokens_split_at_entity_boundaries": 2,  # classifier|s, model|s
     }
-    assert any("counted by kind, KIND_not_kept" in n for n in split.report["notes"])
+    assert any("counted by kind (KIND_not_kept)" in n for n in split.report["notes"])
     tokens = {raw: toks for _, toks, raw in sentences}
     first = tokens["crossner-ai-excerpt@0"]
     assert first[5:12] == ["naive", "Bayes", "classifier", "s", ",", "Gaussian", "mixture"]
@@ -142,3 +142,18 @@ def test_no_sentence_break_inside_an_entity(db: Path, tmp_path: Path) -> None:
     assert [s[1] for s in sentences] == [["Dr", ".", "Who", "came", "."], ["Yes", "."]]
     assert [m[1:] for m in mentions] == [(0, 3, "Person")]
     assert res.splits[0].report["counts"] == {"sentence_breaks_inside_entities": 1}
+
+
+def test_regenerate_sees_an_edited_txt(db: Path, tmp_path: Path) -> None:
+    """`regenerate` decides as `prepare_source(exact=True)` does: the .txt's bytes count."""
+    from builders.sources import get_source
+    from builders.store.writer import prepare_source
+
+    docs = _copy(tmp_path)
+    spec = get_source("brat")
+    with Store(db) as store:
+        ingest(store, "brat", docs)
+        assert not prepare_source(store, spec, spec.plan(docs), exact=True).pending
+        txt = docs / "000-introduction.txt"
+        txt.write_text(txt.read_text().replace("Welcome", "Welkome"))
+        assert prepare_source(store, spec, spec.plan(docs), exact=True).pending
