@@ -167,6 +167,8 @@ def ingest_cmd(
     the report counts them, and `builders labels` shows raw -> label.
 
     Example: builders ingest columns --path conll/train.txt --name mine --label-map tags.toml
+
+    Example: builders ingest brat --path annotations/ --name ours
     """
 
     options = parse_options(opts)

@@ -2,10 +2,13 @@
 
 A reader is a module under `builders.sources` with a function
 
-    read(unit: Path | DatasetSplit, report: ReadReport, **options) -> Iterator[Example]
+    read(unit: Path | FileGroup | DatasetSplit, report: ReadReport, **options) -> Iterator[Example]
 
 that reads ONE unit of input lazily and yields examples in order: a file for the file
-formats, one split of a Hugging Face dataset for `hf`. Each reader module also declares
+formats, one split of a Hugging Face dataset for `hf`. A reader whose unit is several files
+declares how they pair, `PAIRED` (brat: `(".txt", ".ann")`, the files of one name): planning
+makes each name's files one `FileGroup` (`inputs.pair`), and the store fingerprints a unit
+over every file it carries. Each reader module also declares
 `Options`, a frozen dataclass of its options (`builders.sources.options.ReaderOptions`): the
 registry validates the fixed and the user's options through it before anything is read, so an
 unknown key or a bad value is a clean error, and `read` receives them as keywords.
@@ -121,7 +124,23 @@ class DatasetSplit:
         return str(self)
 
 
-Unit = Path | DatasetSplit
+@dataclass(frozen=True)
+class FileGroup:
+    """Files of one name read together as one unit (brat's `NAME.txt` and `NAME.ann`), in
+    the order the reader's `PAIRED` gives their suffixes; named `folder/NAME.{txt,ann}`."""
+
+    files: tuple[Path, ...]
+
+    def __str__(self) -> str:
+        first = self.files[0]
+        return str(first.with_suffix("")) + ".{" + ",".join(f.suffix[1:] for f in self.files) + "}"
+
+    @property
+    def name(self) -> str:
+        return Path(str(self)).name
+
+
+Unit = Path | FileGroup | DatasetSplit
 
 
 def open_text(path: Path) -> Iterator[tuple[int, str]]:

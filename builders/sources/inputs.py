@@ -12,6 +12,10 @@
   shards of one corpus: every file is read as `train` (or `--split`), and the note says so.
   Files that are not read (README, LICENSE, hidden files, names without a split beside named
   ones) are named in a note.
+- A reader that reads files in pairs (`PAIRED`: brat's `NAME.txt` with its `NAME.ann`) gets
+  each name's files as one unit, whichever of them a `--path` names (`pair`); a name missing
+  one of its files is refused, and files of other suffixes (`annotation.conf`) are named in a
+  note.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 
 from builders.defaults import SPLIT_ALIASES
 from builders.errors import AmbiguousInput, InputError, opt
+from builders.sources.base import FileGroup
 
 #: file names in a data folder that are documentation, not data
 _NOT_DATA = re.compile(r"(readme|license|licence|changelog|citation)(\..*)?$|.*\.(md|pdf)$", re.I)
@@ -126,3 +131,31 @@ def _folder(
 
 def found_splits(named: Mapping[Path, str | None]) -> set[str]:
     return {s for s in named.values() if s}
+
+
+def pair(files: Sequence[Path], suffixes: tuple[str, ...]) -> tuple[list[FileGroup], list[str]]:
+    """Each name's files (`suffixes`, in that order) as one unit, in the order the names first
+    come, and a note naming the files of other suffixes.
+
+    Raises:
+        InputError: a name without one of its files (`doc.txt` without `doc.ann`).
+    """
+    groups: dict[Path, FileGroup] = {}
+    other = [f for f in files if f.suffix not in suffixes]
+    for f in files:
+        stem = f.with_suffix("")
+        if f.suffix not in suffixes or stem in groups:
+            continue
+        group = tuple(stem.with_name(stem.name + s) for s in suffixes)
+        missing = next((g for g in group if not g.is_file()), None)
+        if missing is not None:
+            raise InputError(
+                f"{f}: no {missing.name} beside it: this reader reads "
+                + " with ".join(f"NAME{s}" for s in suffixes)
+                + " (a document not annotated yet needs an empty one)"
+            )
+        groups[stem] = FileGroup(group)
+    if not groups:
+        raise InputError(f"no {' or '.join(suffixes)} file among {', '.join(map(str, files))}")
+    notes = [f"not read: {', '.join(f.name for f in other)}"] if other else []
+    return list(groups.values()), notes

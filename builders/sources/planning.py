@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from builders.defaults import SPLIT_ALIASES
 from builders.errors import (
@@ -25,7 +25,7 @@ from builders.errors import (
 from builders.labels import label_map
 from builders.names import is_hub_id
 from builders.sources.base import Unit
-from builders.sources.inputs import assign, expand
+from builders.sources.inputs import assign, expand, pair
 from builders.sources.options import ReaderOptions
 
 
@@ -150,12 +150,17 @@ def _read_plan(
             f"a revision pins a Hub dataset, and {first} is read as files: give no revision"
         )
     paths = expand(given)
-    units, notes = assign(paths, spec.splits, split)
+    found, notes = assign(paths, spec.splits, split)
+    units: dict[str, list[Unit]] = {k: list(v) for k, v in found.items()}
+    paired = getattr(importlib.import_module(f"builders.sources.{spec.module}"), "PAIRED", ())
+    for key in units if paired else ():  # the reader reads files in pairs: `inputs.pair`
+        groups, more = pair(found[key], paired)
+        units[key], notes = list(groups), notes + more
     notes = [*said, *notes]
     opts = parse_options(spec.module, {**spec.options, **user})
     return ReadPlan(
         spec.module,
-        cast(dict[str, list[Unit]], units),
+        units,
         opts,
         {k: opts[k] for k in user},
         ", ".join(map(str, paths)),

@@ -198,6 +198,13 @@ _SPECS: list[SourceSpec] = [
         loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
     ),
     SourceSpec(
+        name="brat",
+        kind="corpus",
+        module="brat",
+        description="brat standoff (brat, INCEpTION): NAME.txt documents with their NAME.ann",
+        license="unknown",
+    ),
+    SourceSpec(
         name="hf",
         kind="corpus",
         module="hf",

@@ -42,7 +42,7 @@ from builders.defaults import split_rank
 from builders.errors import ConflictingOptions, IngestRefused, SourceFormatError, opt
 from builders.names import check_name
 from builders.sources import ReadPlan, SourceSpec
-from builders.sources.base import DatasetSplit, ReadReport, Unit
+from builders.sources.base import DatasetSplit, FileGroup, ReadReport, Unit
 from builders.store.batches import WHOLE_SPLIT, Buffers, Validator, whole_split_note
 from builders.store.db import Store, StoredSplit
 from builders.store.results import IngestResult, SplitResult
@@ -79,15 +79,17 @@ def unit_key(unit: Unit) -> str:
     dataset by its resolved folder)."""
     if isinstance(unit, Path):
         return str(unit.resolve())
+    if isinstance(unit, FileGroup):  # `folder/NAME.{txt,ann}`
+        return str(FileGroup(tuple(f.resolve() for f in unit.files)))
     if Path(unit.dataset).exists():
         return str(DatasetSplit(str(Path(unit.dataset).resolve()), unit.config, unit.split))
     return str(unit)
 
 
 def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
-    """Hash of one input (file bytes and name; a local dataset's file bytes; a Hub dataset's
-    id, config, split and commit: another revision is another input), the reader and its
-    version, the options and the label map."""
+    """Hash of one input (file bytes and name; every file of a `FileGroup`; a local dataset's
+    file bytes; a Hub dataset's id, config, split and commit: another revision is another
+    input), the reader and its version, the options and the label map."""
     h = hashlib.sha256()
     h.update(f"{plan.module}\0{spec.loader_version}\0".encode())
     h.update(json.dumps(_jsonable(dict(plan.options)), sort_keys=True).encode())
@@ -95,6 +97,8 @@ def unit_fingerprint(spec: SourceSpec, plan: ReadPlan, unit: Unit) -> str:
         h.update(b"\0label_map\0" + json.dumps(dict(plan.label_map), sort_keys=True).encode())
     if isinstance(unit, Path):
         files, name = [unit], unit.name
+    elif isinstance(unit, FileGroup):
+        files, name = list(unit.files), unit.name
     else:
         files = list(unit.files)
         local = Path(unit.dataset).exists()
