@@ -1,20 +1,23 @@
-"""`builders export-gliner`: a built folder or a stored corpus as GLiNER training json (in windows
-GLiNER keeps whole), or a stored benchmark as GLiNER's evaluation folder."""
+"""`builders export` (and `export-gliner`, its GLiNER format): a built folder or a stored corpus as
+GLiNER training json (in windows GLiNER keeps whole), a stored benchmark as GLiNER's evaluation
+folder, or a built folder as flair's column files."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from builders.cli.errors import handle_errors
 from builders.cli.options import common_options
 from builders.cli.output import emit_json, note
 from builders.cli.session import open_store
 from builders.errors import ConflictingOptions
-from builders.hub.export import EVAL_FILES, ExportRequest, export
+from builders.hub.export import EVAL_FILES, FORMATS, ExportRequest, export
 from builders.hub.windows import MAX_TOKENS, MAX_TYPES, MAX_WIDTH, MAX_WORDS, Limits
 from builders.splits.strategies import NAMES
 
@@ -25,81 +28,82 @@ def _limit(name: str, default: int, what: str) -> Callable:
     )
 
 
-@click.command("export-gliner", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("folder", required=False)
-@click.option(
-    "--config",
-    help=f"Config (strategy) to export: {', '.join(NAMES)}. Default: the folder's default.",
-)
-@click.option(
-    "--split",
-    default="train",
-    show_default=True,
-    help="Split (Few-NERD folders: validation, test too; --source: any stored split).",
-)
-@click.option(
-    "--source",
-    metavar="NAME",
-    help="Instead of FOLDER: write this stored corpus (every sentence of --split, with its "
-    "mentions and negatives) as GLiNER training json.",
-)
-@click.option(
-    "--benchmark",
-    metavar="SOURCE",
-    help="Instead of FOLDER: write this stored source as GLiNER's evaluation folder "
-    "(train/dev/test.json + labels.json) at --out.",
-)
-@_limit("--max-words", MAX_WORDS, "Words a window holds at most (GLiNER's max_len).")
-@_limit(
-    "--max-width",
-    MAX_WIDTH,
-    "Widest entity GLiNER keeps, in words (its max_width): wider ones are counted.",
-)
-@_limit(
-    "--max-tokens",
-    MAX_TOKENS,
-    "Encoder tokens a window takes at most, its label prompt "
-    "and the encoder's special tokens included (deberta-v3: 512).",
-)
-@_limit("--max-types", MAX_TYPES, "Labels in a row's prompt (GLiNER's max_types).")
-@click.option(
-    "--tokenizer",
-    metavar="PATH",
-    help="Count tokens with this Hugging Face tokenizer (a local folder, or a Hub name in the "
-    "local cache: the encoder's, e.g. microsoft/deberta-v3-large). Default: an estimate that "
-    "counts high (on the bundled sample 1.8 times what a 30k WordPiece vocabulary counts, and "
-    "at least that on every passage; METHOD.md section 4), so rows are cut more than needed.",
-)
-@click.option(
-    "--no-windows",
-    is_flag=True,
-    help="Write rows whole (GLiNER truncates what is over the limits; still counted).",
-)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="The GLiNER json file to write (with --benchmark: the folder).",
-)
-@common_options
-@handle_errors
-def export_gliner_cmd(
-    folder: str | None,
-    config: str | None,
-    split: str,
-    source: str | None,
-    benchmark: str | None,
-    max_words: int,
-    max_width: int,
-    max_tokens: int,
-    max_types: int,
-    tokenizer: str | None,
-    no_windows: bool,
-    out: Path,
-    db: Path,
-    as_json: bool,
-    quiet: bool,
-) -> None:
+def _options(out_help: str) -> Callable:
+    """export-gliner's argument and options (`--out` helped with `out_help`)."""
+    options: list[Callable[[Callable], Callable]] = [
+        click.argument("folder", required=False),
+        click.option(
+            "--config",
+            help=f"Config (strategy) to export: {', '.join(NAMES)}. Default: the folder's default.",
+        ),
+        click.option(
+            "--split",
+            default="train",
+            show_default=True,
+            help="Split (Few-NERD folders: validation, test too; --source: any stored split).",
+        ),
+        click.option(
+            "--source",
+            metavar="NAME",
+            help="Instead of FOLDER: write this stored corpus (every sentence of --split, with its "
+            "mentions and negatives) as GLiNER training json.",
+        ),
+        click.option(
+            "--benchmark",
+            metavar="SOURCE",
+            help="Instead of FOLDER: write this stored source as GLiNER's evaluation folder "
+            "(train/dev/test.json + labels.json) at --out.",
+        ),
+        _limit("--max-words", MAX_WORDS, "Words a window holds at most (GLiNER's max_len)."),
+        _limit(
+            "--max-width",
+            MAX_WIDTH,
+            "Widest entity GLiNER keeps, in words (its max_width): wider ones are counted.",
+        ),
+        _limit(
+            "--max-tokens",
+            MAX_TOKENS,
+            "Encoder tokens a window takes at most, its label prompt "
+            "and the encoder's special tokens included (deberta-v3: 512).",
+        ),
+        _limit("--max-types", MAX_TYPES, "Labels in a row's prompt (GLiNER's max_types)."),
+        click.option(
+            "--tokenizer",
+            metavar="PATH",
+            help="Count tokens with this Hugging Face tokenizer (a local folder, or a Hub name in the "
+            "local cache: the encoder's, e.g. microsoft/deberta-v3-large). Default: an estimate that "
+            "counts high (on the bundled sample 1.8 times what a 30k WordPiece vocabulary counts, and "
+            "at least that on every passage; METHOD.md section 4), so rows are cut more than needed.",
+        ),
+        click.option(
+            "--no-windows",
+            is_flag=True,
+            help="Write rows whole (GLiNER truncates what is over the limits; still counted).",
+        ),
+        click.option(
+            "--out",
+            type=click.Path(path_type=Path),
+            required=True,
+            help=out_help,
+        ),
+        common_options,
+        handle_errors,
+    ]
+
+    def decorate(f: Callable) -> Callable:
+        for deco in reversed(options):
+            f = deco(f)
+        return f
+
+    return decorate
+
+
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+@click.command("export-gliner", context_settings=_CONTEXT)
+@_options("The GLiNER json file to write (with --benchmark: the folder).")
+def export_gliner_cmd(**options: Any) -> None:
     """Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME), or a
     stored corpus (--source), to GLiNER training json; or a stored benchmark to GLiNER's
     evaluation folder.
@@ -125,24 +129,81 @@ def export_gliner_cmd(
 
     Example: builders export-gliner --benchmark crossner-ai --out gliner-data/CrossNER_AI
     """
+    _export("gliner", **options)
+
+
+@click.command("export", context_settings=_CONTEXT)
+@click.option(
+    "--format",
+    type=click.Choice(FORMATS),
+    default="gliner",
+    show_default=True,
+    help="gliner: export-gliner's json (its options, its bytes); flair: flair's column files.",
+)
+@_options("The file to write (--benchmark, --format flair: the folder).")
+def export_cmd(format: str, **options: Any) -> None:
+    """Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME) as
+    GLiNER json (--format gliner, the default: see export-gliner --help), or each of its splits
+    as flair's column files (--format flair).
+
+    flair: --out is a folder of train.txt, dev.txt, test.txt (the splits FOLDER has; flair
+    samples a missing one from train) for flair's ColumnCorpus(OUT, {0: "text", 1: "ner"}):
+    TOKEN<TAB>TAG lines (a tab: flair reads "# O" as a comment), BIO tags, a blank line after
+    each sentence. A word holds one tag: the outermost mention is kept (mentions taken by start,
+    the longest first); one inside it (nested) or crossing it (overlapping) is not written, and
+    is counted (--json: not_kept), as are negatives. A label's whitespace is written _. A token
+    that is empty or holds whitespace is refused, naming its row; so are GLiNER's options.
+
+    Example: builders export out/pilener-low-shift --config max --format flair --out flair/low-max
+    """
+    _export(format, **options)
+
+
+def _export(fmt: Any, *, out: Path, db: Path, as_json: bool, quiet: bool, **o: Any) -> None:
+    """Build the request of the options given (the others None), export, print."""
+    ctx = click.get_current_context()
+    given = {k for k in o if ctx.get_parameter_source(k) is not ParameterSource.DEFAULT}
+    limits = Limits(o["max_words"], o["max_width"], o["max_tokens"], o["max_types"])
     try:
         request = ExportRequest(
             out,
-            folder=folder,
-            source=source,
-            benchmark=benchmark,
-            config=config,
-            split=split,
-            limits=Limits(max_words, max_width, max_tokens, max_types, windows=not no_windows),
-            tokenizer=tokenizer,
+            folder=o["folder"],
+            source=o["source"],
+            benchmark=o["benchmark"],
+            config=o["config"],
+            split=o["split"] if "split" in given else None,
+            limits=replace(limits, windows=not o["no_windows"]) if given & _LIMITS else None,
+            tokenizer=o["tokenizer"],
+            format=fmt,
         )
     except ConflictingOptions as exc:  # not one of FOLDER, --source and --benchmark
         raise click.UsageError(str(exc)) from None
     res = export(request, lambda: open_store(db, read_only=True), on_note=lambda s: note(s, quiet))
     if as_json:
         emit_json(res)
+    elif request.format == "flair":
+        _flair_summary(request, res, quiet)
     else:
         _summary(request, res, quiet)
+
+
+_LIMITS = {"max_words", "max_width", "max_tokens", "max_types", "no_windows"}
+
+
+def _flair_summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> None:
+    """The sentences and mentions written, then what the column files cannot hold."""
+    rows = ", ".join(f"{name} {n:,}" for name, n in res["rows"].items())
+    lost, renamed = res["not_kept"], res["labels_renamed"]
+    note(
+        f"{request.folder}: {rows} sentences, {res['mentions']:,} mentions -> {request.out}", quiet
+    )
+    note(
+        f"not written: {lost['nested']:,} nested and {lost['overlapping']:,} overlapping mentions "
+        f"(a word holds one tag; the outermost kept), {res['negatives_left_out']:,} negatives, "
+        f"{res['negative_spans_left_out']:,} negative spans; {len(renamed):,} labels written "
+        "with _ for whitespace (--json lists them)",
+        quiet,
+    )
 
 
 def _summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> None:

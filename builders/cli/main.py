@@ -2,7 +2,7 @@
 
 One module per command group: `store` (sources, ingest, labels, stats), `familiarity`, `splits`
 (build-splits), `evaluate`, `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
-(export-gliner), `publish` (publish, regenerate) and `cache`; what they share is in `options`
+(export, export-gliner), `publish` (publish, regenerate) and `cache`; what they share is in `options`
 (the shared options), `output` (JSON, notes, tables), `errors` (one-line failures) and
 `session` (the store opened and closed). The group is lazy (`lazy.LazyGroup`): a command's
 module, and the library it imports at its top, loads only when that command is used.
@@ -70,6 +70,12 @@ COMMANDS = {
     "fewnerd-episodes": (
         "builders.cli.fewnerd:fewnerd_episodes_cmd",
         "Sample N-way K~2K-shot episodes (greedy, Few-NERD's Algorithm 1) from one part.",
+    ),
+    "export": (
+        "builders.cli.export:export_cmd",
+        "Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME) as "
+        "GLiNER json (--format gliner, the default: see export-gliner --help), or each of its "
+        "splits as flair's column files (--format flair).",
     ),
     "export-gliner": (
         "builders.cli.export:export_gliner_cmd",

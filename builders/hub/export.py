@@ -1,4 +1,4 @@
-"""Export to GLiNER's two json layouts.
+"""Export to GLiNER's two json layouts, and to flair's column files.
 
 Training json, from a built folder (a subset or a Few-NERD folder, local or on the Hub):
 
@@ -13,7 +13,13 @@ Evaluation layout, from a benchmark in the span store (GLiNER's zero-shot benchm
                                             "type": "label", "pos": [char_start, char_end]}]}]
     DIR/labels.json                        ["label", ...]
 
-One request says which of the three to write (`ExportRequest`); `export` writes it.
+flair's column files, from a built folder (`export_flair`; flair's `ColumnCorpus(DIR, {0: "text",
+1: "ner"})` reads them):
+
+    DIR/train.txt, dev.txt, test.txt   TOKEN<TAB>TAG per line (BIO tags), a blank line after
+                                       each sentence; one file per split the folder has
+
+One request says which to write (`ExportRequest`: its `format`, its source); `export` writes it.
 
 The folder's spans have `end` exclusive (as in the span store); GLiNER's `end` is inclusive,
 so it is written as `end - 1`. The same input gives the same bytes; files are written beside
@@ -23,14 +29,22 @@ their target and moved in.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from builders.defaults import canonical_split, config_order, hub_split, split_rank
-from builders.errors import ConflictingOptions, InputError, OutputFolderError, SplitNotStored, opt
+from builders.errors import (
+    ConflictingOptions,
+    InputError,
+    InvalidValue,
+    OutputFolderError,
+    SplitNotStored,
+    opt,
+)
 from builders.files import atomic_open
 from builders.hub.folder import atomic_dir, configs_of
 from builders.hub.manifest import check_levels
@@ -60,25 +74,40 @@ NEGATIVES_KEY = "ner_negatives"
 #: GLiNER's evaluation file of each canonical split (`open_content` matches these names).
 EVAL_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
 LABELS_FILE = "labels.json"
+#: flair's column file of each split of a built folder (`find_train_dev_test_files` finds them).
+FLAIR_FILES = {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
+FORMATS = ("gliner", "flair")
 
 
 @dataclass(frozen=True)
 class ExportRequest:
-    """What `builders export-gliner` writes to `out`: one of a built `folder` (local, or a Hub
-    dataset repo ORG/NAME; its `config`, None for its default), a stored `source` (both as
-    training json, their `split` cut to the `limits` GLiNER keeps, tokens counted with
-    `tokenizer`, None: estimated) or a stored `benchmark` (GLiNER's evaluation folder)."""
+    """What `builders export` writes to `out` in `format`. gliner: one of a built `folder`
+    (local, or a Hub dataset repo ORG/NAME; its `config`, None for its default), a stored
+    `source` (both as training json, their `split`, None: train, cut to the `limits` GLiNER
+    keeps, None: its defaults, tokens counted with `tokenizer`, None: estimated) or a stored
+    `benchmark` (GLiNER's evaluation folder). flair: a built `folder`'s every split as column
+    files in the folder `out` (the other settings are GLiNER's, refused)."""
 
     out: Path
     folder: str | None = None
     source: str | None = None
     benchmark: str | None = None
     config: str | None = None
-    split: str = "train"
-    limits: Limits = field(default_factory=Limits)
+    split: str | None = None
+    limits: Limits | None = None
     tokenizer: str | None = None
+    format: Literal["gliner", "flair"] = "gliner"
 
     def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise InvalidValue(f"{opt('format', self.format)}: give one of {', '.join(FORMATS)}")
+        given = [opt(k) for k in ("source", "benchmark", "split", "tokenizer") if getattr(self, k)]
+        given += [f"the limits ({opt('max_words')}, ...)"] if self.limits else []
+        if self.format == "flair" and given:
+            raise ConflictingOptions(
+                f"{', '.join(given)}: read by {opt('format', 'gliner')} only; "
+                f"{opt('format', 'flair')} writes every split of FOLDER, whole"
+            )
         if sum(x is not None for x in (self.folder, self.source, self.benchmark)) != 1:
             raise ConflictingOptions(
                 f"give one of FOLDER (a built folder or Hub repo), {opt('source', 'NAME')} or "
@@ -109,8 +138,13 @@ def export(
         assert open_store is not None, "a benchmark export reads the store"
         with open_store() as store:
             return export_gliner_benchmark(store, request.benchmark, request.out)
+    if request.format == "flair":
+        assert request.folder is not None
+        where = _built_folder(request.folder, request.config, note)
+        res = export_flair(where, request.config, request.out)
+        return {"folder": request.folder, "config": request.config, **res}
     count = TokenCount(request.tokenizer)
-    out, split, limits = request.out, request.split, request.limits
+    out, split, limits = request.out, request.split or "train", request.limits or Limits()
     if request.source is not None:
         assert open_store is not None, "a source export reads the store"
         with open_store() as store:
@@ -150,10 +184,18 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
     Raises:
         BuildersError: when the folder, the config or the split has no parquet file.
     """
-    folder = Path(folder)
+    where, split = config_folder(Path(folder), config), hub_split(split)
+    files = sorted(p for p in where.glob(f"{split}-*.parquet"))
+    if not files:
+        have = sorted({p.name.split("-")[0] for p in where.glob("*-*.parquet")})
+        raise InputError(f"{where}: no {split}-*.parquet (splits: {', '.join(have) or 'none'})")
+    return files
+
+
+def config_folder(folder: Path, config: str | None) -> Path:
+    """The folder of one config's parquet files (`data/` of a Few-NERD folder)."""
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder (expected a folder written by build-splits)")
-    split = hub_split(split)
     configs = config_order(
         p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.parquet"))
     )
@@ -168,11 +210,7 @@ def parquet_files(folder: Path, config: str | None = None, split: str = "train")
         if config not in configs:
             raise InputError(f"{folder}: no config {config!r}. Valid: {', '.join(configs)}")
         where = folder / config
-    files = sorted(p for p in where.glob(f"{split}-*.parquet"))
-    if not files:
-        have = sorted({p.name.split("-")[0] for p in where.glob("*-*.parquet")})
-        raise InputError(f"{where}: no {split}-*.parquet (splits: {', '.join(have) or 'none'})")
-    return files
+    return where
 
 
 def parquet_rows(files: list[Path]) -> Iterator[Row]:
@@ -210,6 +248,7 @@ def parquet_rows(files: list[Path]) -> Iterator[Row]:
                     _checked(where, len(tokens), spans),
                     list(neg) if neg else None,
                     _checked(where, len(tokens), neg_spans or []),
+                    where,
                 )
 
 
@@ -463,15 +502,7 @@ def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any
 
     store.require_source(source)
     out = Path(out)
-    if out.exists():
-        other = sorted(
-            p.name for p in out.iterdir() if p.name not in {*EVAL_FILES.values(), LABELS_FILE}
-        )
-        if other or not out.is_dir():
-            raise OutputFolderError(
-                f"{out}: exists and holds other files ({', '.join(other[:5]) or 'not a folder'});"
-                " give a new folder or one written by export-gliner --benchmark"
-            )
+    _replaceable(out, {*EVAL_FILES.values(), LABELS_FILE}, "export-gliner --benchmark")
     splits = sorted(store.splits_of(source), key=split_rank)
     written = {canonical_split(s): s for s in splits if canonical_split(s) in EVAL_FILES}
     rows: dict[str, int] = {}
@@ -497,3 +528,83 @@ def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any
         "negatives_left_out": int(stats["negatives"]),
         "negative_spans_left_out": int(stats["negative_spans"]),
     }
+
+
+def _replaceable(out: Path, names: set[str], by: str) -> None:
+    """Refuse an `out` that holds other files than `names` (written `by`): it is replaced whole."""
+    if out.exists():
+        other = sorted(p.name for p in out.iterdir() if p.name not in names)
+        if other or not out.is_dir():
+            raise OutputFolderError(
+                f"{out}: exists and holds other files ({', '.join(other[:5]) or 'not a folder'});"
+                f" give a new folder or one written by {by}"
+            )
+
+
+# ------------------------------------------------------------------------- flair's columns
+def export_flair(folder: Path, config: str | None, out: Path) -> dict[str, Any]:
+    r"""Every split of one config of a built folder as flair's column files in `out` (replaced
+    whole): `TOKEN<TAB>TAG` lines, BIO tags, a blank line after each sentence. flair 0.15.1
+    (flair/datasets/sequence_labeling.py): `ColumnCorpus` splits a line on r"\s+" and reads a
+    line that starts "# " as a comment (`comment_symbol`), hence the tab: `# O` would be one.
+
+    A word holds one tag: mentions are taken by start, the longest first; one inside a mention
+    written (`nested`) or crossing it (`overlapping`) is counted in `not_kept`, as negatives
+    are. A label's whitespace, which the split would cut, is written `_` (`labels_renamed`).
+
+    Raises:
+        BuildersError: on a token that is empty, holds whitespace or starts `-DOCSTART-` (our
+            columns reader skips such lines), naming its row; on two labels written alike; when
+            `out` holds other files.
+    """
+    where = config_folder(Path(folder), config)
+    splits = {s: f for s in FLAIR_FILES if (f := sorted(where.glob(f"{s}-*.parquet")))}
+    if not splits:
+        raise InputError(f"{where}: no train, validation or test parquet files")
+    _replaceable(out, set(FLAIR_FILES.values()), opt("format", "flair"))
+    labels = sorted({lab for files in splits.values() for lab in parquet_labels(files)})
+    tags = {lab: "_".join(lab.split()) for lab in labels}
+    if len(set(tags.values())) < len(tags):
+        twins = sorted(lab for lab in labels if list(tags.values()).count(tags[lab]) > 1)
+        raise InputError(f"{folder}: labels {twins} would be written alike (whitespace as _)")
+    rows: dict[str, int] = {}
+    counts: Counter[str] = Counter()
+    with atomic_dir(Path(out)) as tmp:
+        for split, files in splits.items():
+            with atomic_open(tmp / FLAIR_FILES[split]) as fh:
+                rows[canonical_split(split)] = write_columns(parquet_rows(files), fh, tags, counts)
+    return {
+        "format": "flair",
+        "out": str(out),
+        "rows": rows,
+        "mentions": counts["mentions"],
+        "not_kept": {k: counts[k] for k in ("nested", "overlapping")},
+        "negatives_left_out": counts["negatives"],
+        "negative_spans_left_out": counts["negative_spans"],
+        "labels_renamed": {lab: tag for lab, tag in tags.items() if lab != tag},
+    }
+
+
+def write_columns(rows: Iterator[Row], fh: TextIO, tags: dict[str, str], counts: Counter) -> int:
+    """Write rows as column lines (see `export_flair`), adding to `counts`; returns the rows."""
+    n = 0
+    for row in rows:
+        n += 1
+        for t in row.tokens:
+            if not t or t.startswith("-DOCSTART-") or any(c.isspace() for c in t):
+                raise InputError(
+                    f"{row.where}: token {t!r} is empty, holds whitespace or starts -DOCSTART-; "
+                    "flair's column format cannot hold it"
+                )
+        bio, end = ["O"] * len(row.tokens), 0
+        for a, b, label in sorted(row.spans, key=lambda s: (s[0], -s[1], s[2])):
+            if a < end:  # inside the last mention written, or crossing it
+                counts["nested" if b <= end else "overlapping"] += 1
+                continue
+            bio[a:b], end = [f"B-{tags[label]}"] + [f"I-{tags[label]}"] * (b - a - 1), b
+            counts["mentions"] += 1
+        counts["negatives"] += len(row.negatives or ())
+        counts["negative_spans"] += len(row.negative_spans)
+        fh.writelines(f"{t}\t{tag}\n" for t, tag in zip(row.tokens, bio, strict=True))
+        fh.write("\n")
+    return n

@@ -72,12 +72,14 @@ Span = tuple[int, int, str]  # start, end (exclusive), label
 
 class Row(NamedTuple):
     """One training row: its words, its mentions and negative spans (`end` exclusive), its
-    label-level negatives (None: the row has no `ner_negatives` key)."""
+    label-level negatives (None: the row has no `ner_negatives` key), and where it was read
+    (for messages; windows have none)."""
 
     tokens: list[str]
     spans: list[Span]
     negatives: list[str] | None
     negative_spans: list[Span]
+    where: str = ""
 
 
 @lru_cache(maxsize=1 << 16)

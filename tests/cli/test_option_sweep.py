@@ -27,6 +27,7 @@ def _base(name: str, tmp: Path) -> list[str]:
         "leakage": ["--source", "nope"],
         "fewnerd-splits": ["--mode", "inter", "--source", "nope", "--path", str(tmp / "none")],
         "fewnerd-episodes": ["--part", "dev", "--source", "nope"],
+        "export": [str(tmp / "none"), "--out", str(tmp / "x.json")],
         "export-gliner": [str(tmp / "none"), "--out", str(tmp / "x.json")],
         "publish": [str(tmp / "none"), "--org", "testorg", "--dry-run"],
         "regenerate": ["--scenarios", str(tmp / "none.toml")],

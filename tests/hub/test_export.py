@@ -26,7 +26,7 @@ from helpers import DATA, json_result
 
 from builders.cli.main import cli
 from builders.errors import BuildersError
-from builders.hub.export import eval_record, export_gliner, export_gliner_benchmark
+from builders.hub.export import eval_record, export_flair, export_gliner, export_gliner_benchmark
 from builders.hub.folder import PARQUET_NAME, subset_features, write_parquet
 from builders.hub.windows import Limits
 from builders.store import Store
@@ -455,3 +455,136 @@ def test_eval_layout_of_full_crossner_ai_reads_like_gliners_own(
             assert {e for e in rb["ner"] if None not in e} <= mine
             extra += len(mine) - len({e for e in rb["ner"] if None not in e})
     assert extra == 12
+
+
+# ------------------------------------------------------------------------- flair's columns
+def _read_columns(path: Path) -> list[tuple[list[str], list[tuple[int, int, str]]]]:
+    """The sentences of a column file as the toolkit's own columns reader reads them."""
+    from builders.sources import columns
+    from builders.sources.base import ReadReport
+
+    report = ReadReport()
+    sentences = [(ex.tokens, ex.spans) for ex in columns.read(path, report)]
+    assert not report.counts, report.counts  # nothing repaired, skipped or left out
+    assert report.notes == [
+        f"{path.name}: columns detected as token,tag (column 2 holds the tags)",
+        f"{path.name}: tag scheme detected as BIO",
+    ]
+    return sentences
+
+
+def test_flair_export_reads_back_with_every_mention(any_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "flair"
+    res = export_flair(any_folder, "entropy", out)
+    rows = _rows(any_folder, "entropy")
+    assert sorted(p.name for p in out.iterdir()) == ["train.txt"]  # a level has train only
+    assert res["rows"] == {"train": len(rows)} and res["not_kept"] == {
+        "nested": 0,
+        "overlapping": 0,
+    }
+    assert res["mentions"] == sum(len(r["spans"]) for r in rows)
+    assert res["negatives_left_out"] == sum(len(r["negatives"]) for r in rows)
+    assert res["negative_spans_left_out"] == sum(len(r["negative_spans"]) for r in rows)
+    tag = {lab: "_".join(lab.split()) for r in rows for lab in (s["label"] for s in r["spans"])}
+    assert res["labels_renamed"] == {a: b for a, b in tag.items() if a != b}
+    assert _read_columns(out / "train.txt") == [
+        (r["tokens"], sorted((s["start"], s["end"], tag[s["label"]]) for s in r["spans"]))
+        for r in rows
+    ]
+
+
+def _nested_folder(root: Path, tokens: list[str], spans: list[dict]) -> Path:
+    (root / "n" / "entropy").mkdir(parents=True)
+    table = pa.table(
+        {
+            "id": ["train/0", "train/1"],
+            "tokens": [tokens, ["#", "Paris"]],  # `# O` would be a comment to flair
+            "spans": [spans, [{"start": 1, "end": 2, "label": "city"}]],
+            "negatives": [[], []],
+            "negative_spans": [[], []],
+        }
+    )
+    write_parquet(table, root / "n/entropy/train-00000-of-00001.parquet", subset_features())
+    return root / "n"
+
+
+def test_flair_export_counts_the_mentions_bio_cannot_hold(tmp_path: Path) -> None:
+    spans = [
+        {"start": 0, "end": 2, "label": "state"},  # inside the city: nested
+        {"start": 0, "end": 3, "label": "city"},  # outermost: kept
+        {"start": 2, "end": 4, "label": "building"},  # crosses the city: overlapping
+        {"start": 4, "end": 5, "label": "day of week"},  # written day_of_week
+    ]
+    folder = _nested_folder(tmp_path, ["New", "York", "City", "Hall", "Monday"], spans)
+    out = tmp_path / "out"
+    res = export_flair(folder, None, out)
+    assert res["not_kept"] == {"nested": 1, "overlapping": 1} and res["mentions"] == 3
+    assert res["labels_renamed"] == {"day of week": "day_of_week"}
+    assert (out / "train.txt").read_text() == (
+        "New\tB-city\nYork\tI-city\nCity\tI-city\nHall\tO\nMonday\tB-day_of_week\n\n"
+        "#\tO\nParis\tB-city\n\n"
+    )
+    assert _read_columns(out / "train.txt") == [
+        (["New", "York", "City", "Hall", "Monday"], [(0, 3, "city"), (4, 5, "day_of_week")]),
+        (["#", "Paris"], [(1, 2, "city")]),
+    ]
+    res = CliRunner().invoke(cli, ["export", str(folder), "--format", "flair", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "train 2 sentences, 3 mentions" in res.output
+    assert "1 nested and 1 overlapping mentions" in res.output
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(BuildersError, match=r"holds other files \(notes.txt\)"):
+        export_flair(folder, None, out)
+
+
+def test_flair_export_refuses_a_token_it_cannot_hold(tmp_path: Path) -> None:
+    folder = _nested_folder(tmp_path, ["New York", "City"], [])
+    with pytest.raises(BuildersError, match=r"row 'train/0': token 'New York' is empty, holds"):
+        export_flair(folder, None, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_format_gliner_is_export_gliner(folder: Path, tmp_path: Path) -> None:
+    """`export` (its default format, and --format gliner) writes export-gliner's bytes and
+    result; export-gliner's library function writes the same."""
+    outs = [tmp_path / f"{i}.json" for i in range(3)]
+    results = []
+    for argv, out in zip(
+        (["export-gliner"], ["export"], ["export", "--format", "gliner"]), outs, strict=True
+    ):
+        res = CliRunner().invoke(
+            cli,
+            [
+                *argv,
+                str(folder),
+                "--config",
+                "max",
+                "--max-words",
+                "40",
+                "--out",
+                str(out),
+                "--json",
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        results.append({**json_result(res.output), "out": None})
+    export_gliner(folder, "max", tmp_path / "lib.json", limits=Limits(max_words=40))
+    assert len({p.read_bytes() for p in [*outs, tmp_path / "lib.json"]}) == 1
+    assert results[0] == results[1] == results[2] and results[0]["split"] == "train"
+
+
+def test_export_refuses_gliners_options_with_flair(folder: Path, tmp_path: Path) -> None:
+    base = ["export", str(folder), "--format", "flair", "--out", str(tmp_path / "o")]
+    for extra, named in (
+        (["--max-words", "10"], "the limits (--max-words, ...): read by --format gliner only"),
+        (["--no-windows"], "the limits (--max-words"),
+        (["--split", "train"], "--split: read by --format gliner only"),
+        (["--tokenizer", "x"], "--tokenizer: read by --format gliner only"),
+    ):
+        res = CliRunner().invoke(cli, base + extra)
+        assert res.exit_code == 2 and named in res.output, res.output
+    res = CliRunner().invoke(cli, ["export", "--format", "flair", "--source", "x", "--out", "o"])
+    assert res.exit_code == 2 and "--source: read by --format gliner only" in res.output
+    assert not (tmp_path / "o").exists()
+    res = CliRunner().invoke(cli, ["export", "--help"])
+    assert "Example: builders export" in res.output and "--format flair" in res.output
