@@ -44,7 +44,8 @@ def read(unit: FileGroup, report: ReadReport, **options: object) -> Iterator[Exa
     """Yield the sentences of one brat document with their entities (see the module)."""
     Options.parse(options, "brat")
     txt, ann = unit.files
-    text = read_text(txt)
+    # brat counts a byte-order mark as the text's first character: a space keeps the offsets
+    text = " " * txt.read_bytes().startswith(b"\xef\xbb\xbf") + read_text(txt)
     entities, lost = _entities(ann, text)
     for kind, n in sorted(lost.items()):
         report.add(f"{kind.replace(' ', '_')}_not_kept", n)

@@ -144,6 +144,16 @@ def test_no_sentence_break_inside_an_entity(db: Path, tmp_path: Path) -> None:
     assert res.splits[0].report["counts"] == {"sentence_breaks_inside_entities": 1}
 
 
+def test_a_byte_order_mark_counts_as_brats_first_character(db: Path, tmp_path: Path) -> None:
+    (tmp_path / "d.txt").write_bytes(b"\xef\xbb\xbfAda Lovelace wrote.")
+    (tmp_path / "d.ann").write_text("T1\tperson 1 13\tAda Lovelace\n", encoding="utf-8")
+    with Store(db) as store:
+        ingest(store, "brat", tmp_path)
+        sentences, mentions, _ = stored_rows(store, "brat")
+    assert [s[1] for s in sentences] == [["Ada", "Lovelace", "wrote", "."]]
+    assert [m[1:] for m in mentions] == [(0, 2, "person")]
+
+
 def test_regenerate_sees_an_edited_txt(db: Path, tmp_path: Path) -> None:
     """`regenerate` decides as `prepare_source(exact=True)` does: the .txt's bytes count."""
     from builders.sources import get_source
