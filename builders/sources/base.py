@@ -167,9 +167,9 @@ def open_text(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text.rstrip("\r\n")
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, bom_as: str = "") -> str:
     """The whole file as strict UTF-8 (for JSON formats), with a line-numbered error if not;
-    a byte-order mark at the start is dropped."""
+    a byte-order mark at the start becomes `bom_as` (dropped by default)."""
     data = path.read_bytes()
     if path.suffix in (".xz", ".gz"):
         import gzip
@@ -177,11 +177,12 @@ def read_text(path: Path) -> str:
 
         data = (lzma.decompress if path.suffix == ".xz" else gzip.decompress)(data)
     try:
-        return data.decode("utf-8").removeprefix(BOM)
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         bad = data[exc.start : exc.end]
         raise SourceFormatError(path, line, f"not UTF-8 (byte {bad.hex(' ')})", bad) from None
+    return bom_as + text[1:] if text.startswith(BOM) else text
 
 
 def as_in_file(value: object) -> Verbatim:

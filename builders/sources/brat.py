@@ -44,8 +44,7 @@ def read(unit: FileGroup, report: ReadReport, **options: object) -> Iterator[Exa
     """Yield the sentences of one brat document with their entities (see the module)."""
     Options.parse(options, "brat")
     txt, ann = unit.files
-    # brat counts a byte-order mark as the text's first character: a space keeps the offsets
-    text = " " * txt.read_bytes().startswith(b"\xef\xbb\xbf") + read_text(txt)
+    text = read_text(txt, bom_as=" ")  # brat counts a byte-order mark in its offsets
     entities, lost = _entities(ann, text)
     for kind, n in sorted(lost.items()):
         report.add(f"{kind.replace(' ', '_')}_not_kept", n)
