@@ -105,6 +105,7 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """
     from builders.shift.specs import EmbeddingSpec
     from builders.splits import SplitConfig, build
+    from builders.splits.strategies.quantile import QuantileOptions
     from builders.store import Store
     from builders.store.ingest import ingest
 
@@ -123,7 +124,7 @@ def sample_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 "pilener-sample",
                 strategy,
                 embedding=EmbeddingSpec("all-MiniLM-L6-v2"),
-                medium_band=SAMPLE_MEDIUM,
+                options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
             )
             (out[strategy],) = build(store, cfg, out["out"])
     return out

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 
 TESTS = Path(__file__).parent
@@ -19,10 +20,9 @@ SAMPLE_MEDIUM = (0.45, 0.55)
 #: A `max` build of the bundled sample whose levels are cut to one size (`--match mentions`):
 #: a matched low level may be one frequent label and part of another, hence min_labels 1.
 SIZE_MATCHED = {
-    "low_quantile": 0.95,
-    "medium_band": (0.4, 0.6),
-    "high_quantile": 0.1,
-    "match": "mentions",
+    "options": QuantileOptions(
+        low_quantile=0.95, medium_band=(0.4, 0.6), high_quantile=0.1, match="mentions"
+    ),
     "min_labels": 1,
 }
 

@@ -177,7 +177,7 @@ def test_a_library_caller_is_told_the_argument_not_the_flag(tmp_path: Path) -> N
         SplitConfig("x", min_labels=0)
     assert str(err.value) == "min_labels= and min_mentions= must be >= 1, got 0 and 100"
     with pytest.raises(ConflictingOptions) as err:
-        SplitConfig("x", "entropy", targets=(0.5, 0.3, 0.1))
+        SplitConfig.from_dict({"source": "x", "strategy": "entropy", "targets": (0.5, 0.3, 0.1)})
     assert (
         "targets= is an option of the familiarity strategy (levels placed by Familiarity): use strategy=familiarity"
         in str(err.value)

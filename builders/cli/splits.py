@@ -239,7 +239,7 @@ def build_splits(
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
     """
 
-    cfg = SplitConfig(**params)  # the options (and the two specs) are its parameters, by name
+    cfg = SplitConfig.from_dict(params)  # its parameters by name (the specs whole)
     # shared: the store is only read while labels are embedded and levels built (other
     # commands read beside it); new label vectors are written when the block ends
     with open_store(db, create=True, shared=True) as store:

@@ -16,14 +16,12 @@ from builders import __version__
 from builders.defaults import (
     DEFAULT_STRATEGY,
     LEVELS,
-    MATCH_MODES,
-    MIN_GAP,
     MIN_LEVEL_LABELS,
     MIN_LEVEL_MENTIONS,
     NGRAM,
 )
 from builders.deferred import np, pa
-from builders.errors import InvalidValue, opt
+from builders.errors import ConflictingOptions, InvalidValue, opt
 from builders.labels import union_labels
 from builders.shift.models import canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable
@@ -48,10 +46,12 @@ FLAT_ORDER = (
 class SplitConfig:
     """Everything that determines a build; written into every output and card.
 
-    How labels are embedded (`embedding`) and how Familiarity and the scores are read
-    (`metric`) are one spec each; `from_dict` takes them in their flat spelling (`model`, `k`,
-    ...), as a scenarios file and build.json have them, and `to_dict` gives that spelling.
-    Sequences may be given as lists (as a scenarios file has them); they are kept as tuples.
+    How labels are embedded (`embedding`), how Familiarity and the scores are read (`metric`)
+    and the strategy's own options (`options`: its `Strategy.Options`, None for its defaults)
+    are one spec each; `from_dict` takes them in their flat spelling (`model`, `k`,
+    `min_gap`, ...), as a scenarios file and build.json have them, and `to_dict` gives that
+    spelling (every strategy's options, another's at their defaults). Sequences may be given as
+    lists (as a scenarios file has them); they are kept as tuples.
     """
 
     source: str
@@ -60,25 +60,14 @@ class SplitConfig:
     benchmarks: tuple[str, ...] = ()
     embedding: EmbeddingSpec = EmbeddingSpec()
     metric: MetricSpec = MetricSpec()
-    low_quantile: float | None = None
-    high_quantile: float | None = None
-    medium_band: tuple[float, float] | None = None
-    profile: str | None = None
     per_benchmark: bool = False
     keep_misc: bool = False
     min_labels: int = MIN_LEVEL_LABELS
     min_mentions: int = MIN_LEVEL_MENTIONS
-    match: str = "none"
     label_map: str | None = None
     leakage: bool = True
     decontaminate: bool = False
     ngram: int = NGRAM
-    #: `familiarity` strategy: the Familiarity asked of each level (in `levels` order), the
-    #: smallest gap between consecutive levels, and the mentions of every level (None: the
-    #: largest size that gives the levels asked for; `random` reads it too).
-    targets: tuple[float, ...] | None = None
-    min_gap: float = MIN_GAP
-    level_mentions: int | None = None
     #: Other embedding models whose Familiarity of the same levels is reported beside; the
     #: `familiarity` strategy keeps its gaps under each (a single name is taken as one).
     check_model: tuple[str, ...] = ()
@@ -86,27 +75,29 @@ class SplitConfig:
     #: `label_share_bound`; 1: no bound). The default given by value is kept as None, so that
     #: a build asked for it by name (as a recorded command asks) records what a default one does.
     max_label_share: float | None = None
+    options: Any = None
 
     def __post_init__(self) -> None:
-        for name in ("levels", "benchmarks", "medium_band", "targets"):
-            value = getattr(self, name)
-            if isinstance(value, str):  # a comma-separated list, as the command line has it
-                value = [x.strip() for x in value.split(",") if x.strip()]
-            if value is not None:
-                cast = float if name == "targets" else None
-                object.__setattr__(self, name, tuple(_as(cast, name, v) for v in value))
+        for name in ("levels", "benchmarks"):
+            object.__setattr__(self, name, as_tuple(name, getattr(self, name)))
         if self.benchmarks in (("all",), ()):
             object.__setattr__(self, "benchmarks", ())
         object.__setattr__(self, "check_model", _models(self.check_model))
         if self.strategy not in NAMES:
             raise InvalidValue(f"unknown strategy {self.strategy!r}. Valid: {', '.join(NAMES)}")
+        own = strategy(self.strategy)
+        if self.options is None:
+            object.__setattr__(self, "options", own.Options())
+        elif not isinstance(self.options, own.Options):
+            raise InvalidValue(
+                f"{type(self.options).__name__} given for strategy {self.strategy!r}, which "
+                f"takes {own.Options.__name__}"
+            )
         bad = [lv for lv in self.levels if lv not in LEVELS]
         if bad or not self.levels:
             raise InvalidValue(
                 f"unknown level {bad[0] if bad else ''!r}. Valid: {', '.join(LEVELS)}"
             )
-        if self.match not in MATCH_MODES:
-            raise InvalidValue(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
         if self.min_labels < 1 or self.min_mentions < 1:
             raise InvalidValue(
                 f"{opt('min_labels')} and {opt('min_mentions')} must be >= 1, got {self.min_labels} and "
@@ -119,11 +110,12 @@ class SplitConfig:
                 f"{opt('max_label_share')} must be in (0, 1], got {self.max_label_share}"
             )
         if self.max_label_share is not None and _bound(self.max_label_share) == _bound(
-            strategy(self.strategy).label_share
+            own.label_share
         ):  # the default spelt out: recorded as left at it, so both build the same bytes
             object.__setattr__(self, "max_label_share", None)
         self._check_models()
-        strategy(self.strategy).validate(self, every())
+        own.refuse_foreign(self.to_dict(), every())
+        own.check(self)
 
     def _check_models(self) -> None:
         """Check models other than the build's own and each other (as the cache names them)."""
@@ -176,19 +168,32 @@ class SplitConfig:
     def defaults(cls) -> dict[str, Any]:
         """Every parameter but the source with its default, in the flat spelling (what a
         scenario may set)."""
-        given = {f.name: f.default for f in fields(cls) if f.name != "source"}
-        return flat(given, FLAT_ORDER)
+        given = {f.name: f.default for f in fields(cls) if f.name not in ("source", "options")}
+        return flat({**given, **_option_defaults()}, FLAT_ORDER)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> SplitConfig:
-        """A config from its parameters by name: flat (`model`, `k`, ... as `to_dict`, a
-        scenarios file and build.json spell them) or with the specs whole (`embedding`,
-        `metric`)."""
-        return cls(**split_flat(values, ("embedding", "metric")))
+        """A config from its parameters by name: flat (`model`, `k`, `min_gap`, ... as
+        `to_dict`, a scenarios file and build.json spell them) or with the specs whole
+        (`embedding`, `metric`, `options`). Another strategy's options are dropped at their
+        defaults (build.json spells them all) and refused at any other value."""
+        out = split_flat(values, ("embedding", "metric"))
+        given = {k: out.pop(k) for k in _option_defaults() if k in out}
+        name = out.get("strategy", DEFAULT_STRATEGY)
+        if given and "options" in out:
+            raise ConflictingOptions(
+                f"options= and {', '.join(sorted(given))}= both given: set them in the options"
+            )
+        if name in NAMES and "options" not in out:  # an unknown name is refused by the config
+            own = strategy(name)
+            own.refuse_foreign(given, every())
+            out["options"] = own.Options(**{k: v for k, v in given.items() if k in own.owned()})
+        return cls(**out)
 
     def to_dict(self) -> dict[str, Any]:
         """Every parameter, flat and in `FLAT_ORDER` (build.json's `config`)."""
-        return flat({f.name: getattr(self, f.name) for f in fields(self)}, FLAT_ORDER)
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
+        return flat({**values, **_option_defaults(), **self.options.to_dict()}, FLAT_ORDER)
 
 
 def _bound(share: float | None) -> float | None:
@@ -196,9 +201,22 @@ def _bound(share: float | None) -> float | None:
     return None if share is None or share >= 1 else share
 
 
-def _as(cast: Any, name: str, value: Any) -> Any:
-    if cast is None:
-        return value
+def _option_defaults() -> dict[str, Any]:
+    """Every strategy's options at their defaults, flat (a key two strategies own is one)."""
+    return {k: v for s in every() for k, v in s.Options().to_dict().items()}
+
+
+def as_tuple(name: str, value: Any, cast: Any = None) -> Any:
+    """A sequence setting as a tuple (None kept): a list as a scenarios file has it, or a
+    comma-separated string as the command line has it; each value through `cast`."""
+    if isinstance(value, str):
+        value = [x.strip() for x in value.split(",") if x.strip()]
+    if value is None or cast is None:
+        return value if value is None else tuple(value)
+    return tuple(_cast(cast, name, v) for v in value)
+
+
+def _cast(cast: Any, name: str, value: Any) -> Any:
     try:
         return cast(value)
     except (TypeError, ValueError):

@@ -12,6 +12,7 @@ from helpers import json_result
 
 from builders.cli.main import all_commands as loaded_commands
 from builders.cli.main import cli
+from builders.splits.strategies.quantile import QuantileOptions
 
 
 @pytest.fixture
@@ -210,11 +211,9 @@ def test_recorded_command_names_every_parameter_not_at_its_default() -> None:
         "max",
         levels=("low", "high"),
         benchmarks=("crossner-ai", "file:my labels.txt"),
-        medium_band=(0.4, 0.6),
-        low_quantile=0.9,
+        options=QuantileOptions(medium_band=(0.4, 0.6), low_quantile=0.9, match="labels"),
         leakage=False,
         keep_misc=True,
-        match="labels",
     )
     assert cfg.command_line() == (
         "build-splits --source 'my corpus' --strategy max --levels low,high "

@@ -21,6 +21,7 @@ from builders.hub.manifest import check_levels
 from builders.hub.readme import folder_card
 from builders.shift.embedder import Embedder
 from builders.shift.specs import EmbeddingSpec
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 
 MINILM = EmbeddingSpec("all-MiniLM-L6-v2")
@@ -104,7 +105,12 @@ def test_a_rebuild_marks_the_measure_stale(levels: dict[str, Path]) -> None:
         done = evaluate_runs(store, runs, embedder=Embedder.of(MINILM),
                              request=EvaluateRequest((), embedding=MINILM))  # fmt: skip
         record_difficulty(done)
-        cfg = SplitConfig("pilener-sample", "entropy", embedding=MINILM, medium_band=(0.4, 0.6))
+        cfg = SplitConfig(
+            "pilener-sample",
+            "entropy",
+            embedding=MINILM,
+            options=QuantileOptions(medium_band=(0.4, 0.6)),
+        )
         build(store, cfg, levels["out"])
     rec = json.loads((levels["out"] / LEVEL.format("low") / "entropy" / "build.json").read_text())
     assert (
@@ -116,7 +122,12 @@ def test_a_rebuild_marks_the_measure_stale(levels: dict[str, Path]) -> None:
         in (levels["out"] / LEVEL.format("low") / "README.md").read_text()
     )
     with Store(levels["db"]) as store:  # the same build again: the record is its own, not stale
-        cfg = SplitConfig("pilener-sample", "entropy", embedding=MINILM, medium_band=SAMPLE_MEDIUM)
+        cfg = SplitConfig(
+            "pilener-sample",
+            "entropy",
+            embedding=MINILM,
+            options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
+        )
         build(store, cfg, levels["out"])
     rec = json.loads((levels["out"] / LEVEL.format("low") / "entropy" / "build.json").read_text())
     assert rec["measured_difficulty"]["stale"] is False

@@ -17,6 +17,7 @@ from builders.shift.embedder import Embedder
 from builders.shift.specs import EmbeddingSpec, MetricSpec, flat, spec_fields, split_flat
 from builders.splits import SplitConfig
 from builders.splits.config import FLAT_ORDER
+from builders.splits.strategies.quantile import QuantileOptions
 
 
 def test_an_embedding_spec_refuses_what_no_runtime_runs() -> None:
@@ -59,7 +60,7 @@ def test_the_flat_spelling_goes_both_ways_in_its_order() -> None:
         "max",
         embedding=EmbeddingSpec("all-MiniLM-L6-v2", "torch", "bf16"),
         metric=MetricSpec(k=10, weighting="linear", temperature=0.5, seed=3, protocol="paper"),
-        low_quantile=0.9,
+        options=QuantileOptions(low_quantile=0.9),
     )
     flat_cfg = cfg.to_dict()
     assert tuple(flat_cfg) == FLAT_ORDER  # build.json's and --json's key order

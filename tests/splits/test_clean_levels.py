@@ -20,6 +20,7 @@ from helpers import SIZE_MATCHED
 
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -171,9 +172,7 @@ def test_a_shared_corpus_levels_strip_no_mention(shared: Path, tmp_path: Path) -
             "fewnerd-a",
             "entropy",
             embedding=EmbeddingSpec(MINILM),
-            low_quantile=0.25,
-            medium_band=(0.4, 0.6),
-            high_quantile=0.75,
+            options=QuantileOptions(low_quantile=0.25, medium_band=(0.4, 0.6), high_quantile=0.75),
         )
         build(store, quantiles, tmp_path / "out")
     for config in ("familiarity", "entropy"):

@@ -17,6 +17,7 @@ from builders.shift.coverage import familiarity_ranking
 from builders.shift.familiarity import familiarity_reference
 from builders.splits import SplitConfig
 from builders.splits.dial import FULL_SCAN, Dial, Unreachable, choose, largest_size, place
+from builders.splits.strategies.familiarity import FamiliarityOptions
 
 
 def _corpus(seed: int, n_train: int = 400, n_eval: int = 12) -> tuple[np.ndarray, np.ndarray]:
@@ -157,8 +158,10 @@ def test_check_models_from_a_name_a_list_and_the_recorded_command() -> None:
 
 
 def test_targets_from_a_scenario_string_and_the_recorded_command() -> None:
-    cfg = SplitConfig("mine", strategy="familiarity", targets="0.55, 0.42,0.3")
-    assert cfg.targets == (0.55, 0.42, 0.3)
+    cfg = SplitConfig(
+        "mine", strategy="familiarity", options=FamiliarityOptions(targets="0.55, 0.42,0.3")
+    )
+    assert cfg.options.targets == (0.55, 0.42, 0.3)
     command = cfg.command_line()
     assert "--targets 0.55,0.42,0.3" in command and "--min-gap 0.05" in command
 

@@ -29,6 +29,7 @@ from builders.errors import CannotBuild
 from builders.hub.folder import subset_features, write_parquet
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
+from builders.splits.strategies.familiarity import FamiliarityOptions
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -45,7 +46,7 @@ def _build(sample_results: dict, root: Path, check_model: str | None, min_gap: f
         "familiarity",
         embedding=EmbeddingSpec(MINILM),
         check_model=check_model,
-        min_gap=min_gap,
+        options=FamiliarityOptions(min_gap=min_gap),
     )
     with Store(db) as store:
         (res,) = build(store, cfg, root / "out")
@@ -413,7 +414,7 @@ def test_written_levels_short_of_the_gap_are_placed_again_smaller(
     assert "whose written levels keep the gaps" in card
 
     calls.clear()
-    given = replace(cfg, level_mentions=int(largest * 0.8))
+    given = replace(cfg, options=FamiliarityOptions(level_mentions=int(largest * 0.8)))
     with Store(db) as store:
         (res,) = build(store, given, None)
     sel = res.subsets[0].selection
@@ -434,7 +435,10 @@ def test_a_given_size_whose_gap_never_holds_on_the_rows_is_refused(
     shutil.copy(familiarity_build["db"], db)
     size = familiarity_build["result"].subsets[0].selection["level_mentions"] // 2
     cfg = SplitConfig(
-        "pilener-sample", "familiarity", embedding=EmbeddingSpec(MINILM), level_mentions=size
+        "pilener-sample",
+        "familiarity",
+        embedding=EmbeddingSpec(MINILM),
+        options=FamiliarityOptions(level_mentions=size),
     )
     with Store(db) as store, pytest.raises(CannotBuild) as refused:
         build(store, cfg, tmp_path / "out")

@@ -14,6 +14,7 @@ from builders.shift.report import LabelTable
 from builders.splits import SplitConfig
 from builders.splits.levels import Level
 from builders.splits.strategies.base import Placed
+from builders.splits.strategies.familiarity import FamiliarityOptions
 from builders.store.draws import Selection
 
 TABLE = LabelTable.from_counts({"a": 10, "b": 10})
@@ -28,7 +29,9 @@ def _shortfall(cfg: SplitConfig) -> float:
 
 
 def test_a_level_off_its_target_is_a_shortfall(monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = SplitConfig("x", "familiarity", levels=("low", "high"), targets=(0.63, 0.5))
+    cfg = SplitConfig(
+        "x", "familiarity", levels=("low", "high"), options=FamiliarityOptions(targets=(0.63, 0.5))
+    )
     _written(monkeypatch, [0.6, 0.5])  # the gap holds, low is 0.03 off its target
     assert _shortfall(cfg) == pytest.approx(0.03 - TARGET_TOLERANCE)
     _written(monkeypatch, [0.62, 0.5])  # within the tolerance
@@ -38,9 +41,11 @@ def test_a_level_off_its_target_is_a_shortfall(monkeypatch: pytest.MonkeyPatch) 
 def test_the_targets_are_the_build_models_a_check_models_gap_counts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cfg = SplitConfig("x", "familiarity", levels=("low", "high"), targets=(0.6, 0.5))
+    cfg = SplitConfig(
+        "x", "familiarity", levels=("low", "high"), options=FamiliarityOptions(targets=(0.6, 0.5))
+    )
     _written(monkeypatch, [0.6, 0.5], [0.9, 0.88])  # the check model's gap is 0.03 short
-    assert _shortfall(cfg) == pytest.approx(cfg.min_gap - 0.02)
+    assert _shortfall(cfg) == pytest.approx(cfg.options.min_gap - 0.02)
 
 
 def _rounds(n: int, levels: tuple[str, ...]) -> list[tuple[float, float, int, Placed]]:
@@ -54,7 +59,9 @@ def _rounds(n: int, levels: tuple[str, ...]) -> list[tuple[float, float, int, Pl
 def test_one_level_off_its_target_is_refused_without_gaps(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cfg = SplitConfig("x", "familiarity", levels=("high",), targets=(0.5,))
+    cfg = SplitConfig(
+        "x", "familiarity", levels=("high",), options=FamiliarityOptions(targets=(0.5,))
+    )
     _written(monkeypatch, [0.55])
     refused = familiarity._missed(cfg, TABLE, [], {}, _rounds(1, ("high",)), 0)
     text = str(refused)

@@ -18,6 +18,7 @@ from helpers import DATA, SAMPLE_MEDIUM
 
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -42,7 +43,11 @@ def leaky_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _build(db: Path, out: Path, **kw: object) -> list:
     kw = {"benchmarks": ("crossner-ai",), **kw}
     cfg = SplitConfig(
-        "leaky", "max", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM, **kw
+        "leaky",
+        "max",
+        embedding=EmbeddingSpec(MINILM),
+        options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
+        **kw,
     )  # type: ignore[arg-type]
     with Store(db) as store:
         return build(store, cfg, out)
@@ -137,7 +142,7 @@ def test_user_benchmarks_are_named_in_cards_and_changelogs(
         "max",
         benchmarks=("mine=crossner-ai:test", f"file:{labels}"),
         embedding=EmbeddingSpec(MINILM),
-        medium_band=SAMPLE_MEDIUM,
+        options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
     )
     with Store(leaky_store) as store:
         [res] = build(store, cfg, tmp_path)

@@ -18,6 +18,7 @@ from builders.shift.report import similarity_matrix
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
 from builders.splits import subsets as subsets_module
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -96,8 +97,7 @@ def test_levels_that_share_labels_are_refused_before_anything_is_written(
         "pilener-sample",
         "max",
         embedding=EmbeddingSpec(MINILM),
-        low_quantile=0.5,
-        medium_band=SAMPLE_MEDIUM,
+        options=QuantileOptions(low_quantile=0.5, medium_band=SAMPLE_MEDIUM),
     )
     with Store(sample_db) as store, pytest.raises(BuildersError) as err:
         build(store, cfg, out)
@@ -129,7 +129,10 @@ def test_a_failed_build_leaves_earlier_output_byte_identical(
 ) -> None:
     out = tmp_path / "out"
     cfg = SplitConfig(
-        "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+        "pilener-sample",
+        "entropy",
+        embedding=EmbeddingSpec(MINILM),
+        options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
     )
     with Store(sample_db) as store:
         build(store, cfg, out)
@@ -156,7 +159,10 @@ def test_a_failed_build_leaves_earlier_output_byte_identical(
 
         monkeypatch.setattr(subsets_module, "_write_config", fail_third)
         other = SplitConfig(
-            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=(0.4, 0.6)
+            "pilener-sample",
+            "entropy",
+            embedding=EmbeddingSpec(MINILM),
+            options=QuantileOptions(medium_band=(0.4, 0.6)),
         )
         with pytest.raises(OSError, match="disk full"):
             build(store, other, out)
@@ -172,7 +178,10 @@ def test_a_failed_swap_puts_every_folder_back(
     out = tmp_path / "out"
     with Store(sample_db) as store:
         cfg = SplitConfig(
-            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+            "pilener-sample",
+            "entropy",
+            embedding=EmbeddingSpec(MINILM),
+            options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
         )
         build(store, cfg, out)
         before = _tree(out)
@@ -186,7 +195,10 @@ def test_a_failed_swap_puts_every_folder_back(
 
         monkeypatch.setattr(folder_module, "swap_in", fail_last)
         other = SplitConfig(
-            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=(0.4, 0.6)
+            "pilener-sample",
+            "entropy",
+            embedding=EmbeddingSpec(MINILM),
+            options=QuantileOptions(medium_band=(0.4, 0.6)),
         )
         with pytest.raises(OSError, match="rename failed"):
             build(store, other, out)
@@ -218,8 +230,7 @@ def test_size_matched_levels_by_labels(sample_db: Path) -> None:
         "pilener-sample",
         "max",
         embedding=EmbeddingSpec(MINILM),
-        medium_band=SAMPLE_MEDIUM,
-        match="labels",
+        options=QuantileOptions(medium_band=SAMPLE_MEDIUM, match="labels"),
     )
     with Store(sample_db) as store:
         (res,) = build(store, cfg)
@@ -246,7 +257,10 @@ def test_same_bytes_whatever_the_cache_held_before(sample_results: dict, tmp_pat
                 Embedder(MINILM).embed_cached(store, ["extra label", *labels[:100]])
                 Embedder(MINILM).embed_cached(store, labels)
             cfg = SplitConfig(
-                "pilener-sample", "max", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+                "pilener-sample",
+                "max",
+                embedding=EmbeddingSpec(MINILM),
+                options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
             )
             build(store, cfg, tmp_path / f"out-{fill_first}")
         trees.append(_tree(tmp_path / f"out-{fill_first}"))

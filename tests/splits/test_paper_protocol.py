@@ -24,6 +24,7 @@ from builders.shift.report import LabelTable, familiarity_report
 from builders.shift.scoring import default_rule, paper_scores, select_pooled
 from builders.shift.specs import EmbeddingSpec, MetricSpec
 from builders.splits import SplitConfig, build
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -167,7 +168,7 @@ def test_build_splits_paper_protocol_selects_what_the_authors_rule_selects(
             strategy,
             embedding=EmbeddingSpec(MINILM),
             metric=MetricSpec(protocol="paper"),
-            medium_band=(0.495, 0.505),
+            options=QuantileOptions(medium_band=(0.495, 0.505)),
         )
         with Store(db) as store:
             (res,) = build(store, cfg, tmp_path / "out")
@@ -188,7 +189,9 @@ def test_build_splits_paper_protocol_selects_what_the_authors_rule_selects(
 
 def test_paper_protocol_needs_one_score_for_size_matching() -> None:
     with pytest.raises(BuildersError, match="--match needs one score per label"):
-        SplitConfig("x", metric=MetricSpec(protocol="paper"), match="mentions")
+        SplitConfig(
+            "x", metric=MetricSpec(protocol="paper"), options=QuantileOptions(match="mentions")
+        )
 
 
 def test_paper_labels_of_fewnerd_merge_their_counts(tmp_path: Path, data_dir: Path) -> None:

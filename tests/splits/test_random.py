@@ -17,6 +17,7 @@ import builders
 from builders.errors import BuildersError
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
+from builders.splits.strategies.random import RandomOptions
 from builders.store import Store
 
 MINI = EmbeddingSpec("all-MiniLM-L6-v2")  # the session sample store holds its vectors
@@ -95,8 +96,9 @@ def test_same_seed_same_bytes_and_the_card(store: Store, tmp_path: Path) -> None
 )
 def test_random_owns_its_options(options: dict, message: str) -> None:
     with pytest.raises(BuildersError, match=message):
-        SplitConfig("pilener-sample", "random", **options)
-    assert SplitConfig("pilener-sample", "random", level_mentions=500).level_mentions == 500
+        SplitConfig.from_dict({"source": "pilener-sample", "strategy": "random", **options})
+    cfg = SplitConfig("pilener-sample", "random", options=RandomOptions(level_mentions=500))
+    assert cfg.options.level_mentions == 500
 
 
 #: What the strategies' selections hold that is theirs (build.json `subset.selection` and

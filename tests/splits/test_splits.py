@@ -17,6 +17,7 @@ from builders.shift.report import LabelTable
 from builders.shift.scoring import default_rule
 from builders.shift.specs import EmbeddingSpec
 from builders.splits import SplitConfig, build
+from builders.splits.strategies.quantile import QuantileOptions
 from builders.store import Store
 from builders.store.ingest import ingest
 
@@ -236,7 +237,10 @@ def test_full_corpus_familiarity_is_macro_of_union(builds: dict) -> None:
 def test_build_is_deterministic(sample_store: Path, builds: dict, tmp_path: Path) -> None:
     with Store(sample_store) as store:
         cfg = SplitConfig(
-            "pilener-sample", "entropy", embedding=EmbeddingSpec(MINILM), medium_band=SAMPLE_MEDIUM
+            "pilener-sample",
+            "entropy",
+            embedding=EmbeddingSpec(MINILM),
+            options=QuantileOptions(medium_band=SAMPLE_MEDIUM),
         )
         build(store, cfg, tmp_path)
     for sub in builds["entropy"].subsets:
@@ -271,7 +275,7 @@ def test_overrides_and_errors(sample_store: Path) -> None:
                 "pilener-sample",
                 "max",
                 embedding=EmbeddingSpec(MINILM),
-                low_quantile=0.9,
+                options=QuantileOptions(low_quantile=0.9),
                 levels=("low",),
             ),
         )

@@ -13,6 +13,7 @@ from builders.errors import BuildersError
 from builders.splits import SplitConfig
 from builders.splits.strategies import NAMES, every, strategy
 from builders.splits.strategies.base import Strategy
+from builders.splits.strategies.familiarity import FamiliarityOptions
 
 ROOT = Path(builders.__file__).parent
 HOME = ROOT / "splits" / "strategies"
@@ -118,11 +119,11 @@ def test_a_strategy_refuses_the_options_of_another(name: str, options: dict, mes
     """Each strategy owns its options; given with another strategy they are refused, naming
     the strategy that reads them."""
     with pytest.raises(BuildersError, match=message):
-        SplitConfig("pilener-sample", name, **options)
+        SplitConfig.from_dict({"source": "pilener-sample", "strategy": name, **options})
 
 
 def test_each_strategy_states_its_promises() -> None:
-    fam = SplitConfig("pilener-sample", "familiarity", min_gap=0.07)
+    fam = SplitConfig("pilener-sample", "familiarity", options=FamiliarityOptions(min_gap=0.07))
     ent = SplitConfig("pilener-sample", "entropy")
     assert strategy("familiarity").promised_gap(fam) == 0.07
     assert strategy("entropy").promised_gap(ent) is None

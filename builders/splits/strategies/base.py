@@ -1,7 +1,7 @@
 """The protocol every splitting strategy follows (`Strategy`), and what placing returns.
 
-A strategy owns, in its one module: the options only it reads (refused with any other
-strategy), the levels it places (`place`: scores, cuts and the levels fitted to what they
+A strategy owns, in its one module: its options (`Options`, nested in `SplitConfig` as
+`options`; another strategy's given a value are refused), the levels it places (`place`: scores, cuts and the levels fitted to what they
 write), the gap its levels promise, the default bound on a label's share of a level, and how
 its levels are described in the printed table and drawn in `scores.png`.
 """
@@ -9,7 +9,7 @@ its levels are described in the printed table and drawn in `scores.png`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from builders.deferred import np
@@ -36,14 +36,24 @@ class Placed:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Options:
+    """A strategy's own options (a strategy with none has these), in their flat spelling."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class Strategy:
     """A way of choosing label-shift levels (`builders.splits.strategies` lists them)."""
 
     #: The name the `strategy` setting and a repo folder's config use.
     name: str = ""
-    #: `SplitConfig` fields this strategy reads and others refuse (one two strategies read,
-    #: `level_mentions`, is refused by neither): field -> default.
-    options: ClassVar[Mapping[str, Any]] = {}
+    #: Its options: `SplitConfig.options` holds one, read from the flat keys of its fields.
+    Options: ClassVar[type[Options]] = Options
+    #: Fields of the build's specs that only this strategy may change: field -> default
+    #: (`protocol` for the quantile strategies).
+    claims: ClassVar[Mapping[str, Any]] = {}
     #: What those options do, for the refusal of them under another strategy
     #: ("targets place levels by Familiarity: use the familiarity strategy").
     #: What its own options are for, after "is an option" / "are options": `of the quantile
@@ -56,15 +66,21 @@ class Strategy:
     #: A pointer printed when the levels' order fails (None: the strategy promises it).
     order_remedy: str | None = None
 
-    def validate(self, cfg: SplitConfig, others: list[Strategy]) -> None:
-        """Refuse options that belong to another strategy (`others`: every registered
-        strategy), then check this one's own."""
-        for other in others:  # an option two strategies own (--level-mentions) is each's
-            theirs = {k: v for k, v in other.options.items() if k not in self.options}
-            given = changed(cfg, theirs)
-            if given:
-                raise ConflictingOptions(self.foreign(other, given))
-        self.check(cfg)
+    def owned(self) -> dict[str, Any]:
+        """Every setting this strategy alone may change, flat: field -> default."""
+        return {**self.Options().to_dict(), **self.claims}
+
+    def refuse_foreign(self, given: Mapping[str, Any], others: list[Strategy]) -> None:
+        """Refuse settings (flat: `given`) of another strategy set to other than their default
+        (`others`: every registered strategy; one two strategies own, `level_mentions`, is
+        each's)."""
+        mine = self.owned()
+        for other in others:
+            theirs = [
+                opt(k) for k, d in other.owned().items() if k not in mine and given.get(k, d) != d
+            ]
+            if theirs:
+                raise ConflictingOptions(self.foreign(other, theirs))
 
     def foreign(self, owner: Strategy, given: list[str]) -> str:
         """Why options of `owner` are refused here."""
@@ -107,13 +123,6 @@ class Strategy:
     def plot(self, res: BuildResult, level: str, title: str) -> bytes:
         """The config's `scores.png`."""
         raise NotImplementedError
-
-
-def changed(cfg: SplitConfig, options: Mapping[str, Any]) -> list[str]:
-    """The options given a value other than their default, as the surface in force names
-    them (read in the config's flat spelling: `protocol` is its metric's)."""
-    given = cfg.to_dict()
-    return [opt(name) for name, default in options.items() if given[name] != default]
 
 
 def named(options: list[str]) -> str:

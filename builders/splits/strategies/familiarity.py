@@ -7,8 +7,9 @@ model and every check model, measured again on the rows the levels write.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, ClassVar
+from typing import Any
 
 from builders.defaults import LEVELS, MIN_GAP, TARGET_TOLERANCE
 from builders.deferred import np
@@ -24,24 +25,34 @@ from builders.shift.coverage import Ranking, familiarity_ranking
 from builders.shift.embedder import canonical_name
 from builders.shift.familiarity import closed_form
 from builders.shift.report import LabelTable
-from builders.splits.config import BuildResult, SplitConfig
+from builders.splits.config import BuildResult, SplitConfig, as_tuple
 from builders.splits.dial import Dial, Placement, Unreachable, choose
 from builders.splits.fitting import equal_sizes, fit, table_counts
 from builders.splits.levels import Level, bound_share, check_levels
-from builders.splits.strategies.base import Placed, Strategy, named
+from builders.splits.strategies.base import Options, Placed, Strategy, named
 from builders.store import Store
 from builders.store.subsets import Selection
+
+
+@dataclass(frozen=True)
+class FamiliarityOptions(Options):
+    """The Familiarity asked of each level (in `levels` order), the mentions of every level
+    (None: the largest size that gives the levels asked for) and the smallest gap between
+    consecutive levels."""
+
+    targets: tuple[float, ...] | None = None
+    level_mentions: int | None = None
+    min_gap: float = MIN_GAP
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "targets", as_tuple("targets", self.targets, float))
 
 
 class Familiarity(Strategy):
     """Levels placed by their Familiarity: equal in size, ordered by construction."""
 
     name = "familiarity"
-    options: ClassVar[Mapping[str, Any]] = {
-        "targets": None,
-        "level_mentions": None,
-        "min_gap": MIN_GAP,
-    }
+    Options = FamiliarityOptions
     purpose = "of the familiarity strategy (levels placed by Familiarity)"
     always_named = ("min_gap", "max_label_share")
     label_share = 0.3  # the shared corpora's levels hold 13-26% of one label (METHOD.md s. 4)
@@ -54,15 +65,15 @@ class Familiarity(Strategy):
         )
 
     def check(self, cfg: SplitConfig) -> None:
-        if not 0 <= cfg.min_gap < 1:
-            raise InvalidValue(f"{opt('min_gap')} must be in [0, 1), got {cfg.min_gap}")
-        if cfg.level_mentions is not None and cfg.level_mentions < cfg.min_mentions:
+        if not 0 <= cfg.options.min_gap < 1:
+            raise InvalidValue(f"{opt('min_gap')} must be in [0, 1), got {cfg.options.min_gap}")
+        if cfg.options.level_mentions is not None and cfg.options.level_mentions < cfg.min_mentions:
             raise ConflictingOptions(
-                f"{opt('level_mentions', cfg.level_mentions)} is below "
+                f"{opt('level_mentions', cfg.options.level_mentions)} is below "
                 f"{opt('min_mentions', cfg.min_mentions)}"
             )
-        if cfg.targets is not None:
-            _check_targets(cfg, cfg.targets)
+        if cfg.options.targets is not None:
+            _check_targets(cfg, cfg.options.targets)
 
     def size_remedy(self) -> str:
         return _size_remedy()
@@ -80,7 +91,7 @@ class Familiarity(Strategy):
         return _placed_on_what_is_written(store, cfg, table, m, stage, checks)
 
     def promised_gap(self, cfg: SplitConfig) -> float | None:
-        return cfg.min_gap
+        return cfg.options.min_gap
 
     def size_text(self, res: BuildResult) -> str:
         """The levels' size as the rows hold it: one size is planned, and the last sentence
@@ -127,10 +138,10 @@ def _check_targets(cfg: SplitConfig, targets: tuple[float, ...]) -> None:
     if not all(0 <= t <= 1 for t in targets):
         raise InvalidValue(f"{opt('targets')} must lie in [0, 1], got {_shown(targets)}")
     for (a, ta), (b, tb) in pairwise(zip(cfg.levels, targets, strict=True)):
-        if ta - tb < cfg.min_gap:
+        if ta - tb < cfg.options.min_gap:
             raise InvalidValue(
                 f"{opt('targets', _shown(targets))}: {a} ({ta:g}) must be at least "
-                f"{opt('min_gap', f'{cfg.min_gap:g}')} above {b} ({tb:g})"
+                f"{opt('min_gap', f'{cfg.options.min_gap:g}')} above {b} ({tb:g})"
             )
 
 
@@ -173,7 +184,7 @@ def _placed_on_what_is_written(
     ranking = familiarity_ranking(
         m, table.mentions, cfg.metric.k, cfg.metric.weighting
     )  # once: sizes vary
-    gap, size = cfg.min_gap, cfg.level_mentions
+    gap, size = cfg.options.min_gap, cfg.options.level_mentions
     rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
     for _ in range(PLACE_TRIES):
         if len(rounds) >= PLACE_ROUNDS or size == 0:
@@ -185,7 +196,7 @@ def _placed_on_what_is_written(
         except CannotBuild:
             if not rounds:
                 raise
-            if cfg.level_mentions is not None:
+            if cfg.options.level_mentions is not None:
                 break  # the size is given and a wider gap does not place: keep the best
             size = _smaller(cfg, size)  # this size does not place: a step smaller
             continue
@@ -196,8 +207,8 @@ def _placed_on_what_is_written(
         rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
         if short <= 0:
             break
-        if cfg.level_mentions is not None:
-            if cfg.targets is not None:
+        if cfg.options.level_mentions is not None:
+            if cfg.options.targets is not None:
                 break  # a given size and targets: no wider gap meets them
             gap += short + 0.002  # the same size, windows further apart
         size = _smaller(cfg, planned)
@@ -211,10 +222,10 @@ def _placed_on_what_is_written(
 
 def _promise(cfg: SplitConfig) -> str:
     """What the written levels must keep: the gap, and with --targets the targets too."""
-    gap = opt("min_gap", f"{cfg.min_gap:g}")
-    if cfg.targets is None:
+    gap = opt("min_gap", f"{cfg.options.min_gap:g}")
+    if cfg.options.targets is None:
         return gap
-    return f"{opt('targets', _shown(cfg.targets))} (within {TARGET_TOLERANCE:g}) or {gap}"
+    return f"{opt('targets', _shown(cfg.options.targets))} (within {TARGET_TOLERANCE:g}) or {gap}"
 
 
 def _missed(
@@ -247,8 +258,8 @@ def _missed(
 def _smaller(cfg: SplitConfig, size: int | None) -> int:
     """The next size a re-placement tries: `RETRY_STEP` of `size`, or 0 (stop) at a size
     given by --level-mentions (kept) or below the least a level may have."""
-    if cfg.level_mentions is not None:
-        return cfg.level_mentions
+    if cfg.options.level_mentions is not None:
+        return cfg.options.level_mentions
     smaller = int((size or 0) * RETRY_STEP)
     return smaller if smaller >= max(cfg.min_mentions, cfg.metric.k) else 0
 
@@ -265,11 +276,11 @@ def _note_rounds(
     ]
     gap = rounds[kept][1]
     for lv, _ in rounds[kept][3].fitted:
-        if gap != cfg.min_gap:
+        if gap != cfg.options.min_gap:
             lv.selection = {**lv.selection, "placed_with_gap": round(gap, 6)}
         if others:
             lv.selection["plans_not_kept"] = others
-            if cfg.level_mentions is None and kept > 0:
+            if cfg.options.level_mentions is None and kept > 0:
                 lv.selection["size"] = "stepped"
 
 
@@ -284,8 +295,8 @@ def _gap_shortfall(
     Familiarity (the build's model) further from its target than the tolerance."""
     unions = _written_unions(cfg, table, sims, fitted)
     gaps = [a - b for union in unions for a, b in pairwise(union)]
-    worst = max((cfg.min_gap - g for g in gaps), default=-1.0)
-    for f, target in zip(unions[0], cfg.targets or (), strict=False):
+    worst = max((cfg.options.min_gap - g for g in gaps), default=-1.0)
+    for f, target in zip(unions[0], cfg.options.targets or (), strict=False):
         worst = max(worst, abs(f - target) - TARGET_TOLERANCE)
     return worst
 
@@ -341,10 +352,10 @@ def _by_familiarity(
             ranking,
             sims,
             order,
-            targets=cfg.targets,
-            min_gap=cfg.min_gap if min_gap is None else min_gap,
+            targets=cfg.options.targets,
+            min_gap=cfg.options.min_gap if min_gap is None else min_gap,
             tolerance=TARGET_TOLERANCE,
-            size=size if size is not None else cfg.level_mentions,
+            size=size if size is not None else cfg.options.level_mentions,
             smallest=cfg.min_mentions,
             k=cfg.metric.k,
             weighting=cfg.metric.weighting,
@@ -354,7 +365,7 @@ def _by_familiarity(
     except Unreachable as e:
         raise e.reworded(f"{cfg.source}: {e}. Nothing was written. {_remedy()}") from None
     why = " (the largest that gives them)"
-    if cfg.level_mentions:
+    if cfg.options.level_mentions:
         why = " (--level-mentions)"
     elif size is not None:
         why = " (smaller: a larger size's written levels fell short)"
@@ -400,9 +411,9 @@ def _remedy() -> str:
 
 
 def _asked(cfg: SplitConfig) -> str:
-    if cfg.targets is None:
+    if cfg.options.targets is None:
         return ""
-    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.targets)
+    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.options.targets)
 
 
 #: How far past its window a level may reach for labels to fill its size on what it writes
@@ -426,11 +437,11 @@ def _level(
     selection = {
         **placed.to_dict(),
         "level_mentions": dial.size,
-        "size": "given" if cfg.level_mentions else "largest",
+        "size": "given" if cfg.options.level_mentions else "largest",
         "label_cap": cfg.metric.k,
         "capped_labels": int((placed.take < table.mentions[placed.labels]).sum()),
-        "min_gap": cfg.min_gap,
-        "tolerance": TARGET_TOLERANCE if cfg.targets is not None else None,
+        "min_gap": cfg.options.min_gap,
+        "tolerance": TARGET_TOLERANCE if cfg.options.targets is not None else None,
     }
     if placed.checks:
         selection["planned_check_familiarity"] = dict(

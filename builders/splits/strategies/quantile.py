@@ -7,12 +7,13 @@ to one size in score order. They promise no order: a build whose order fails poi
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from builders.defaults import DEFAULT_PROTOCOL, SCORE_SYMBOLS
+from builders.defaults import DEFAULT_PROTOCOL, MATCH_MODES, SCORE_SYMBOLS
 from builders.deferred import np
-from builders.errors import ConflictingOptions, opt
+from builders.errors import ConflictingOptions, InvalidValue, opt
 from builders.hub.plots import histogram_png
 from builders.labels import union_labels
 from builders.shift.report import LabelTable
@@ -28,10 +29,10 @@ from builders.shift.scoring import (
     select_pooled,
 )
 from builders.sources import source_profiles
-from builders.splits.config import BuildResult, SplitConfig
+from builders.splits.config import BuildResult, SplitConfig, as_tuple
 from builders.splits.fitting import equal_sizes, fit
 from builders.splits.levels import bound_share, check_levels, from_cuts, match_levels
-from builders.splits.strategies.base import Placed, Strategy
+from builders.splits.strategies.base import Options, Placed, Strategy
 from builders.store import Store
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
@@ -43,22 +44,30 @@ ORDER_REMEDY = (
     "falls from level to level by construction (METHOD.md section 8)."
 )
 
-#: The options of the quantile strategies: field -> default.
-QUANTILE_OPTIONS = {
-    "low_quantile": None,
-    "high_quantile": None,
-    "medium_band": None,
-    "profile": None,
-    "match": "none",
-    "protocol": DEFAULT_PROTOCOL,
-}
+
+@dataclass(frozen=True)
+class QuantileOptions(Options):
+    """The cuts (None: the profile's, METHOD.md section 3), the profile (None: the source's or
+    the one its label count gives) and `match` (cut every level to one size)."""
+
+    low_quantile: float | None = None
+    high_quantile: float | None = None
+    medium_band: tuple[float, float] | None = None
+    profile: str | None = None
+    match: str = "none"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "medium_band", as_tuple("medium_band", self.medium_band))
+        if self.match not in MATCH_MODES:
+            raise InvalidValue(f"unknown match {self.match!r}. Valid: {', '.join(MATCH_MODES)}")
 
 
 class Quantile(Strategy):
     """A paper strategy: one score per label (per label and benchmark under the paper
     protocol), cut at quantiles."""
 
-    options = QUANTILE_OPTIONS
+    Options = QuantileOptions
+    claims: ClassVar[Mapping[str, Any]] = {"protocol": DEFAULT_PROTOCOL}
     purpose = "of the quantile strategies (entropy, max)"
     order_remedy = ORDER_REMEDY
 
@@ -93,7 +102,7 @@ class Quantile(Strategy):
         )
         scores, cuts = self._score_and_cut(cfg, rule, group, m)
         levels = from_cuts(cuts, cfg.levels, rule.profile)
-        levels = match_levels(levels, scores, table, self.familiar_high, cfg.match)
+        levels = match_levels(levels, scores, table, self.familiar_high, cfg.options.match)
         levels = [bound_share(lv, table, cfg.label_share_bound) for lv in levels]
         check_levels(levels, table, cfg, self.size_remedy())
         stage("choosing each level's sentences")
@@ -119,15 +128,15 @@ class Quantile(Strategy):
         return rows, select_pooled(rows, cfg.strategy, rule)
 
     def check(self, cfg: SplitConfig) -> None:
-        if cfg.metric.protocol == "paper" and cfg.match != "none":
+        if cfg.metric.protocol == "paper" and cfg.options.match != "none":
             raise ConflictingOptions(
                 f"{opt('match')} needs one score per label; the paper protocol scores every "
                 f"(label, benchmark) pair: use {opt('protocol', 'ours')} with {opt('match')}"
             )
-        if cfg.match != "none" and cfg.label_share_bound is not None:
+        if cfg.options.match != "none" and cfg.label_share_bound is not None:
             raise ConflictingOptions(
                 f"{opt('max_label_share', f'{cfg.max_label_share:g}')} with "
-                f"{opt('match', cfg.match)}: {opt('match')} cuts "
+                f"{opt('match', cfg.options.match)}: {opt('match')} cuts "
                 "every level to the smallest one's size in score order, and the bound would "
                 "shrink the levels it caps again below it; use one of the two"
             )
@@ -150,9 +159,10 @@ class Quantile(Strategy):
 
 def selection_rule(cfg: SplitConfig, n_labels: int) -> SelectionRule:
     """The paper's quantiles for the source's profile, with the config's overrides."""
-    profile = cfg.profile or SOURCE_PROFILES.get(cfg.source) or profile_for(n_labels)
+    o = cfg.options
+    profile = o.profile or SOURCE_PROFILES.get(cfg.source) or profile_for(n_labels)
     return default_rule(profile, cfg.strategy).with_overrides(
-        cfg.low_quantile, cfg.high_quantile, cfg.medium_band
+        o.low_quantile, o.high_quantile, o.medium_band
     )
 
 

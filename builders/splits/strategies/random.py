@@ -6,9 +6,9 @@ not ordered by shift.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from builders.defaults import SCORE_SYMBOLS
 from builders.deferred import np
@@ -20,7 +20,7 @@ from builders.splits.config import BuildResult, SplitConfig
 from builders.splits.fitting import fit
 from builders.splits.levels import Level, check_levels
 from builders.splits.strategies import strategy
-from builders.splits.strategies.base import Placed, Strategy
+from builders.splits.strategies.base import Options, Placed, Strategy
 from builders.store import Store
 
 
@@ -39,11 +39,18 @@ class Draw:
         return {"draw": "random", **self.__dict__}
 
 
+@dataclass(frozen=True)
+class RandomOptions(Options):
+    """The mentions of every level (None: the size a `familiarity` build writes)."""
+
+    level_mentions: int | None = None
+
+
 class Random(Strategy):
     """Levels of seeded random labels: the control with no order by shift."""
 
     name = "random"
-    options: ClassVar[Mapping[str, Any]] = {"level_mentions": None}
+    Options = RandomOptions
     purpose = "of the random strategy (levels of labels drawn at random)"
     order_remedy = (
         "The random strategy's levels are a control: their labels are drawn at random, so "
@@ -56,9 +63,9 @@ class Random(Strategy):
                 f"{opt('max_label_share')} caps labels, and {opt('strategy', 'random')} keeps "
                 "every label of a level whole: leave it out"
             )
-        if cfg.level_mentions is not None and cfg.level_mentions < cfg.min_mentions:
+        if cfg.options.level_mentions is not None and cfg.options.level_mentions < cfg.min_mentions:
             raise ConflictingOptions(
-                f"{opt('level_mentions', cfg.level_mentions)} is below "
+                f"{opt('level_mentions', cfg.options.level_mentions)} is below "
                 f"{opt('min_mentions', cfg.min_mentions)}"
             )
 
@@ -77,10 +84,10 @@ class Random(Strategy):
     ) -> Placed:
         """Labels in a seeded permutation, dealt whole to each level in turn while they fit
         its room, so the levels differ in size by less than one label."""
-        size, rule = cfg.level_mentions, "given"
+        size, rule = cfg.options.level_mentions, "given"
         if size is None:
             stage("the size a familiarity build of the corpus writes")
-            twin = replace(cfg, strategy="familiarity")
+            twin = replace(cfg, strategy="familiarity", options=None)
             fam = strategy("familiarity").place(store, twin, table, group, m, stage, checks)
             size, rule = min(chosen.mentions for _, chosen in fam.fitted), "familiarity"
         stage(f"drawing {len(cfg.levels)} levels of {size:,} mentions (seed {cfg.metric.seed})")
