@@ -60,9 +60,8 @@ class Training:
 
 
 def training(store: Store, spec: str, config: str | None = None) -> Training:
-    """The training data `spec` names: `file:PATH` or a label-count file (`.json` label ->
-    count, or [label, count] pairs), a folder written by build-splits (its `config`, needed
-    where it holds several), or a source in the store."""
+    """The training data `spec` names: a label-count file (`file:PATH`), a folder written by
+    build-splits (its `config`, where it holds several), or a source in the store."""
     path = Path(spec.removeprefix(FILE_PREFIX))
     if spec.startswith(FILE_PREFIX) or path.is_file():
         labels, counts = read_label_file(path)
@@ -147,10 +146,9 @@ def label_context(
 
 
 def views(points: Sequence[Mapping[str, Any]], seed: int) -> dict[str, Any]:
-    """The paper's views of (benchmark, label) points with an F1 and a Familiarity: mean F1 of
-    seen and unseen labels; the fit of F1 on log10 training mentions over seen labels
-    (section 2, Figure 3); Pearson and Spearman r of Familiarity and F1 with a bootstrap 95%
-    CI (section 4.1, Table 3)."""
+    """The paper's views of (benchmark, label) points: mean F1 of seen and unseen labels, the
+    fit of F1 on log10 training mentions over seen labels, and Pearson and Spearman r of
+    Familiarity and F1 with a bootstrap 95% CI."""
     pts = [p for p in points if p["f1"] is not None and p["familiarity"] is not None]
     out: dict[str, Any] = {}
     for key, group in (
@@ -194,8 +192,7 @@ def _r(x: np.ndarray, y: np.ndarray, rank: Callable[[np.ndarray, int], np.ndarra
 def _ci(
     x: np.ndarray, y: np.ndarray, rank: Callable[[np.ndarray, int], np.ndarray], seed: int
 ) -> list[float] | None:
-    """The percentile 95% CI of r over paired resamples (scipy's bootstrap); resamples with a
-    constant side (r undefined) are left out."""
+    """The percentile 95% CI of r over paired resamples; undefined resamples left out."""
     from scipy.stats import bootstrap, pearsonr
 
     def stat(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
