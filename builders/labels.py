@@ -1,10 +1,5 @@
-"""Label normalisation, benchmark verbalisations and the packaged benchmark tag lists.
-
-A label is compared in its normalised form (METHOD.md section 1): Unicode NFC, lower-cased,
-stripped, inner whitespace and `_` collapsed to one space. Raw tags, of benchmarks and of
-training files alike, are verbalised by one function, `verbalise`, over the data table
-`builders/data/benchmarks.toml` (METHOD.md section 6). Every `--benchmarks` value becomes label
-sets in one place, `builders.shift.benchmarks`.
+"""Label normalisation (METHOD.md section 1), verbalisation of raw tags over the data table
+`builders/data/benchmarks.toml` (METHOD.md section 6), and the packaged benchmark tag lists.
 """
 
 from __future__ import annotations

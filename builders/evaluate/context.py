@@ -1,10 +1,6 @@
 """Each evaluation label's F1 beside what the model learned from (METHOD.md section 9): its
-Familiarity with the training labels, whether it was seen in training, its training mentions
-and closest training labels; then the paper's views of them.
-
-    train = training(store, "out/demo/pilener-sample-low-shift")   a source, folder or file
-    ctx = label_context(store, train, {"crossner-ai": (...)}, EmbeddingSpec(), MetricSpec())
-    views(points, seed=0)       seen / unseen F1, the log-linear fit, Pearson and Spearman r
+Familiarity, whether training saw it, its training mentions and closest training labels
+(`label_context`); then the paper's views of them (`views`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """One model's evaluation: its predictions scored, each label's F1 set beside the training
-data's Familiarity (METHOD.md section 9).
-
-    request = EvaluateRequest(("preds/",), training="out/demo/pilener-sample-low-shift")
-    found = evaluate(store, request)
-    found.macro_f1, found.points(), found.views(), found.to_dict()
+data's Familiarity (METHOD.md section 9): `evaluate(store, EvaluateRequest(...))`.
 """
 
 from __future__ import annotations
@@ -87,7 +83,7 @@ class Evaluation:
 
     @cached_property
     def views(self) -> dict[str, Any] | None:
-        return None if self.context is None else views(self.points, self.request.metric.seed)
+        return self.pooled(self.points)
 
     def pooled(self, points: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The views of other points (each label's F1 averaged over seeds)."""

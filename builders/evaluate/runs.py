@@ -1,12 +1,7 @@
 """Several trained models at once: the paper's Table 3 (one row per run) and Table 5 (the
 levels of one build, and whether F1 falls from low to high), and the measured difficulty
-written into each level's build.json and card (METHOD.md section 9).
-
-    runs = read_runs("runs.toml")
-    done = evaluate_runs(store, runs, embedder=..., request=EvaluateRequest((), misc="keep"))
-    done.table3, done.table5, record_difficulty(done)
-
-A runs file is TOML; its relative paths are read from its own folder:
+written into each level's build.json and card (METHOD.md section 9). A runs file is TOML,
+its relative paths read from its own folder:
 
     [[run]]
     name = "low"                                    # how tables name it

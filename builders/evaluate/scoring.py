@@ -112,10 +112,6 @@ class BenchmarkScore:
             **micro, "outside": self.outside, "read": self.read, "notes": self.notes, "labels": rows,
         }  # fmt: skip
 
-    def counts(self) -> tuple[int, int, int] | None:
-        d = self.to_dict()
-        return None if d["tp"] is None else (d["tp"], d["fp"], d["fn"])
-
     @property
     def f1(self) -> float | None:
         return self.to_dict()["f1"]
