@@ -1,12 +1,6 @@
-"""NumPy, PyArrow and DuckDB, imported on first use.
-
-A command's `--help` imports its command module and, through it, the library. Importing NumPy,
-PyArrow and DuckDB takes about 0.3 s, more than the rest of the help, and the help uses none of
-them. So library modules take these libraries from here (`from builders.deferred import np`):
-to a type checker each name is the library itself; at run time it is a stand-in module that
-imports the library on its first attribute access and from then on holds its namespace, so
-that later accesses cost what a module's own would. A test runs every command's `--help` and
-checks that none of the libraries was imported.
+"""NumPy, PyArrow and DuckDB, imported on first use (`from builders.deferred import np`), so
+that a command's `--help` does not pay their 0.3 s of import (a test checks it). To a type
+checker each name is the library itself.
 """
 
 from __future__ import annotations
@@ -19,15 +13,10 @@ __all__ = ["duckdb", "np", "pa", "pc", "pq"]
 
 
 class Deferred(types.ModuleType):
-    """A stand-in for the module named `name`, imported when an attribute is first asked for.
-
-    Then the stand-in takes the module's namespace and becomes a plain module (as
-    `importlib.util.LazyLoader` does): an attribute is then read at a module's own speed
-    (through this class's `__getattr__` it took 3x as long, in loops that read `np.` millions
-    of times). A module-level `__getattr__` (PEP 562) comes with the namespace; a submodule
-    imported later does not, so each submodule the library uses is a stand-in of its own
-    (`pc`, `pq`). A test patches a library through its stand-in (`scan_cache.pq`), never
-    the library's own module, which the stand-in no longer reads once used."""
+    """A stand-in for the module named `name`, imported when an attribute is first asked for;
+    then it takes the module's namespace and becomes a plain module (as `LazyLoader` does),
+    read at a module's own speed. A submodule is a stand-in of its own (`pc`, `pq`); a test
+    patches a library through its stand-in (`scan_cache.pq`)."""
 
     def __getattr__(self, attribute: str) -> Any:
         module = importlib.import_module(self.__name__)

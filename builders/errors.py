@@ -1,11 +1,7 @@
-"""Errors raised by the toolkit, typed by what went wrong, and how their messages name the
-setting that fixes them. The CLI turns every `BuildersError` into a clean message
-(`builders.cli.errors`).
-
-A message that tells the user what to change names the setting with `opt("min_labels")`, not
-with a command-line flag: the text is made for the surface the user works in (the
-`Surface` in force where the error is raised), so that a library caller reads
-`min_labels=`, the command line `--min-labels` and a scenario file's author `min_labels`.
+"""Errors raised by the toolkit, typed by what went wrong (the CLI shows every `BuildersError`
+as one line: `builders.cli.errors`). A message names the setting that fixes it with
+`opt("min_labels")`, as the `Surface` in force spells it: `min_labels=` for a library caller,
+`--min-labels` on the command line, `min_labels` in a scenario file.
 """
 
 from __future__ import annotations
@@ -17,10 +13,8 @@ from typing import ClassVar, Self
 
 
 class Surface:
-    """Where the user sets what a message asks them to change; this one is the library's,
-    where a setting is a keyword argument (`min_labels=`, `replace=True`). The command line
-    (`builders.cli.errors`) and a scenario (`builders.scenarios.regenerate`) name them their
-    own way."""
+    """Where the user sets what a message asks them to change; this one is the library's
+    (keyword arguments: `min_labels=`, `replace=True`)."""
 
     #: What a message calls the list of settings that would help.
     helping = "Options that help"
@@ -29,14 +23,13 @@ class Surface:
 
     def option(self, name: str, value: object = None) -> str:
         """The setting `name` (a library parameter) as the user writes it here, with `value`
-        when the message shows one (a placeholder such as `NAME`, or the value given)."""
+        when the message shows one."""
         if name in self.NAMES:
             return self.NAMES[name]
         return f"{name}=" if value is None else f"{name}={value}"
 
     def reader_option(self, key: str, value: object = None) -> str:
-        """The reader option `key` (set to `value`, when the message shows one) as the user
-        passes it here: a library caller in the `options` mapping."""
+        """The reader option `key` (set to `value`) as the user passes it here."""
         return f"options[{key!r}]" if value is None else f"options={{{key!r}: {value!r}}}"
 
 
@@ -78,37 +71,31 @@ class BuildersError(Exception):
     """Base class of every error the toolkit raises on purpose."""
 
     def reworded(self, message: str) -> Self:
-        """This error with another message (e.g. naming the scenario it happened in), its
-        type and attributes kept, so that a caller's `except` still tells it apart."""
+        """This error with another message, its type and attributes kept."""
         self.args = (message,)
         return self
 
 
 class InvalidValue(BuildersError, ValueError):
-    """A value the library refuses (an argument out of range, a reader option it cannot
-    read, an environment variable it cannot parse); a `ValueError` too, for callers that
-    catch those."""
+    """A value the library refuses (an argument, a reader option, an environment variable);
+    a `ValueError` too."""
 
 
 class ConflictingOptions(InvalidValue):
-    """Settings that exclude each other, or a setting that does not apply with another
-    (`replace` with `append`, a strategy's option under another strategy)."""
+    """Settings that exclude each other (`replace` with `append`), or that do not apply
+    together."""
 
 
 class InputError(BuildersError):
-    """An input the user named (a file, folder, dataset, label or scenario file) is missing,
-    cannot be read, or is not what it was given as."""
+    """An input the user named is missing, unreadable, or not what it was given as."""
 
 
 class ScenarioError(InputError):
-    """A scenarios file that cannot be read as scenarios: not TOML, an unknown key, kind or
-    scenario, two scenarios storing one input that disagree on how it is read."""
+    """A scenarios (or runs) file that cannot be read as one."""
 
 
 class AmbiguousInput(InputError):
-    """An input that reads more than one way (a file name naming two splits, a column layout
-    with no clear tag column, an entry that is both a source and a file): the message names
-    the setting that says which, since nothing ambiguous is read silently."""
+    """An input that reads more than one way; the message names the setting that says which."""
 
 
 class BuildersWarning(UserWarning):
@@ -124,17 +111,12 @@ class BuildersNote(BuildersWarning):
 
 
 class CacheWarning(BuildersWarning):
-    """A per-user cache (embeddings, leakage scans) could not be read or written; the run goes
-    on without it."""
+    """A per-user cache could not be read or written; the run goes on without it."""
 
 
 class SourceFormatError(InputError):
-    """A raw input file does not follow its format.
-
-    The message always names the file, the 1-based line, the record number where the format
-    has records (JSON: `file:1: record 3: ...`, so a one-line file still points at the right
-    place) and the offending value as it stands in the file.
-    """
+    """A raw input file does not follow its format: the message names the file, the 1-based
+    line, the record where the format has records (`file:1: record 3: ...`) and the value."""
 
     def __init__(
         self,
@@ -156,8 +138,7 @@ class SourceFormatError(InputError):
 
 
 class AmbiguousFormat(SourceFormatError, AmbiguousInput):
-    """A file whose layout reads more than one way (which column holds the tags, IO tags
-    that look like words): the message names the reader option that says which."""
+    """A file whose layout reads more than one way; the message names the reader option."""
 
 
 class Verbatim(str):
@@ -176,11 +157,8 @@ class UnknownNameError(BuildersError):
 
 
 class StoreError(BuildersError):
-    """The span store cannot do what was asked (missing source, schema mismatch, ...).
-
-    The store turns DuckDB's own errors into the kinds below where it meets them
-    (`builders.store.failures.as_store_error`), so that no caller needs DuckDB to tell them
-    apart; each message is one line naming the store and the fix."""
+    """The span store cannot do what was asked; DuckDB's own errors become the kinds below
+    (`builders.store.failures.as_store_error`)."""
 
 
 class NoStore(StoreError):
@@ -208,13 +186,11 @@ class StoreUnreadable(StoreError):
 
 
 class StoreWriteRefused(StoreError):
-    """The machine refused a write (full disk, quota, file size limit, permissions); the
-    store was left as it was."""
+    """The machine refused a write (disk full, quota, permissions); the store is unchanged."""
 
 
 class WritesKeptInWal(StoreWriteRefused):
-    """A committed write stays in the store's `.wal`, which could not be folded into the
-    store file: the message says to keep the `.wal` beside the store."""
+    """A committed write stays in the store's `.wal`, which could not be folded in."""
 
 
 class StoreOutOfMemory(StoreError):
@@ -230,31 +206,24 @@ class SplitNotStored(SourceNotStored):
 
 
 class IngestRefused(StoreError):
-    """An ingest that would change what a split holds in a way nobody asked for (another
-    input without `replace` or `append`, an `append` of changed inputs or other options);
-    one line per split refused, and nothing was written."""
+    """An ingest that would change a split in a way nobody asked for; nothing was written."""
 
 
 class ModelUnavailable(BuildersError):
-    """A model, tokenizer or embedding runtime cannot be loaded or used as asked: weights
-    missing or not installed, a runtime package absent, a runtime that does not run the
-    precision asked for."""
+    """A model, tokenizer or embedding runtime cannot be loaded or used as asked."""
 
 
 class CacheError(BuildersError):
-    """A per-user or store cache that cannot serve what was asked (switched off, or holding
-    vectors of another width than the model's)."""
+    """A cache that cannot serve what was asked (switched off, or of another width)."""
 
 
 class OutputFolderError(BuildersError):
-    """The output folder cannot be written: another run holds it, the machine refuses the
-    write, or its manifest of what a build wrote is unreadable."""
+    """The output folder cannot be written (held by another run, refused, bad manifest)."""
 
 
 class CannotBuild(BuildersError):
-    """The stored data cannot give what was asked: too few labels or mentions for the
-    levels, too few sentences per type for an episode, no mention to measure Familiarity on.
-    The message says which settings ask for less."""
+    """The stored data cannot give what was asked; the message says which settings ask for
+    less."""
 
 
 class LevelsUnreachable(CannotBuild):
@@ -272,9 +241,8 @@ class LiteralError(InvalidValue):
 
 
 class HubUnreachable(BuildersError):
-    """The Hugging Face Hub cannot be reached (offline mode, no connection, a timeout, its
-    server failing): what only the Hub knows, such as a dataset's newest revision, is
-    unknown, which is not the same as unchanged."""
+    """The Hugging Face Hub cannot be reached: what only it knows (a newest revision) is
+    unknown, which is not unchanged."""
 
 
 class NotLoggedInError(BuildersError):
@@ -282,8 +250,7 @@ class NotLoggedInError(BuildersError):
 
 
 class PublishRefused(BuildersError):
-    """A folder that is not pushed as it stands (a file holds the Hugging Face token, more
-    files than one commit takes, a repo name the Hub refuses); nothing was pushed."""
+    """A folder that is not pushed as it stands; nothing was pushed."""
 
 
 class PublishError(BuildersError):

@@ -1,15 +1,8 @@
 """Atomic writes: a file or a folder appears at its path whole, or not at all.
 
-    with atomic_open(path) as fh: ...             text (UTF-8, `\\n` newlines), or binary=True
-    atomic_write_text(path, text)
-    with atomic_path(path) as tmp: ...            for writers that take a path (parquet)
-    with temp_dir(target) as work: ...            a scratch folder beside `target`
-        rename_into_place(work, target, done)     made once: a complete `target` is kept
-
-A file is written to a temporary file beside it, flushed to disk, renamed over `path` and its
-folder flushed: a crash leaves the old file or the new one. It gets the permissions the umask
-gives a new file. A block that fails removes the temporary file or folder and leaves `path`
-as it was. Temporary entries are named `TMP_PREFIX<name>.<random>` unless a `prefix` is given.
+A file is written to a temporary file beside it (`TMP_PREFIX<name>.<random>` unless a `prefix`
+is given; the umask's permissions), flushed, renamed over `path` and its folder flushed: a
+crash leaves the old file or the new one. A block that fails removes the temporary entry.
 """
 
 from __future__ import annotations

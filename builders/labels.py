@@ -1,10 +1,5 @@
-"""Label normalisation, benchmark verbalisations and the packaged benchmark tag lists.
-
-A label is compared in its normalised form (METHOD.md section 1): Unicode NFC, lower-cased,
-stripped, inner whitespace and `_` collapsed to one space. Raw tags, of benchmarks and of
-training files alike, are verbalised by one function, `verbalise`, over the data table
-`builders/data/benchmarks.toml` (METHOD.md section 6). Every `--benchmarks` value becomes label
-sets in one place, `builders.shift.benchmarks`.
+"""Label normalisation (METHOD.md section 1), verbalisation of raw tags over the data table
+`builders/data/benchmarks.toml` (METHOD.md section 6), and the packaged benchmark tag lists.
 """
 
 from __future__ import annotations
@@ -51,23 +46,21 @@ class Benchmark:
 
 
 @cache
-def _table() -> dict:
-    with resources.files("builders.data").joinpath("benchmarks.toml").open("rb") as fh:
+def _data(name: str) -> dict:
+    """A packaged TOML table of `builders/data`."""
+    with resources.files("builders.data").joinpath(name).open("rb") as fh:
         return tomllib.load(fh)
 
 
+def _table() -> dict:
+    return _data("benchmarks.toml")
+
+
 def verbalise(tag: str, mapping: Mapping[str, str] | None = None, *, natural: bool = False) -> str:
-    """Turn a raw tag (`programlang`, `RATINGS_AVERAGE`, `PER`) into its label text, normalised.
-
-    Args:
-        mapping: normalised raw tag -> label (`label_map`), read before the packaged table.
-        natural: the tag comes from a source of natural-language labels, which keeps the
-            table's natural-language keys (`[natural]`: `organisation`) as they are; the store
-            reads them as tags where the split holds other tags (`batches.Validator.settle`).
-
-    Tags missing from both fall back to their normalised form, so unseen tags of a user's own
-    column files still get a sensible label.
-    """
+    """A raw tag (`programlang`, `PER`) as its normalised label text: `mapping` (`label_map`)
+    first, then the packaged table, else the tag normalised. `natural`: a source of
+    natural-language labels keeps the table's `[natural]` keys (`organisation`) as they are
+    (`batches.Validator.settle`)."""
     key = normalise_label(tag)
     if mapping and key in mapping:
         return mapping[key]
@@ -91,12 +84,8 @@ def table_label(tag: str) -> str | None:
 
 
 def label_map(mapping: Mapping[str, str]) -> dict[str, str]:
-    """A `--label-map` (raw tag -> label) in the form `verbalise` reads: keys and labels
-    normalised.
-
-    Raises:
-        BuildersError: a label is empty, or two spellings of one tag map to different labels.
-    """
+    """A `--label-map` (raw tag -> label) with keys and labels normalised; refuses an empty
+    label, or two spellings of one tag mapped to different labels."""
     out: dict[str, str] = {}
     for raw, label in mapping.items():
         key, value = normalise_label(raw), normalise_label(label)
@@ -114,22 +103,10 @@ def label_map(mapping: Mapping[str, str]) -> dict[str, str]:
 @cache
 def benchmarks() -> dict[str, Benchmark]:
     """All benchmarks with a packaged label set, by name."""
-    out = {}
-    for name, entry in _table()["benchmarks"].items():
-        out[name] = Benchmark(
-            name=name,
-            title=entry["title"],
-            tags=tuple(entry["tags"]),
-            zero_shot=bool(entry.get("zero_shot", False)),
-        )
-    return out
-
-
-def get_benchmark(name: str) -> Benchmark:
-    table = benchmarks()
-    if name not in table:
-        raise UnknownNameError("benchmark", name, list(table))
-    return table[name]
+    return {
+        name: Benchmark(name, e["title"], tuple(e["tags"]), bool(e.get("zero_shot", False)))
+        for name, e in _table()["benchmarks"].items()
+    }
 
 
 def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
@@ -138,11 +115,9 @@ def union_labels(sets: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- the paper's protocol
-@cache
 def paper_table() -> dict:
     """`data/paper.toml`: GLiNER's label lists and the authors' reference values."""
-    with resources.files("builders.data").joinpath("paper.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    return _data("paper.toml")
 
 
 def paper_label_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -185,10 +160,8 @@ def reference_splits(corpus: str, strategy: str) -> dict[str, float] | None:
 FEWNERD_MODES = ("intra", "inter")
 
 
-@cache
 def fewnerd_table() -> dict:
-    with resources.files("builders.data").joinpath("fewnerd.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    return _data("fewnerd.toml")
 
 
 def fewnerd_coarse_types() -> tuple[str, ...]:

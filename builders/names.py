@@ -1,12 +1,6 @@
-"""Names that become file or folder names, and text from the data shown to people.
-
-    check_name("crossner-ai", "benchmark name")   # the name, or a BuildersError saying why not
-    printable("a\\x1b[2Jb")                       # 'a\\\\x1b[2Jb': control characters escaped
-
-A source, benchmark, scenario or split name ends up in a folder name under `--out` (METHOD.md
-section 4), so it may not lead out of it: no `/`, `\\`, `..`, leading `.` or control character.
-Labels and names come from the data and may hold anything; where they reach a terminal or a
-card, control characters are shown escaped (`\\x1b`, `\\n`), never sent as they are.
+"""Names that become file or folder names (METHOD.md section 4: no `/`, `\\`, `..`, leading
+`.` or control character), and text from the data shown to people with its control
+characters escaped (`\\x1b`, `\\n`).
 """
 
 from __future__ import annotations
@@ -23,19 +17,15 @@ MAX_NAME_BYTES = 200
 
 
 def printable(text: str, keep_lines: bool = False) -> str:
-    """`text` with every control character written as its escape (`\\x1b`, `\\n`, `\\t`).
-
-    Args:
-        keep_lines: leave newlines and tabs (text made of lines, such as a rendered card).
-    """
+    """`text` with every control character escaped (`\\x1b`); `keep_lines` leaves newlines
+    and tabs."""
     pattern = _CONTROL_BUT_LINES if keep_lines else _CONTROL
     return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def quoted(label: str) -> str:
-    """A label from the data in double quotes (`"medium"`, a `"` inside as `\\"`), where it
-    stands beside words or level names that it could be read as (`"medium" from medium`),
-    or holds spaces or commas that a list of labels separates by."""
+    """A label from the data in double quotes (`"medium"`, a `"` inside as `\\"`), so that it
+    is not read as a level name or split at its commas."""
     return '"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -59,12 +49,8 @@ def _fault(value: str) -> str | None:
 
 
 def check_name(value: str, what: str, fix: str = "choose another") -> str:
-    """`value` if it can be part of a file or folder name; else a BuildersError naming it.
-
-    Args:
-        what: what the value names, e.g. "source name" or "benchmark name".
-        fix: what the user can do, e.g. "pass --name NAME".
-    """
+    """`value` if it can be part of a file or folder name; else an error naming `what` it
+    names ("source name") and the `fix` ("pass --name NAME")."""
     fault = _fault(value)
     if fault is not None:
         raise InvalidValue(
@@ -87,11 +73,7 @@ def is_hub_id(text: str) -> bool:
 
 
 def valid_org(org: str) -> str:
-    """`org` if it can name a Hub user or organisation (the namespace of a Hub repo id).
-
-    Raises:
-        BuildersError: otherwise, with the value.
-    """
+    """`org` if it can name a Hub user or organisation; else an error with the value."""
     if not is_hub_id(f"{org or ''}/name"):  # one more `/` in `org` and it is no id
         raise InvalidValue(
             f"{opt('org')} must be a user or organisation name like `my-org`, got {org!r}"
@@ -126,12 +108,7 @@ def _tag_fault(tag: str) -> str | None:
 
 
 def valid_tag(tag: str) -> str:
-    """`tag` if git and the Hub take it as a tag name (`git check-ref-format`'s rules): a
-    tag they refuse would fail only after the commit is pushed, so it is refused first.
-
-    Raises:
-        BuildersError: otherwise, naming the option, the value and what is wrong with it.
-    """
+    """`tag` if git and the Hub take it as a tag name (refused here, not after the push)."""
     fault = _tag_fault(tag)
     if fault is not None:
         raise InvalidValue(

@@ -11,10 +11,8 @@ from contextlib import contextmanager
 def progress_bar(
     desc: str, quiet: bool = False, total: int | None = None, unit: str = "it"
 ) -> Iterator[Callable[[int], None]]:
-    """A tqdm bar counting `unit`s (their rate and, given `total`, the time left); yields its
-    `update(n)`, a no-op when quiet. Drawn on a terminal, or in a notebook (where tqdm.auto
-    draws a widget), only: piped into a log, a bar's carriage returns would put the next
-    message on its line."""
+    """A tqdm bar's `update(n)`, a no-op when quiet or not on a terminal or in a notebook (in
+    a log, its carriage returns would put the next message on its line)."""
     if quiet or not (sys.stderr.isatty() or "ipykernel" in sys.modules):
         yield lambda n: None
         return

@@ -1,10 +1,6 @@
 """Each evaluation label's F1 beside what the model learned from (METHOD.md section 9): its
-Familiarity with the training labels, whether it was seen in training, its training mentions
-and closest training labels; then the paper's views of them.
-
-    train = training(store, "out/demo/pilener-sample-low-shift")   a source, folder or file
-    ctx = label_context(store, train, {"crossner-ai": (...)}, EmbeddingSpec(), MetricSpec())
-    views(points, seed=0)       seen / unseen F1, the log-linear fit, Pearson and Spearman r
+Familiarity, whether training saw it, its training mentions and closest training labels
+(`label_context`); then the paper's views of them (`views`).
 """
 
 from __future__ import annotations
@@ -60,9 +56,8 @@ class Training:
 
 
 def training(store: Store, spec: str, config: str | None = None) -> Training:
-    """The training data `spec` names: `file:PATH` or a label-count file (`.json` label ->
-    count, or [label, count] pairs), a folder written by build-splits (its `config`, needed
-    where it holds several), or a source in the store."""
+    """The training data `spec` names: a label-count file (`file:PATH`), a folder written by
+    build-splits (its `config`, where it holds several), or a source in the store."""
     path = Path(spec.removeprefix(FILE_PREFIX))
     if spec.startswith(FILE_PREFIX) or path.is_file():
         labels, counts = read_label_file(path)
@@ -147,10 +142,9 @@ def label_context(
 
 
 def views(points: Sequence[Mapping[str, Any]], seed: int) -> dict[str, Any]:
-    """The paper's views of (benchmark, label) points with an F1 and a Familiarity: mean F1 of
-    seen and unseen labels; the fit of F1 on log10 training mentions over seen labels
-    (section 2, Figure 3); Pearson and Spearman r of Familiarity and F1 with a bootstrap 95%
-    CI (section 4.1, Table 3)."""
+    """The paper's views of (benchmark, label) points: mean F1 of seen and unseen labels, the
+    fit of F1 on log10 training mentions over seen labels, and Pearson and Spearman r of
+    Familiarity and F1 with a bootstrap 95% CI."""
     pts = [p for p in points if p["f1"] is not None and p["familiarity"] is not None]
     out: dict[str, Any] = {}
     for key, group in (
@@ -194,8 +188,7 @@ def _r(x: np.ndarray, y: np.ndarray, rank: Callable[[np.ndarray, int], np.ndarra
 def _ci(
     x: np.ndarray, y: np.ndarray, rank: Callable[[np.ndarray, int], np.ndarray], seed: int
 ) -> list[float] | None:
-    """The percentile 95% CI of r over paired resamples (scipy's bootstrap); resamples with a
-    constant side (r undefined) are left out."""
+    """The percentile 95% CI of r over paired resamples; undefined resamples left out."""
     from scipy.stats import bootstrap, pearsonr
 
     def stat(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:

@@ -1,9 +1,5 @@
 """One model's evaluation: its predictions scored, each label's F1 set beside the training
-data's Familiarity (METHOD.md section 9).
-
-    request = EvaluateRequest(("preds/",), training="out/demo/pilener-sample-low-shift")
-    found = evaluate(store, request)
-    found.macro_f1, found.points(), found.views(), found.to_dict()
+data's Familiarity (METHOD.md section 9): `evaluate(store, EvaluateRequest(...))`.
 """
 
 from __future__ import annotations
@@ -26,9 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvaluateRequest:
-    """What to evaluate: prediction files or folders (`NAME=FILE` names a file's benchmark),
-    the training data to set them beside (a stored source, a level folder and its `config`,
-    or a label-count file; None: scores alone), how `else` is scored, how labels are
+    """What to evaluate: prediction files or folders, the training data to set them beside
+    (None: scores alone; `config` of a level folder), how `else` is scored, how labels are
     embedded and how Familiarity is read."""
 
     predictions: tuple[str, ...]
@@ -41,8 +36,7 @@ class EvaluateRequest:
 
 @dataclass
 class Evaluation:
-    """A request's answer: each benchmark's score, and with training data its context; the
-    points and views are computed once (`points`, `views`; `pooled` replaces the points' F1)."""
+    """A request's answer: each benchmark's score, and with training data its context."""
 
     request: EvaluateRequest
     scores: list[BenchmarkScore]
@@ -55,8 +49,7 @@ class Evaluation:
 
     @property
     def macro_f1(self) -> float | None:
-        """The mean of the benchmarks' micro F1 (the paper's headline) over the benchmarks
-        that have one (a table of F1 alone, or a benchmark with no label left, has none)."""
+        """The mean of the benchmarks' micro F1 (the paper's headline), over those that have one."""
         f1 = [f for f in self.benchmark_f1.values() if f is not None]
         return float(np.mean(f1)) if f1 else None
 
@@ -90,7 +83,7 @@ class Evaluation:
 
     @cached_property
     def views(self) -> dict[str, Any] | None:
-        return None if self.context is None else views(self.points, self.request.metric.seed)
+        return self.pooled(self.points)
 
     def pooled(self, points: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The views of other points (each label's F1 averaged over seeds)."""
@@ -135,8 +128,7 @@ def evaluate(
     progress: bool = False,
 ) -> Evaluation:
     """Score the request's predictions against the stored benchmarks and, with training data,
-    put every label's F1 in its context. Reads the store; writes only what reading needs (a
-    benchmark ingested from its local copy, new label vectors)."""
+    put every label's F1 in its context."""
     scores = score_files(store, prediction_files(request.predictions), request.misc, on_note)
     if request.training is None:
         return Evaluation(request, scores)

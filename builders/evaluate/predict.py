@@ -3,14 +3,10 @@ layout `builders evaluate` reads (`builders predict`).
 
     manifest = predict(store, PredictRequest(Path("model/"), Path("preds/")))
 
-GLiNER is an optional part: its 0.2.29 pins transformers below 5.17, so it lives in a venv
-of its own with the toolkit (`make gliner`: `.venv-gliner`); it is imported here only. Each
-benchmark's stored test sentences (their tokens, as GLiNER's evaluation splits its files) are
-predicted with the benchmark's own labels (`else` among them, as GLiNER's `labels.json`), by
-the steps GLiNER's own `evaluate` takes (its collator, `run_batch`, `decode_batch`), so the
-predictions written are those its `evaluate` scores. The folder is written whole or not at all:
-one `<benchmark>.json` a benchmark and `manifest.json` (model folder and weights' hash,
-threshold, flat or nested, sentences, versions).
+GLiNER lives in a venv of its own (`make gliner`: `.venv-gliner`; it pins transformers) and is
+imported here only. Each benchmark's stored test sentences are predicted with its own labels
+(`else` among them) by the steps GLiNER's `evaluate` takes, into a folder written whole: one
+`<benchmark>.json` a benchmark and `manifest.json`.
 """
 
 from __future__ import annotations
@@ -37,9 +33,8 @@ GLINER_HINT = "GLiNER is not installed here: `make gliner` makes .venv-gliner wi
 @dataclass(frozen=True)
 class PredictRequest:
     """What to predict: a GLiNER model folder, the folder to write, the benchmarks
-    (`--benchmarks` syntax: `all`, names, stored sources), GLiNER's threshold, flat (one label
-    a span, no overlaps: GLiNER's `flat_ner`) or nested, its batch size, and at most `limit`
-    sentences a benchmark (its first ones)."""
+    (`--benchmarks` syntax), GLiNER's threshold, `flat_ner`, batch size, and at most `limit`
+    sentences a benchmark."""
 
     model: Path
     out: Path

@@ -1,10 +1,5 @@
-"""An evaluation as a reader sees it: tables (printed, or Markdown to paste into a paper),
-the paper's views in words, and a picture (Familiarity against F1; training mentions against
-F1 with the log-linear fit). F1 is shown in percent as papers do, Familiarity in 0-1.
-
-    for title, columns, rows, text in tables(evaluation): ...   (text: the text columns)
-    markdown(tables(evaluation), view_lines(evaluation))
-    plot_png(evaluation.points, evaluation.views, "title")
+"""An evaluation as a reader sees it: tables (printed, or Markdown), the paper's views in
+words, and a picture. F1 is shown in percent as papers do, Familiarity in 0-1.
 """
 
 from __future__ import annotations

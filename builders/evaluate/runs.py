@@ -1,13 +1,7 @@
-"""Several trained models at once: the paper's Table 3 (macro F1 beside Familiarity, seen
-share and r, one row per run) and Table 5 (the levels of one build: each level's F1 with a CI
-over seeds beside its Familiarity, and whether F1 falls from low to high), and the measured
-difficulty written into each level's build.json and card (METHOD.md section 9).
-
-    runs = read_runs("runs.toml")        [[run]] name, training, predictions (one per seed)
-    done = evaluate_runs(store, runs, embedder=..., request=EvaluateRequest((), misc="keep"))
-    done.table3, done.table5, record_difficulty(done)
-
-A runs file is TOML; its relative paths are read from its own folder:
+"""Several trained models at once: the paper's Table 3 (one row per run) and Table 5 (the
+levels of one build, and whether F1 falls from low to high), and the measured difficulty
+written into each level's build.json and card (METHOD.md section 9). A runs file is TOML,
+its relative paths read from its own folder:
 
     [[run]]
     name = "low"                                    # how tables name it
@@ -68,9 +62,8 @@ class Run:
 
 
 def read_runs(path: str | Path) -> list[Run]:
-    """The `[[run]]` tables of a runs file, checked (keys, types, one seed per predictions),
-    relative paths read from the file's folder (a training name that is no path stays a
-    source name)."""
+    """The `[[run]]` tables of a runs file, checked, relative paths read from its folder (a
+    training name that is no path stays a source name)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -201,10 +194,9 @@ class RunsResult:
 
     @cached_property
     def table5(self) -> list[dict[str, Any]]:
-        """Per build (runs trained on level folders of one build and config): each level's F1
-        (CI over seeds) beside its Familiarity, and whether F1 falls from low to high over the
-        macro and per benchmark (those that break it named). Levels scored on different
-        benchmarks or sentences, or two runs of a level, give none (a note says why)."""
+        """Per build and config trained on: each level's summary, and whether F1 falls from low
+        to high (the benchmarks that break it named); none, with a note, where levels were
+        scored on different sentences or a level has two runs."""
         builds: dict[tuple[str, str], list[RunResult]] = {}
         for r in self.runs:
             t = r.summary["training"] or {}
@@ -266,14 +258,9 @@ def evaluate_runs(
 
 
 def record_difficulty(result: RunsResult) -> list[Path]:
-    """Write each Table 5 level's measured difficulty into its config's build.json and
-    re-render its card as it was named (its `load_dataset` line and title kept); the level
-    folders of one build are swapped in together, holding their folder's lock, with their
-    manifest entries. Returns the folders written.
-
-    Raises:
-        BuildersError: a level's build.json is no longer of the build that was evaluated.
-    """
+    """Write each Table 5 level's measured difficulty into its config's build.json and card
+    (named as it was); one build's level folders swap in together under their folder's lock,
+    with their manifest entries. Returns the folders written."""
     written: list[Path] = []
     for group in result.table5:
         folders, config = group["folders"], group["config"]
@@ -301,9 +288,8 @@ def record_difficulty(result: RunsResult) -> list[Path]:
 
 
 def _card_names(folder: Path) -> tuple[str, str]:
-    """The repo name and `load_dataset` path the folder's card gives now: a Hub repo's card
-    (`build-splits --org`) loads `org/name`, a local folder's loads the folder as it was
-    named where it was written (the folder's name where it has no card)."""
+    """The repo name and `load_dataset` path the folder's card gives now (`org/name`, or the
+    local folder as it was named; the folder's name where it has no card)."""
     card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).is_file() else ""
     loads = re.search(r'load_dataset\("([^"]+)"', card)
     if loads is None:

@@ -1,17 +1,8 @@
 """A model's predictions on stored benchmarks, scored as the field scores them (METHOD.md
-section 9): exact-match spans, precision, recall and F1 per label, micro per benchmark.
+section 9: the files read, how sentences are matched, exact-match spans, micro per benchmark).
 
     files = prediction_files(["preds/"])             (benchmark or None, path) pairs
     scores = score_files(store, files, misc="keep")  one `BenchmarkScore` per benchmark
-
-A predictions file is GLiNER json in either layout, read by the toolkit's `gliner` reader
-(`tokenized_text` + `ner` [start, end, label] with end inclusive; or `sentence` + `entities`
-with character `pos`), or a per-label score table (`.csv` / `.tsv`: `benchmark`, `label`, and
-`tp`, `fp`, `fn`, or `f1` in 0-1, or `f1_pct` in 0-100). A JSON file is named after the stored
-benchmark it predicts (`crossner-ai.json`), or `NAME=FILE` names it. Its sentences are matched
-to the benchmark's stored sentences by their tokens (the k-th copy of a sentence to its k-th
-copy); a sentence that matches none, a label the benchmark lacks, an offset the reader moved
-to word boundaries are counted in the score, and a file that mostly matches nothing is refused.
 """
 
 from __future__ import annotations
@@ -85,19 +76,10 @@ class LabelScore:
 
 @dataclass
 class BenchmarkScore:
-    """A benchmark's score from one predictions file, with what the file held beyond it.
-
-    Attributes:
-        benchmark_labels: the benchmark's labels (`else` as the misc policy says).
-        sentences: the gold split's sentences; `scored`: prediction records matched to one;
-            `unmatched`: records that match none (counted, never scored).
-        outside: predicted labels the benchmark lacks -> their predictions (false positives;
-            0 where a table gave F1 alone).
-        read: what the reader counted (`char_spans_snapped`, `duplicate_spans`, ...) and
-            `overlapping_predictions` (nested or overlapping spans).
-        notes: what to keep in mind (part of the test set predicted, labels a table omits).
-        sets: the gold and predicted (gold row, start, stop, label) sets scored (a file's).
-    """
+    """A benchmark's score from one predictions file, with what the file held beyond it:
+    sentences `scored` of the gold's and `unmatched`, predicted labels the benchmark lacks
+    (`outside`, false positives), the reader's counts (`read`), and the gold and predicted
+    (gold row, start, stop, label) `sets` scored."""
 
     name: str
     path: str
@@ -129,10 +111,6 @@ class BenchmarkScore:
             "sentences": self.sentences, "scored": self.scored, "unmatched": self.unmatched,
             **micro, "outside": self.outside, "read": self.read, "notes": self.notes, "labels": rows,
         }  # fmt: skip
-
-    def counts(self) -> tuple[int, int, int] | None:
-        d = self.to_dict()
-        return None if d["tp"] is None else (d["tp"], d["fp"], d["fn"])
 
     @property
     def f1(self) -> float | None:
@@ -176,13 +154,7 @@ def score_files(
     on_note: Callable[[str], None] | None = None,
 ) -> list[BenchmarkScore]:
     """Every file's scores, benchmark by benchmark (a score table's benchmarks in its order);
-    `on_note` hears of a benchmark ingested from its local copy (`$LABELSHIFT_DATA`).
-
-    Raises:
-        BuildersError: a file that cannot be read (named, with its line and record), one
-            whose benchmark is unknown or has no stored sentences, one whose sentences mostly
-            match none of its benchmark's, or a benchmark scored twice.
-    """
+    `on_note` hears of a benchmark ingested from its local copy (`$LABELSHIFT_DATA`)."""
     if misc not in MISC_POLICIES:
         raise InputError(f"{opt('misc', misc)}: not one of {', '.join(MISC_POLICIES)}")
     out: dict[str, BenchmarkScore] = {}
@@ -280,8 +252,7 @@ def _score_json(
 
 
 def _score_table(store: Store, path: Path, misc: str) -> list[BenchmarkScore]:
-    """A per-label score table: `benchmark`, `label`, and tp/fp/fn, `f1` (0-1) or `f1_pct`;
-    its labels verbalised as a predictions file's are."""
+    """A per-label score table, its labels verbalised as a predictions file's are."""
     import polars as pl
 
     try:

@@ -1,21 +1,12 @@
 """Few-NERD's greedy N-way K~2K-shot episode sampler (Algorithm 1; METHOD.md section 5).
 
-An episode picks N types of a part, then fills a support set: sentences are drawn at random
-and one is added unless it would push some type above 2K mentions, bring in a type outside
-the N, or add nothing to a type still below K; the set is done when every type has at least
-K. The query set is drawn the same way (Q~2Q, Q = K by default, as in the official files)
-from the sentences not in the support set. Labels outside the N types become O in the episode.
-
-Mentions are counted the way the official IO files count them: adjacent mentions of one type
-are one entity. Drawing "at random until done" is a pass over a random permutation of the
-candidates (sentences whose types are a non-empty subset of the N): a sentence rejected once
-stays rejected, since counts only grow, so this is the official rejection loop without its
-repeats; when the pass ends unfinished, the episode is redrawn with new types, a bounded
-number of times.
-
-Records are the official JSONL shape:
-
-    {"support": {"word": [[...]], "label": [[...]]}, "query": {...}, "types": [...]}
+A sentence joins the support set unless it would push a type past 2K mentions, bring a type
+outside the N, or add nothing to a type still below K; the query set is drawn alike (Q~2Q, Q =
+K by default) from the rest. Mentions are counted as the official IO files count them
+(adjacent mentions of one type are one). "At random until done" is one pass over a random
+permutation of the candidates: counts only grow, so a sentence rejected once stays rejected;
+an unfinished pass redraws the types, a bounded number of times. Records are the official
+JSONL shape: {"support": {"word": [[...]], "label": [[...]]}, "query": {...}, "types": [...]}.
 """
 
 from __future__ import annotations
@@ -110,17 +101,9 @@ def sample_episodes(
     max_attempts: int = 1000,
     progress: Callable[[int], None] | None = None,
 ) -> list[Episode]:
-    """Sample `n_episodes` N-way K~2K-shot episodes (support and query), deterministically.
-
-    Args:
-        examples: the part's sentences (only `spans` are used here).
-        types: the types to draw from (default: every type in the examples, sorted).
-        q_shot: Q of the query set's Q~2Q rule (default K, like the official episode files).
-        max_attempts: type draws allowed per episode before giving up.
-
-    Raises:
-        BuildersError: on bad N/K, fewer than N types, or an episode that cannot be completed.
-    """
+    """Sample `n_episodes` N-way K~2K-shot episodes (support and query), deterministically,
+    from `types` (default: every type of the examples), each in at most `max_attempts` type
+    draws; `q_shot` is the query set's Q (default K)."""
     q = k_shot if q_shot is None else q_shot
     if n_way < 1 or k_shot < 1 or q < 1 or n_episodes < 0:
         raise InvalidValue(
@@ -148,11 +131,7 @@ def sample_episodes(
 def _type_pool(
     counts: Sequence[Counter[str]], types: Sequence[str] | None, n_way: int
 ) -> list[str]:
-    """The types episodes draw from, sorted: `types`, or every type of the part.
-
-    Raises:
-        BuildersError: when there are fewer than `n_way` of them.
-    """
+    """The types episodes draw from, sorted: `types`, or every type of the part (N at least)."""
     pool = sorted(set(types) if types is not None else {t for c in counts for t in c})
     if len(pool) < n_way:
         raise CannotBuild(
@@ -179,9 +158,8 @@ def _draw_episode(
     rng: np.random.Generator,
     max_attempts: int,
 ) -> Episode | None:
-    """One episode of `shots` = (N, K, Q): up to `max_attempts` draws of N types, each followed
-    by a greedy support pass (K~2K) and query pass (Q~2Q) over the sentences whose types are
-    among them; None when every draw fails."""
+    """One episode of `shots` = (N, K, Q) in up to `max_attempts` draws of N types; None when
+    every draw fails."""
     n_way, k_shot, q = shots
     for _ in range(max_attempts):
         target = tuple(pool[i] for i in rng.choice(len(pool), n_way, replace=False))
@@ -229,12 +207,8 @@ def episode_record(
 def check_record(
     rec: dict[str, Any], n_way: int, k_shot: int, q_shot: int | None = None
 ) -> list[str]:
-    """Problems of one JSONL record (empty when it meets the sampler's guarantees).
-
-    Checks: the official keys; N distinct types; words and labels aligned; in the support set
-    every type has K..2K mentions, no other type and no entity-less sentence; in the query set
-    the same with Q..2Q (its types are then a subset of the N, and all of them occur).
-    """
+    """Problems of one JSONL record (empty when it meets the sampler's guarantees: N types,
+    K..2K mentions of each in the support set and Q..2Q in the query set, no other type)."""
     q = k_shot if q_shot is None else q_shot
     problems: list[str] = []
     if set(rec) != {"support", "query", "types"}:
@@ -270,9 +244,8 @@ def check_record(
 def check_episode(
     ep: Episode, examples: Sequence[Example], n_way: int, k_shot: int, q_shot: int | None = None
 ) -> list[str]:
-    """`check_record` on the rendered episode, plus what rendering hides: no support or query
-    sentence brings in a type outside the N (rendering would turn it into O), and support and
-    query share no sentence."""
+    """`check_record` on the rendered episode, plus what rendering hides: a type outside the N
+    (rendered O), and sentences support and query share."""
     problems = check_record(episode_record(ep, examples), n_way, k_shot, q_shot)
     for name, indices in (("support", ep.support), ("query", ep.query)):
         for i in indices:
@@ -294,11 +267,7 @@ def check_all(
     k_shot: int,
     q_shot: int | None = None,
 ) -> None:
-    """`check_episode` on every episode.
-
-    Raises:
-        BuildersError: naming the first episode that breaks the sampler's guarantees.
-    """
+    """`check_episode` on every episode; refuses the first that breaks the guarantees."""
     for i, ep in enumerate(episodes, start=1):
         problems = check_episode(ep, examples, n_way, k_shot, q_shot)
         if problems:
@@ -309,7 +278,6 @@ def check_all(
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
     """Write records one JSON object a line (UTF-8, like the official files), atomically."""
-
     path = Path(path)
     with atomic_open(path) as fh:
         for rec in records:

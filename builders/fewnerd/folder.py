@@ -4,10 +4,8 @@
         data/{train,validation,test}-00000-of-00001.parquet
         README.md  summary.json
 
-Columns follow `DFKI-SLT/few-nerd` (`id`, `tokens`, `ner_tags` and `fine_ner_tags` as ClassLabel
-sequences, same names and order) plus `spans` (`start`, `end` exclusive, `label` = the official
-fine type). The card's YAML declares the configs and features, so `load_dataset(folder)` gives
-typed ClassLabel columns. The same build gives the same bytes; the folder is swapped in whole.
+Columns follow `DFKI-SLT/few-nerd` plus `spans` (`start`, `end` exclusive, `label` = the
+official fine type). The same build gives the same bytes; the folder is swapped in whole.
 """
 
 from __future__ import annotations
@@ -84,13 +82,9 @@ def write_split(
     extra_json: dict[str, Any] | None = None,
     org: str | None = None,
 ) -> Path:
-    """Write `OUT/fewnerd-{mode}/` atomically: parquet per part, README.md, summary.json.
-
-    summary.json also records each part's `num_bytes` as `datasets` computes it, the command
-    and the toolkit version, so the card can be rendered again from the folder (for `org`'s
-    repo: `publish`). The same build gives the same bytes. The folder is written beside its
-    target and swapped in, so a reader never sees half of it.
-    """
+    """Write `OUT/fewnerd-{mode}/` atomically: parquet per part, README.md, summary.json (with
+    each part's `num_bytes`, the command and the toolkit version, so that the card can be
+    rendered again from the folder)."""
     import pyarrow.parquet as pq
     from datasets import Dataset
 
@@ -140,9 +134,8 @@ def build_fewnerd(
     progress: Callable[[str], AbstractContextManager[Callable[[int], None]]] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> FewnerdFolder:
-    """What `builders fewnerd-splits` does with a stored source: the request's split and its
-    Familiarity (`split_and_measure`), written to `OUT/fewnerd-{mode}/` with the command that
-    rebuilds it (`write_split`). The caller holds `out` (`hub.outdir.OutLock`)."""
+    """What `builders fewnerd-splits` does: the request's split and its Familiarity, written
+    to `OUT/fewnerd-{mode}/`. The caller holds `out` (`hub.outdir.OutLock`)."""
     build, fam = split_and_measure(store, request, progress=progress, on_stage=on_stage)
     folder = write_split(build, out, fam, command=request.command_line())
     return FewnerdFolder(build, fam, folder)
@@ -158,17 +151,10 @@ def read_part(folder: str | Path, part: str) -> list[Example]:
         raise InputError(
             f"{folder}: no data/{hub}-*.parquet; is it a folder written by `builders fewnerd-splits`?"
         )
-    out: list[Example] = []
-    for path in files:
-        table = pq.read_table(path, columns=["id", "tokens", "spans"])
-        for rid, tokens, spans in zip(
-            *(table.column(c).to_pylist() for c in ("id", "tokens", "spans")), strict=True
-        ):
-            out.append(
-                Example(
-                    tokens=tokens,
-                    spans=[(s["start"], s["end"], s["label"]) for s in spans],
-                    raw_id=rid,
-                )
-            )
-    return out
+    return [
+        Example(
+            r["tokens"], [(s["start"], s["end"], s["label"]) for s in r["spans"]], raw_id=r["id"]
+        )
+        for path in files
+        for r in pq.read_table(path, columns=["id", "tokens", "spans"]).to_pylist()
+    ]

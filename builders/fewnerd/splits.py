@@ -1,16 +1,9 @@
 """Few-NERD INTRA / INTER splits, rebuilt from the span store (METHOD.md section 5).
 
-Every sentence of a source (all its stored splits, ordered by split then index) goes to one
-part: its candidate parts are the parts owning at least one of its entity types, one is picked
-at random, sentences without entities are dropped and entities of types the chosen part does
-not own become O. The pick is keyed by (seed, split/index) through BLAKE2b, so it does not
-depend on processing order or on the name the source is stored under.
-
-The type system, the official INTRA and INTER assignments and the label verbalisations are data
-(`builders/data/fewnerd.toml`). A built split becomes a Hub-ready folder
-(`builders.fewnerd.folder`): parquet per part with ClassLabel tags declared the way
-`DFKI-SLT/few-nerd` declares them, a card and `summary.json`. Episodes are in
-`builders.fewnerd.episodes`.
+Each sentence's part is picked among those owning one of its types, keyed by (seed,
+split/index) through BLAKE2b, so that it depends neither on processing order nor on the name
+the source is stored under. The type system and official assignments are data
+(`builders/data/fewnerd.toml`).
 """
 
 from __future__ import annotations
@@ -52,8 +45,6 @@ from builders.shift.specs import EmbeddingSpec, MetricSpec, spec_fields
 from builders.sources.base import Example
 from builders.store import Store
 
-MODES = FEWNERD_MODES
-ASSIGNMENTS = FEWNERD_ASSIGNMENTS
 #: The parts of a split: the canonical splits (published as train / validation / test).
 PARTS = SPLITS
 #: Fraction of each coarse type's fine types sent to dev and to test by the random INTER split.
@@ -62,12 +53,9 @@ RANDOM_SHARE = 0.2
 
 @dataclass(frozen=True)
 class FewnerdRequest:
-    """What `builders fewnerd-splits` builds: the `mode` (intra, inter) split of a stored
-    `source` under an `assignment` of types to parts, picked with `seed`; with `familiarity`,
-    the Familiarity of the validation and test types against the train types, embedded as
-    `embedding` says and read as `metric` says (its K; the split's seed is not its bootstrap's).
-    The mode and assignment are checked where the split is made (`assign_parts`).
-    """
+    """What `builders fewnerd-splits` builds: the `mode` split of a stored `source` under an
+    `assignment` of types to parts, picked with `seed`; with `familiarity`, the Familiarity
+    of the validation and test types against the train types."""
 
     mode: str
     assignment: str = "official"
@@ -79,8 +67,7 @@ class FewnerdRequest:
 
     @classmethod
     def from_dict(cls, source: str, params: Mapping[str, Any]) -> FewnerdRequest:
-        """A request from a Few-NERD scenario's flat keys (`mode`, `assignment`, `seed`,
-        `familiarity`, `k` and the embedding spec's fields)."""
+        """A request from a Few-NERD scenario's flat keys."""
         embedding = EmbeddingSpec(**{key: params[key] for key in spec_fields(EmbeddingSpec)})
         return cls(
             params["mode"],
@@ -93,8 +80,7 @@ class FewnerdRequest:
         )
 
     def command_line(self) -> str:
-        """The command recorded in the folder (what rebuilds the split; Familiarity's options
-        change its summary, not its parts)."""
+        """The command recorded in the folder (what rebuilds the split's parts)."""
         return (
             f"builders fewnerd-splits --mode {self.mode} --assignment {self.assignment} "
             f"--seed {self.seed} --source {self.source}"
@@ -108,9 +94,8 @@ def split_and_measure(
     progress: Callable[[str], AbstractContextManager[Callable[[int], None]]] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> tuple[SplitBuild, FamiliarityReport | None]:
-    """The request's split (`build_split`) and, when asked, its Familiarity
-    (`familiarity_summary`). `progress(description)` gives the split's sentence counter as a
-    context (a bar, closed before the Familiarity is measured); `on_stage` hears each step."""
+    """The request's split and, when asked, its Familiarity. `progress(description)` gives
+    the split's sentence counter as a context; `on_stage` hears each step."""
     stage = on_stage or (lambda s: None)
     progress = progress or (lambda desc: progress_bar(desc, quiet=True))
     with progress(f"split {request.source} ({request.mode})") as bar:
@@ -126,22 +111,15 @@ def split_and_measure(
 def assign_parts(
     mode: str, assignment: str = "official", seed: int = 0, types: Iterable[str] | None = None
 ) -> dict[str, str]:
-    """Map every fine type (official spelling) to its part: `train`, `dev` or `test`.
-
-    Args:
-        mode: `intra` (by coarse type) or `inter` (by fine type inside every coarse type).
-        assignment: `official`, or `random` (INTER only: per coarse type, a seeded 60/20/20
-            draw of its fine types; at least one dev and one test type where it has 3 or more).
-        seed: seed of the random assignment.
-        types: the fine types to assign (default: the 66 official ones).
-
-    Raises:
-        BuildersError: on an unknown mode or assignment, or a type the official table lacks.
-    """
-    if mode not in MODES:
-        raise InvalidValue(f"unknown mode {mode!r}. Valid: {', '.join(MODES)}")
-    if assignment not in ASSIGNMENTS:
-        raise InvalidValue(f"unknown assignment {assignment!r}. Valid: {', '.join(ASSIGNMENTS)}")
+    """Map every fine type (official spelling; default the 66) to its part: `train`, `dev` or
+    `test`. `random` (INTER only) draws 60/20/20 of each coarse type's fine types with `seed`,
+    at least one dev and one test type where it has 3 or more."""
+    if mode not in FEWNERD_MODES:
+        raise InvalidValue(f"unknown mode {mode!r}. Valid: {', '.join(FEWNERD_MODES)}")
+    if assignment not in FEWNERD_ASSIGNMENTS:
+        raise InvalidValue(
+            f"unknown assignment {assignment!r}. Valid: {', '.join(FEWNERD_ASSIGNMENTS)}"
+        )
     names = sorted({official_name(t) for t in (types if types is not None else fine_types())})
     bad = [n for n in names if coarse_of(n) not in coarse_types()]
     if bad:
@@ -232,8 +210,7 @@ class SplitBuild:
     dropped_no_entity: int
     relabelled_o: int
     origin: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: The source's negatives, label-level and span-level: the Few-NERD layout has no column
-    #: for them, so none is written; counted here (and in summary.json when there are any).
+    #: The source's negatives, which the Few-NERD layout has no column for (counted only).
     negatives_left_out: int = 0
     negative_spans_left_out: int = 0
     #: Why the parts miss mentions (`split_input_warning`), or None.
@@ -279,12 +256,7 @@ def build_split(
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> SplitBuild:
-    """Rebuild Few-NERD INTRA or INTER parts from every stored sentence of `source`.
-
-    Raises:
-        StoreError: when the source is not in the store.
-        BuildersError: when its labels are not Few-NERD types, or spans overlap.
-    """
+    """Rebuild Few-NERD INTRA or INTER parts from every stored sentence of `source`."""
     store.require_source(source)
     labels = [lab for lab, _, _ in store.label_counts(source, by="label")]
     parts_of = assign_parts(mode, assignment, seed, labels)
@@ -335,11 +307,8 @@ def build_split(
 def split_input_warning(
     store: Store, source: str, mode: str, parts_of: Mapping[str, str]
 ) -> str | None:
-    """Why the rebuilt parts miss mentions, or None. Where the stored splits hold disjoint
-    entity types, the input is itself a Few-NERD split by type (the official INTER or INTRA
-    files), whose sentences leave the types of its other parts `O`: a split that mixes those
-    parts (INTRA from INTER's files) keeps sentences whose mentions of such types were never
-    annotated. Rebuilding the input's own split (INTER from INTER's files) loses nothing."""
+    """Why the rebuilt parts miss mentions (METHOD.md section 5: stored splits of disjoint
+    types, mixed into other parts), or None."""
     labels = {
         split: labs
         for split in store.stored_splits(source)
@@ -370,12 +339,8 @@ def familiarity_summary(
     embedding: EmbeddingSpec = EmbeddingSpec(),
     metric: MetricSpec = MetricSpec(),
 ) -> FamiliarityReport:
-    """Familiarity of the validation and test types against the train types (METHOD.md 2).
-
-    Labels are the verbalised fine types (`verbalise`); train support counts are the train
-    part's mentions per type. The report's benchmarks are the parts, by published name.
-    """
-
+    """Familiarity of the validation and test types (verbalised; the parts by published name)
+    against the train part's mentions per type (METHOD.md 2)."""
     train = build.parts["train"].type_counts
     if not train:
         raise CannotBuild("the train part has no mentions; Familiarity is undefined")

@@ -4,15 +4,9 @@
     [[scenario]]                    name, source, strategy, levels (kind = "splits", default)
     [[scenario]]                    name, kind = "fewnerd", mode = "intra" | "inter"
 
-A scenario owns its input (`source`, `path`, `options`, `ingest_label_map`, stored as
-`store_as`): `ingest` says how new input is taken, `replace` (the default: `path` names the
-whole input, so files added, removed or changed are read again) or `append` (new files are
-added to what is stored; a changed one is refused); `revision` pins a Hub dataset's branch,
-tag or commit (default: its main branch's newest commit, asked of the Hub on each run). Scenarios that store their input under
-one name must agree on all of these, else the file is refused before anything is read.
-
-A scenario's parameters are its keys, each taken from the scenario, else `[defaults]`, else
-the built-in default below; an unknown key is an error. `builders.scenarios.regenerate` rebuilds them.
+A scenario owns its input (`source`, `path`, `options`, `ingest_label_map`, `ingest`,
+`revision`, stored as `store_as`); scenarios storing one input agree on all of these. Each
+parameter is taken from the scenario, else `[defaults]`, else the built-in default below.
 """
 
 from __future__ import annotations
@@ -31,17 +25,15 @@ from builders.shift.specs import EmbeddingSpec, flat
 from builders.splits.config import SplitConfig
 
 KINDS = ("splits", "fewnerd")
-#: Keys of a `splits` scenario and their defaults: SplitConfig's parameters (but the
-#: per-benchmark mode, whose folders a scenario does not name). `check_model` is kept as
-#: written (none, a name, or a list of names; SplitConfig takes each), so that the scenarios
+#: Keys of a `splits` scenario and their defaults: SplitConfig's parameters but
+#: `per_benchmark`; `check_model` kept as written (a name or a list), so that scenarios
 #: recorded before it took a list keep their keys.
 SPLIT_KEYS: dict[str, Any] = {
     k: list(v) if isinstance(v, tuple) else v
     for k, v in SplitConfig.defaults().items()
     if k != "per_benchmark"
 } | {"benchmarks": "all", "check_model": None}
-#: Keys of a `fewnerd` scenario and their defaults (`FewnerdRequest.from_dict` reads them):
-#: the split's, K, and the embedding spec's fields.
+#: Keys of a `fewnerd` scenario and their defaults (`FewnerdRequest.from_dict` reads them).
 FEWNERD_KEYS = flat(
     {"mode": None, "assignment": "official", "seed": SEED, "k": K, "familiarity": True}
     | {"embedding": EmbeddingSpec()},
@@ -58,9 +50,8 @@ INPUT_KEYS = ("source", "path", "options", "ingest_label_map", "ingest", "revisi
 
 
 class ScenarioKeys(Surface):
-    """A scenario's settings named as its keys (`min_labels`, `` `min_gap` 0.05``), since the
-    scenario, not a command line, sets them; a setting that is no key of it (`--db`) is named
-    as the surface around it names it, and so is a reader option."""
+    """A scenario's settings named as its keys (`min_labels`, `` `min_gap` 0.05``); others
+    (`--db`, reader options) as the surface around it names them."""
 
     helping = "Scenario keys that help"
 
@@ -87,13 +78,9 @@ class Scenario:
     path: str | None = None
     store_as: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
-    #: The ingest's `--label-map` (a path): raw tags of the source -> labels.
-    ingest_label_map: str | None = None
-    #: How new input is taken: `replace` (the input is `path`, whole) or `append`.
-    ingest: str = "replace"
-    #: A Hub dataset's branch, tag or commit to read (`path` a Hub id); default its main
-    #: branch, whose newest commit regenerate asks the Hub for.
-    revision: str | None = None
+    ingest_label_map: str | None = None  # the ingest's `--label-map` (a path)
+    ingest: str = "replace"  # or `append`
+    revision: str | None = None  # a Hub dataset's branch, tag or commit (default: main)
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     publish: bool = True
@@ -136,7 +123,6 @@ class Scenario:
 class ScenarioBook:
     scenarios: list[Scenario]
     out: Path
-    path: Path | None = None
 
 
 def load_scenarios(path: str | Path) -> ScenarioBook:
@@ -206,7 +192,7 @@ def parse_scenarios(
     if dup:
         raise ScenarioError(f"{origin}: scenario name {dup[0]!r} is used twice")
     _check_shared_inputs(scenarios, origin)
-    return ScenarioBook(scenarios, out, None)
+    return ScenarioBook(scenarios, out)
 
 
 def _input_keys(raw: Mapping[str, Any], defaults: Mapping[str, Any], base: Path) -> dict[str, Any]:
@@ -223,11 +209,7 @@ def _input_keys(raw: Mapping[str, Any], defaults: Mapping[str, Any], base: Path)
 
 
 def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:
-    """Scenarios that store their input under one name read it the same way.
-
-    Raises:
-        BuildersError: naming the two scenarios, the key they disagree on and the fix.
-    """
+    """Scenarios that store their input under one name read it the same way."""
     first: dict[str, Scenario] = {}
     for sc in scenarios:
         other = first.setdefault(sc.stored, sc)
@@ -244,8 +226,7 @@ def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:
 
 
 def _relative(entry: str, base: Path) -> str:
-    """A `file:PATH` benchmark entry (`NAME=file:PATH` too) with PATH taken from the scenarios
-    file's folder, as `path` is."""
+    """A `file:PATH` benchmark entry (`NAME=file:PATH` too), PATH read from `base`."""
     name, sep, rest = entry.rpartition("=") if "=file:" in entry else ("", "", entry)
     if not rest.startswith("file:"):
         return entry
@@ -254,9 +235,9 @@ def _relative(entry: str, base: Path) -> str:
 
 
 def _relative_path(value: Any, base: Path, *, hub: bool = False) -> str | None:
-    """A scenario's file path: `~` and $VARS expanded, relative to the scenarios file. Left as
-    written: an absolute path, one still holding an unset $VAR, and with `hub` (an input) a
-    Hub dataset id: `org/name`, no file suffix, nothing of that name beside the file."""
+    """A scenario's file path: `~` and $VARS expanded, read from `base`; left as written when
+    absolute, holding an unset $VAR, or (with `hub`) a Hub dataset id with nothing of that
+    name beside the file."""
     if value is None:
         return None
     p = os.path.expanduser(os.path.expandvars(str(value)))

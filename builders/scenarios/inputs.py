@@ -1,19 +1,9 @@
-"""A scenario's input, read before anything is built: once per stored source, as its scenario says.
+"""A scenario's input, read before anything is built: once per stored source, as its scenario
+says (docs/DESIGN.md, "Scenarios and their inputs": who owns an input, replace or append, the
+shrink guard, a Hub dataset's revision).
 
     inputs = take_inputs(store, book, picked, explicit=..., stage=...)
     inputs.taken[source] -> Taken | _Unavailable;  inputs.evaluated(scenario) -> its benchmarks
-
-A scenario owns its input (`path`, `options`, `ingest_label_map`, `ingest`, `revision`):
-unchanged input is a no-op; with `ingest = "replace"` (the default) files added, removed or
-changed under `path` are read again and the split replaced (a split gone whole, or more than
-half of the sentences, only with `allow_shrink`), with `ingest = "append"` new files are
-added. A Hub dataset is read at the commit the Hub names now (`hub_commit`); when the Hub
-cannot be reached the stored copy is used and said to be unchecked. The stored sources a
-picked scenario evaluates against (`benchmarks = "med:test"`) are read as their own scenario
-says; a registered benchmark no scenario owns, from its `$LABELSHIFT_DATA` copy
-(`take_benchmark`). A stored source no scenario names nor evaluates against is never
-touched. What each source holds is recorded with the build (`inputs_now`), so that the next
-rebuild says what changed (docs/DESIGN.md, "Scenarios and their inputs").
 """
 
 from __future__ import annotations
@@ -37,6 +27,7 @@ from builders.scenarios.book import Scenario
 from builders.shift.benchmarks import read_label_map
 from builders.sources import SOURCES, get_source
 from builders.sources.hf import hub_revision, is_commit
+from builders.sources.planning import ReadPlan
 from builders.store import Store
 from builders.store.ingest import plan_ingest
 from builders.store.writer import IngestResult, SourceWrite, prepare_source, unit_key
@@ -71,11 +62,9 @@ def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
 
 
 def local_benchmarks(sc: Scenario, owned: Collection[str]) -> list[str]:
-    """The registered benchmark sources (`crossner-ai`, `mit-movie`, ...) a scenario reads
-    from the store and no scenario owns: a packaged benchmark's test sentences where leakage
-    is measured or removed (`all`: the seven), and a stored-source entry naming one
-    (`mit-movie:test`). Their local copy ($LABELSHIFT_DATA) is regenerate's to follow."""
-
+    """The registered benchmark sources a scenario reads from the store and no scenario owns:
+    a packaged benchmark's test sentences where leakage is measured or removed, and a
+    stored-source entry naming one (`mit-movie:test`)."""
     if sc.kind != "splits":
         return []
     packaged = benchmarks()
@@ -120,15 +109,9 @@ def take_inputs(
     allow_shrink: Collection[str] = (),
 ) -> Inputs:
     """Read the input of each stored source the picked scenarios build from or evaluate
-    against, once, as its first scenario in the book says (they all agree: `book` checked
-    it); then the local copies of the benchmarks they read that no scenario owns
-    (`take_benchmark`). Sources no scenario names nor evaluates against are not touched.
-    `allow_shrink`: the stored sources whose input may shrink this time (a split gone, more
-    than half of the sentences gone).
-
-    Raises:
-        BuildersError: a name of `allow_shrink` that this run does not read (nothing read).
-    """
+    against, once, as its first scenario in the book says; then the local copies of the
+    benchmarks they read that no scenario owns (`take_benchmark`). `allow_shrink`: the
+    stored sources whose input may shrink this time (each one this run reads)."""
     owners: dict[str, Scenario] = {}
     for sc in book:
         owners.setdefault(sc.stored, sc)
@@ -159,9 +142,8 @@ def take_inputs(
 def write_all(
     store: Store, taken: dict[str, Taken | _Unavailable | _Pending], stage: Callable[[str], None]
 ) -> dict[str, Taken | _Unavailable]:
-    """Write the inputs that changed, every source's in one transaction, once all of them
-    are decided and checked (`take`): a refusal once read (the shrink guard of a file cut
-    short) undoes the others' writes too, so one run writes every source's input or none."""
+    """Write the inputs that changed, every source's in one transaction once all are decided
+    and checked (`take`), so that one run writes every source's input or none."""
     pending = {n: t for n, t in taken.items() if isinstance(t, _Pending)}
     busy = [n for n, t in pending.items() if t.write.pending]
     done: dict[str, IngestResult] = {}
@@ -188,11 +170,8 @@ def take_benchmark(
     store: Store, name: str, *, allow_shrink: bool, stage: Callable[[str], None]
 ) -> Taken | _Pending | None:
     """A registered benchmark no scenario owns, read from its local copy ($LABELSHIFT_DATA)
-    as a `replace` scenario reads its `path` (files added, removed or changed; the shrink
-    guard), when the store has none or has the one read from that copy: decided and
-    checked, written by `write_all`. A stored copy read from other files is kept (said in a
-    note); without a local copy, None: the store's copy, if any, is what the scenarios read."""
-
+    as a `replace` scenario reads its `path`, for `write_all`; a stored copy read from other
+    files is kept (a note says so); without a local copy, None."""
     local = get_source(name).default_path()
     if local is None:
         return None
@@ -246,11 +225,8 @@ def take(
     *,
     allow_shrink: bool = False,
 ) -> Taken | _Pending:
-    """One scenario's input as its `ingest` key says, decided and checked, for `write_all`
-    to write (a no-op when unchanged); a replace that shrinks the source past the guard
-    (`store.shrink`) is refused unless `allow_shrink`, here where it is known before
-    reading. A Hub dataset is read at the commit the Hub names now (`hub_commit`)."""
-
+    """One scenario's input as its `ingest` key says, decided and checked (the shrink guard
+    too, unless `allow_shrink`), for `write_all` to write."""
     mapping = read_label_map(sc.ingest_label_map) if sc.ingest_label_map else None
     base = Path(where) if isinstance(where, Path) else None
     base = base if base is None or base.is_dir() else base.parent
@@ -290,25 +266,14 @@ def take(
         taken = Taken(res.status, why, base=base, checked=True if commit else None)
         taken.notes += [n for n in res.notes if "no longer in the input" in n]
         if sc.ingest == "append" and where is not None:
-            taken.notes += _kept_by_append(store, sc, where, mapping, commit, base)
+            taken.notes += _kept_by_append(store, sc, plan, base)
         return taken
 
     return _Pending(prepared, finish)
 
 
-def _kept_by_append(
-    store: Store,
-    sc: Scenario,
-    where: str | Path,
-    mapping: dict[str, str] | None,
-    commit: str | None,
-    base: Path | None,
-) -> list[str]:
+def _kept_by_append(store: Store, sc: Scenario, plan: ReadPlan, base: Path | None) -> list[str]:
     """Notes on the stored inputs no longer under `path`, which `ingest = "append"` keeps."""
-
-    _, plan = plan_ingest(
-        sc.source, where, options=dict(sc.options), label_map=mapping, revision=commit
-    )
     now = {unit_key(u) for units in plan.units.values() for u in units}
     notes = []
     for split, stored in sorted(store.stored_splits(sc.stored).items()):
@@ -330,18 +295,9 @@ def stored_commits(store: Store, name: str) -> list[str]:
 
 
 def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
-    """The commit to read a scenario's Hub dataset at: the one the Hub names now for its
-    `revision` (default the main branch). When the Hub cannot be reached the input is not
-    taken as unchanged: the stored copy is used and said so ("not checked: offline"), where
-    it is the pinned commit or nothing is pinned.
-
-    Raises:
-        _Unavailable: the Hub cannot be reached and the source is not stored (skipped, as
-            an absent input is).
-        BuildersError: the Hub cannot be reached and the source is stored at another commit
-            than `revision` pins (naming `revision`); the Hub's refusal.
-    """
-
+    """The commit the Hub names now for a scenario's `revision` (default the main branch).
+    Offline, the stored copy is used and said so where it is the pinned commit or nothing is
+    pinned; a source not stored is `_Unavailable`; another pinned commit is refused."""
     try:
         return hub_revision(dataset, sc.revision)
     except HubUnreachable as exc:
@@ -370,7 +326,7 @@ def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
 
 def input_name(key: str, base: Path | None) -> str:
     """How a changelog names an input: its path under the scenario's `path`, else its file
-    name, else (a Hub dataset split) as stored. No absolute path goes into a card."""
+    name, else (a Hub dataset split) as stored; never an absolute path."""
     p = Path(key)
     if base is not None:
         try:
@@ -381,9 +337,8 @@ def input_name(key: str, base: Path | None) -> str:
 
 
 def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict[str, Any]:
-    """What each stored source holds now, per split: its inputs (name, fingerprint,
-    sentences), sentences and mentions: kept in the scenario's record, so that the next
-    rebuild can say what changed (`hub.changelog.input_changes`)."""
+    """What each stored source holds now, per split (its inputs, sentences and mentions), for
+    the scenario's record: the next rebuild says what changed."""
     out: dict[str, Any] = {}
     for name in names:
         t = taken.get(name)
@@ -409,7 +364,6 @@ def inputs_now(store: Store, names: list[str], taken: Mapping[str, Any]) -> dict
 
 def available(store: Store, sc: Scenario) -> tuple[str | Path | None, str]:
     """Where to ingest from (None: use the stored copy), or raise with why it is unavailable."""
-
     spec = get_source(sc.source)
     if sc.path is not None:
         if Path(sc.path).exists():
@@ -435,12 +389,8 @@ class _Unavailable(BuildersError):
 
 
 def check_stored_map(store: Store, sc: Scenario, mapping: dict[str, str] | None) -> None:
-    """A source used from the store (its input is not at hand) was read with the scenario's
-    `ingest_label_map`; else its labels are not the ones the scenario asks for.
-
-    Raises:
-        BuildersError: a split read with another map (or none), naming the fix.
-    """
+    """A source used from the store (its input not at hand) was read with the scenario's
+    `ingest_label_map`, else its labels are not the ones the scenario asks for."""
     want = dict(sorted(label_map(mapping or {}).items()))
     for split, stored in sorted(store.stored_splits(sc.stored).items()):
         if (stored.options or {}).get("label_map", {}) != want:

@@ -1,12 +1,6 @@
-"""Rebuilding one scenario's folders, with its record, changelog entry and card.
-
-    OUT/<source>-<level>-shift/<strategy>/build.json   with {"scenario": record}  (kind "splits")
-    OUT/<source>-<level>-shift/changelog.json, README.md (the card shows the changelog)
-    OUT/fewnerd-<mode>/scenario.json, changelog.json   (kind "fewnerd")
-
-`builders.scenarios.regenerate` decides when to rebuild (the scenario's key); this module
-builds, compares the result with the previous build, and writes each folder once: its data,
-record, changelog and card go in with one swap.
+"""Rebuilding one scenario's folders: built, compared with the previous build, and each
+written once with its record (`build.json`'s `scenario`, or Few-NERD's `scenario.json`),
+changelog entry and card in one swap.
 """
 
 from __future__ import annotations
@@ -51,10 +45,9 @@ def key_of(parts: Mapping[str, Any]) -> str:
 
 
 def settle_models(record: dict[str, Any], ran: Mapping[str, Any] | None = None) -> None:
-    """After a build, each model of the record's key as it ran: the build model's runtime and
-    weights as its provenance says (`ran`: build.json's `provenance.model`; its cache key ends
-    in the weights' hash), the others' runtime as `auto.expected_backend` now remembers it;
-    then the key again."""
+    """After a build, each model of the record's key as it ran (the build model's as `ran`,
+    build.json's `provenance.model`, says; the others' runtime as `auto.expected_backend`
+    now knows it), then the key again."""
     from builders.shift.auto import expected_backend
 
     models = record["parts"].get("models") or []
@@ -124,8 +117,7 @@ def rebuild_splits(
 
 def _moved(out: Path, strategy: str, res: Any) -> dict[str, dict[str, dict[str, str]]]:
     """Per level folder, the labels that moved between the levels of one build: `moved_in`
-    (label -> the level that held it before) and `moved_out` (label -> the level holding it
-    now). Labels that enter or leave every level are `labels_added` / `labels_removed`."""
+    (label -> its level before) and `moved_out` (label -> its level now)."""
     subs = list(res.subsets)
     before = {s.level: selected_labels(out / s.name, strategy) for s in subs}
     if all(v is None for v in before.values()):

@@ -1,24 +1,13 @@
 """Regenerating what the project publishes: scenarios -> repo folders, reusing what is current.
 
-    book = load_scenarios("scenarios.toml")          (parsing: `builders.scenarios.book`)
+    book = load_scenarios("scenarios.toml")
     regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
 
-A scenario owns its input: `regenerate` first reads the input of every scenario it runs, and of
-every stored source one of them evaluates against, once per stored source
-(`builders.scenarios.inputs`); a stored source no scenario names is never touched.
-
-A scenario's key hashes the fingerprints of its source's stored splits (a Hub dataset's with
-its commit, also kept apart so that a new one is named), its parameters, the
-evaluation label sets, the fingerprints of the stored sources it evaluates against, those of
-the benchmarks' evaluation sentences (when leakage is measured), each model's weights hash
-and the runtime that embeds with it, and the toolkit version. A scenario is rebuilt only when
-no folder records its key; otherwise no model is loaded and nothing is embedded or written.
-The record also keeps the inputs it was built from (file names, fingerprints, sentences,
-mentions), so the next rebuild says what changed in them. A rebuild
-(`builders.scenarios.rebuild`) is compared with the previous build (rows, mentions, labels,
-Familiarity macro and per benchmark, labels moved between levels) and the comparison is
-prepended to the folder's `changelog.json` (`builders.hub.changelog`), which the dataset card
-shows. `--publish` pushes the folders this run built or rebuilt.
+The inputs are read first (`builders.scenarios.inputs`). A scenario's key hashes its source's
+stored fingerprints (and Hub commits), its parameters, the evaluation label sets, the stored
+sources and (with leakage) benchmark sentences it evaluates against, each model's weights
+and runtime, and the toolkit version; a scenario is rebuilt (`builders.scenarios.rebuild`)
+only when no folder records its key. `--publish` pushes the folders this run built or rebuilt.
 """
 
 from __future__ import annotations
@@ -52,16 +41,12 @@ from builders.store import Store
 _UNKEYED_DEFAULTS = {"backend": DEFAULT_BACKEND, "precision": DEFAULT_PRECISION}
 
 
-def _keyed_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if _UNKEYED_DEFAULTS.get(k, object()) != v}
-
-
 def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
     """Hash of what determines the scenario's output; also returns its parts (for reasons)."""
     parts: dict[str, Any] = {
         "kind": sc.kind,
         "fingerprints": {split: fp for _, split, fp in store.fingerprints(sc.stored)},
-        "params": _keyed_params(sc.params),
+        "params": {k: v for k, v in sc.params.items() if _UNKEYED_DEFAULTS.get(k, object()) != v},
         "toolkit_version": __version__,
     }
     revisions = _revisions(store, sc.stored)
@@ -96,8 +81,7 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
 
 
 def _revisions(store: Store, source: str) -> dict[str, str]:
-    """Per split of a stored source, the Hub commit(s) its inputs were read at (none: not
-    read from the Hub, or where the Hub could not be asked)."""
+    """Per split of a stored source, the Hub commit(s) its inputs were read at."""
     out = {}
     for split, s in sorted(store.stored_splits(source).items()):
         commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
@@ -116,9 +100,8 @@ def _models(sc: Scenario) -> list[str]:
 
 
 def model_part(spec: EmbeddingSpec) -> dict[str, Any]:
-    """A model as a key sees it: its canonical name, its weights' hash (remembered by file
-    stamps, so hashed once), and the runtime that will embed with it (`--backend auto`
-    resolved as `auto.expected_backend` knows it; None until it has checked once)."""
+    """A model as a key sees it: canonical name, weights' hash, and the runtime that will
+    embed with it (`auto` as `auto.expected_backend` knows it; None until checked once)."""
     from builders.shift.auto import expected_backend
     from builders.shift.models import canonical_name, resolve_model, weights_fingerprint
 
@@ -136,8 +119,8 @@ def model_part(spec: EmbeddingSpec) -> dict[str, Any]:
 
 
 def _sentence_fingerprints(store: Store, evalsets: list[EvalSet]) -> dict[str, str | None]:
-    """The fingerprint of each benchmark's evaluation sentences (the leakage scan reads them),
-    a packaged one ingested from its local copy first as the scan would; None if unavailable."""
+    """The fingerprint of each benchmark's evaluation sentences (a packaged one ingested from
+    its local copy first, as the leakage scan would); None if unavailable."""
     out: dict[str, str | None] = {}
     for s in evalsets:
         if s.sentences is None:
@@ -155,15 +138,10 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
         return "first build"
     reasons = []
     was, now = old.get("revisions") or {}, new.get("revisions") or {}
-    revised = sorted(s for s in set(was) | set(now) if was.get(s) != now.get(s))
-    if old.get("fingerprints") != new["fingerprints"]:
-        changed = sorted(
-            s
-            for s in set(old.get("fingerprints", {})) | set(new["fingerprints"])
-            if old.get("fingerprints", {}).get(s) != new["fingerprints"].get(s) and s not in revised
-        )
-        if changed:
-            reasons.append(f"source changed ({', '.join(changed)})")
+    revised = _differ(was, now)
+    changed = [s for s in _differ(old.get("fingerprints"), new["fingerprints"]) if s not in revised]
+    if changed:
+        reasons.append(f"source changed ({', '.join(changed)})")
     for split in revised:  # another commit of a Hub dataset
         a, b = (str(x.get(split))[:12] if x.get(split) else "-" for x in (was, now))
         reasons.append(f"Hub revision {a} -> {b} ({split})")
@@ -174,8 +152,7 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
         reasons.append("benchmark label sets changed")
     if old.get("benchmark_fingerprints") != new.get("benchmark_fingerprints"):
         reasons.append("benchmark sentences changed")
-    was, now = old.get("benchmark_sources") or {}, new.get("benchmark_sources") or {}
-    moved = sorted(n for n in set(was) | set(now) if was.get(n) != now.get(n))
+    moved = _differ(old.get("benchmark_sources"), new.get("benchmark_sources"))
     if moved:
         reasons.append(f"benchmark changed ({', '.join(moved)})")
     reasons += _model_reasons(old.get("models"), new.get("models"))
@@ -184,6 +161,12 @@ def _why(old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> str:
     if not reasons:
         reasons.append("forced" if force else "output missing or incomplete")
     return "; ".join(reasons)
+
+
+def _differ(was: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> list[str]:
+    """The keys whose values differ between two mappings (None: empty), sorted."""
+    was, now = was or {}, now or {}
+    return sorted(k for k in {*was, *now} if was.get(k) != now.get(k))
 
 
 def _model_reasons(old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None) -> list[str]:
@@ -220,8 +203,7 @@ def regenerate(
 ) -> list[ScenarioReport]:
     """Read the scenarios' inputs again where they changed, rebuild the scenarios whose key
     changed, reuse the rest, report per scenario; then push what was rebuilt if asked.
-    `allow_shrink` names the stored sources whose input may shrink this time (a split gone,
-    or more than half of the sentences: refused otherwise, before anything is written)."""
+    `allow_shrink`: the stored sources whose input may shrink this time."""
     if tag is not None:
         valid_tag(tag)  # it names the changelog entries: before anything is read or built
     out = Path(out)
@@ -249,11 +231,7 @@ def regenerate(
 
 
 def _selected(scenarios: list[Scenario], only: list[str] | None) -> list[Scenario]:
-    """The scenarios named in `only` (all when empty), in the book's order.
-
-    Raises:
-        BuildersError: naming the first of `only` that is not a scenario of the book.
-    """
+    """The scenarios named in `only` (all when empty), in the book's order."""
     if not only:
         return scenarios
     known = {s.name for s in scenarios}
@@ -264,10 +242,8 @@ def _selected(scenarios: list[Scenario], only: list[str] | None) -> list[Scenari
 
 
 def _run_id(store: Store, scenarios: list[Scenario], tag: str | None) -> dict[str, str]:
-    """The run's changelog version and id. Deterministic: the same regeneration gives the same
-    changelog and card bytes, and entries of one run (e.g. entropy and max into one folder)
-    merge by this id. It holds the scenarios as asked and the store's fingerprints, so two runs
-    with other parameters or data are two entries."""
+    """The run's changelog version and id: a hash of the scenarios as asked and the store's
+    fingerprints, so that entries of one run merge and the same run gives the same bytes."""
     version = run_version(tag)
     asked = sorted((s.name, s.to_dict()) for s in scenarios)  # its parameters too: a run
     ident = json.dumps([version, asked, store.fingerprints()], default=str, sort_keys=True)
@@ -287,11 +263,9 @@ def _publish(
     tag: str | None,
     publish_kwargs: dict[str, Any] | None,
 ) -> None:
-    """Push the folders this run built or rebuilt, and those rebuilt since their last push to
-    `publish_org` (a dry run, or a push that failed, pushed nothing), of the scenarios that
-    are published: each folder once, one commit each with its newest changelog entry as the
-    message. Each push is recorded on the reports of the scenarios writing that folder, and in
-    `out/.labelshift-published.json` (not for a dry run)."""
+    """Push the published scenarios' folders built or rebuilt since their last push to
+    `publish_org`, each once, its newest changelog entry as the message; recorded on the
+    reports and (not for a dry run) in `out/.labelshift-published.json`."""
     from builders.hub.folder import read_json, write_json
     from builders.hub.publish import PublishError, plan_publishes, publish
 
@@ -317,16 +291,24 @@ def _publish(
     plans = plan_publishes([out / f for f in folders], publish_org, tag=tag)
     messages = {p.repo_id: _message(p.folder, tag) for p in plans}
     dry = bool((publish_kwargs or {}).get("dry_run"))
+
+    def pushed_to(repos: list[str]) -> None:
+        """Note which builds of each pushed folder `publish_org` has, and keep tag names."""
+        if dry:
+            return
+        mine = dict(last)
+        for repo in repos:
+            folder = repo.split("/", 1)[1]
+            mine[folder] = {**(mine.get(folder) or {}), **keys.get(folder, {})}
+        write_json(out / PUBLISHED, {**record, publish_org: mine})
+        _keep_names(out, plans, repos)
+
     try:
         results = publish(plans, tag=tag, messages=messages, **(publish_kwargs or {}))
     except PublishError as exc:
-        if not dry:
-            _record_pushed(out, record, publish_org, exc.published, keys, write_json)
-            _keep_names(out, plans, exc.published)
+        pushed_to(exc.published)
         raise
-    if not dry:
-        _record_pushed(out, record, publish_org, [r.repo_id for r in results], keys, write_json)
-        _keep_names(out, plans, [r.repo_id for r in results])
+    pushed_to([r.repo_id for r in results])
     pushed = {}
     for plan, r in zip(plans, results, strict=False):
         paths = [f["path"] for f in plan.to_dict()["files"]]
@@ -347,10 +329,8 @@ def _message(folder: Path, tag: str | None) -> str:
 
 
 def _keep_names(out: Path, plans: list[Any], repos: list[str]) -> None:
-    """In each pushed folder whose newest changelog entry the push's tag named (it was built
-    untagged), that changelog, and the card rendered again as its build rendered it (for the
-    folder, as `out` names it): the next rebuild's entry goes above the entry so named, and
-    the next push keeps its name."""
+    """Write back each pushed folder's changelog whose newest entry the push's tag named, and
+    its card, so that the next rebuild and push keep that name."""
     from builders.files import atomic_write_text
     from builders.hub.changelog import CHANGELOG
     from builders.hub.readme import CARD, folder_card, load_path
@@ -363,27 +343,10 @@ def _keep_names(out: Path, plans: list[Any], repos: list[str]) -> None:
             atomic_write_text(folder / CARD, card)
 
 
-def _record_pushed(
-    out: Path,
-    record: dict[str, Any],
-    org: str,
-    repos: list[str],
-    keys: Mapping[str, Mapping[str, str | None]],
-    write: Callable[[Path, Any], None],
-) -> None:
-    """Note in `out/.labelshift-published.json` which builds of each pushed folder `org` has."""
-    mine = dict(record.get(org) or {})
-    for repo in repos:
-        folder = repo.split("/", 1)[1]
-        mine[folder] = {**(mine.get(folder) or {}), **keys.get(folder, {})}
-    write(out / PUBLISHED, {**record, org: mine})
-
-
 # ---------------------------------------------------------------------------- one scenario
 @contextmanager
 def _in_scenario_words(sc: Scenario) -> Iterator[None]:
-    """A refusal inside names the scenario, and the scenario's keys that fix it rather than
-    build-splits' options."""
+    """A refusal inside names the scenario and its keys, not build-splits' options."""
     try:
         with shown_on(ScenarioKeys(sc, surface())):
             yield
@@ -439,10 +402,8 @@ def _one(
         rep.inputs, rep.notes = _input_changes(previous["inputs"], held, sc.stored, rep.notes)
     record = {"name": sc.name, "key": key, "parts": parts, "inputs": held}
     with _in_scenario_words(sc):
-        if sc.kind == "fewnerd":
-            rebuild_fewnerd(store, sc, out, record, rep, run, progress, stage)
-        else:
-            rebuild_splits(store, sc, out, record, rep, run, progress, stage)
+        rebuild = rebuild_fewnerd if sc.kind == "fewnerd" else rebuild_splits
+        rebuild(store, sc, out, record, rep, run, progress, stage)
     rep.status = "rebuilt" if previous else "built"
     return rep
 
@@ -451,9 +412,7 @@ def _input_changes(
     was: Mapping[str, Any], held: dict[str, Any], own: str, notes: list[str]
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """What changed in the inputs since the record `was`, and the notes with one per source
-    it lacks. A record written before a benchmark's inputs were recorded (a leakage
-    scenario's, before regenerate followed the local copy) lacks them: its files were not
-    added, they are recorded now, and that alone is no change for the changelog."""
+    it lacks (recorded now; that alone is no change for the changelog)."""
     from builders.hub.changelog import input_changes
 
     new = [n for n in held if n not in was]

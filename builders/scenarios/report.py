@@ -34,15 +34,9 @@ class ScenarioReport:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def describe(self) -> str:
-        """The lines of `lines()`, joined."""
-        return "\n".join(self.lines())
-
     def lines(self) -> list[str]:
-        """The reason, then one line per changed input split and one per folder of what
-        changed, e.g. `low: rows 120 -> 98, familiarity ...; moved: "medium" from high`
-        (a moved label quoted: it may be named like a level, or hold a comma); then the
-        notes."""
+        """The reason, one line per changed input split and one per folder of what changed
+        (`low: rows 120 -> 98, ...; moved: "medium" from high`), then the notes."""
         from builders.hub.changelog import describe_inputs
 
         if self.status in ("reused", "skipped"):
@@ -54,9 +48,7 @@ class ScenarioReport:
                 head = [
                     f"{m} {_fmt(b)}"
                     for m, (_, b) in metrics.items()
-                    if m.split()[-1] in ("rows", "labels")
-                    or m in ("familiarity",)
-                    or m.endswith(" familiarity")
+                    if m.split()[-1] in ("rows", "labels", "familiarity")
                 ]
                 parts.append(f"{folder}: {', '.join(head)}")
                 continue

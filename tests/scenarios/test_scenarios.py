@@ -135,7 +135,7 @@ def test_regenerate_reuses_then_rebuilds_only_what_changed(
     )
     assert rows[0] != rows[1]
     assert "familiarity crossner-ai" in rep.changes["corpus-a-low-shift"]
-    text = rep.describe()
+    text = "\n".join(rep.lines())
     assert "source changed (train)" in text and f"rows {rows[0]:,} -> {rows[1]:,}" in text
     log = json.loads((low_a / "changelog.json").read_text())
     assert len(log) == 2  # the first build, then this run (both configs in one entry)

@@ -9,12 +9,12 @@ import pytest
 from helpers import DATA
 
 from builders.errors import BuildersError, SourceFormatError
-from builders.labels import ZERO_SHOT, get_benchmark, verbalise
+from builders.labels import ZERO_SHOT, benchmarks, verbalise
 from builders.shift.benchmarks import evaluation_sets, read_label_file, read_label_map, resolve
 from builders.store import Store
 from builders.store.ingest import ingest
 
-AI_TAGS = get_benchmark("crossner-ai").tags
+AI_TAGS = benchmarks()["crossner-ai"].tags
 AI = tuple(verbalise(t) for t in AI_TAGS if t != "misc")
 
 
