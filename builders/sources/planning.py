@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from builders.defaults import SPLIT_ALIASES
 from builders.errors import (
@@ -28,34 +28,8 @@ from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand, pair
 from builders.sources.options import ReaderOptions
 
-
-class PlannedSource(Protocol):
-    """What planning reads of a source (`builders.sources.spec.SourceSpec` has it; a
-    protocol, so that planning needs no import of the spec, which imports planning)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def module(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def options(self) -> Mapping[str, object]: ...
-    @property
-    def origin(self) -> str | None: ...
-    @property
-    def origin_config(self) -> str | None: ...
-    @property
-    def local(self) -> str | None: ...
-    @property
-    def local_note(self) -> str | None: ...
-    @property
-    def splits(self) -> Mapping[str, tuple[str, ...]]: ...
-    @property
-    def label_fn(self) -> str | None: ...
-    @property
-    def hub_options(self) -> Mapping[str, object]: ...
-    def default_path(self) -> Path | None: ...
+if TYPE_CHECKING:
+    from builders.sources.spec import SourceSpec
 
 
 def frozen(d: Mapping | None = None) -> Mapping:
@@ -79,7 +53,7 @@ class ReadPlan:
 
 
 def plan(
-    spec: PlannedSource,
+    spec: SourceSpec,
     path: str | Path | Sequence[str | Path] | None = None,
     split: str | None = None,
     options: Mapping[str, object] | None = None,
@@ -108,7 +82,7 @@ def plan(
     return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
 
 
-def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[str, str]:
+def _label_map(spec: SourceSpec, labels: Mapping[str, str] | None) -> dict[str, str]:
     if labels and spec.label_fn:
         raise ConflictingOptions(
             f"source {spec.name!r} names its types by its own table (Few-NERD's "
@@ -118,7 +92,7 @@ def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[st
 
 
 def _read_plan(
-    spec: PlannedSource,
+    spec: SourceSpec,
     path: str | Path | Sequence[str | Path] | None,
     split: str | None,
     user: dict,
@@ -169,7 +143,7 @@ def _read_plan(
 
 
 def _origin_plan(
-    spec: PlannedSource, split: str | None, user: dict[str, object], revision: str | None
+    spec: SourceSpec, split: str | None, user: dict[str, object], revision: str | None
 ) -> ReadPlan:
     """Read from the Hub origin; offline (or when it fails) say how to give the files."""
     if not spec.origin:
@@ -193,7 +167,7 @@ def _origin_plan(
 
 
 def _dataset_plan(
-    spec: PlannedSource,
+    spec: SourceSpec,
     dataset: str,
     split: str | None,
     user: dict[str, object],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Literal
 from builders.errors import InvalidValue
 from builders.labels import verbalise
 from builders.sources import planning
-from builders.sources.planning import ReadPlan, frozen
+from builders.sources.planning import frozen
 
 Kind = Literal["corpus", "benchmark"]
 #: What a source's raw labels are (METHOD.md section 6): `tags` (CoNLL's `PER`, CrossNER's
@@ -83,18 +83,8 @@ class SourceSpec:
         if self.labels not in ("tags", "natural"):
             raise InvalidValue(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
 
-    def plan(
-        self,
-        path: str | Path | Sequence[str | Path] | None = None,
-        split: str | None = None,
-        options: Mapping[str, object] | None = None,
-        labels: Mapping[str, str] | None = None,
-        revision: str | None = None,
-    ) -> ReadPlan:
-        """What to read: the reader, its units per split, its validated options, the label map
-        (`labels`: raw tag -> label, read before the packaged table), a Hub dataset's
-        revision, and notes (see `planning.plan`)."""
-        return planning.plan(self, path, split, options, labels, revision)
+    #: What to read: the reader, its units per split, its validated options (`planning.plan`).
+    plan = planning.plan
 
     def reader(self, module: str | None = None) -> Callable:
         mod = importlib.import_module(f"builders.sources.{module or self.module}")
