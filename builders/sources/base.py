@@ -27,11 +27,14 @@ every text format, and CRLF line ends are read like LF.
 
 from __future__ import annotations
 
+import gzip
+import lzma
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from builders.errors import SourceFormatError, Verbatim
 
@@ -143,17 +146,19 @@ class FileGroup:
 Unit = Path | FileGroup | DatasetSplit
 
 
+def open_bytes(path: Path) -> BinaryIO:
+    """The file's bytes, `.xz` and `.gz` files decompressed."""
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
+    return opener(path, "rb")  # type: ignore[no-any-return,operator]
+
+
 def open_text(path: Path) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its newline), decoding strict UTF-8.
 
-    `.xz` and `.gz` files are decompressed transparently; a byte-order mark at the start is
-    skipped. A non-UTF-8 byte raises a `SourceFormatError` naming the line and the byte.
+    A byte-order mark at the start is skipped. A non-UTF-8 byte raises a `SourceFormatError`
+    naming the line and the byte.
     """
-    import gzip
-    import lzma
-
-    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
-    with opener(path, "rb") as fh:  # type: ignore[operator]
+    with open_bytes(path) as fh:
         for number, raw in enumerate(fh, start=1):
             try:
                 text = raw.decode("utf-8")
@@ -170,12 +175,8 @@ def open_text(path: Path) -> Iterator[tuple[int, str]]:
 def read_text(path: Path, bom_as: str = "") -> str:
     """The whole file as strict UTF-8 (for JSON formats), with a line-numbered error if not;
     a byte-order mark at the start becomes `bom_as` (dropped by default)."""
-    data = path.read_bytes()
-    if path.suffix in (".xz", ".gz"):
-        import gzip
-        import lzma
-
-        data = (lzma.decompress if path.suffix == ".xz" else gzip.decompress)(data)
+    with open_bytes(path) as fh:
+        data = fh.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -194,22 +195,20 @@ def as_in_file(value: object) -> Verbatim:
 
 #: GLiNER's word tokeniser, used to tokenise passages of formats that carry no tokens.
 WORD_RE = re.compile(r"\w+(?:[-_]\w+)*|\S")
+_SPACE_RE = re.compile(r"\S+")
+
+
+def _with_offsets(pattern: re.Pattern[str], text: str) -> tuple[list[str], list[int], list[int]]:
+    found = [(m.group(), m.start(), m.end()) for m in pattern.finditer(text)]
+    return [f[0] for f in found], [f[1] for f in found], [f[2] for f in found]
 
 
 def split_with_offsets(text: str) -> tuple[list[str], list[int], list[int]]:
     """Split on whitespace (`str.split()`, as GLiNER's evaluation reads its benchmark json);
     return tokens and their character start and end offsets."""
-    found = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
-    return [f[0] for f in found], [f[1] for f in found], [f[2] for f in found]
+    return _with_offsets(_SPACE_RE, text)
 
 
 def tokenize_with_offsets(text: str) -> tuple[list[str], list[int], list[int]]:
     """Tokenise like GLiNER; return tokens and their character start and end offsets."""
-    tokens: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for m in WORD_RE.finditer(text):
-        tokens.append(m.group())
-        starts.append(m.start())
-        ends.append(m.end())
-    return tokens, starts, ends
+    return _with_offsets(WORD_RE, text)

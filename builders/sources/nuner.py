@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import gzip
 import io
 import lzma
 import os
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.errors import InputError, InvalidValue, LiteralError, SourceFormatError
-from builders.sources.base import WORD_RE, Example, ReadReport
+from builders.sources.base import WORD_RE, Example, ReadReport, open_bytes, open_text
 from builders.sources.options import ReaderOptions, option
 
 SEP = " <> "
@@ -264,11 +263,7 @@ def _helper(path: str, out: Any) -> None:  # pragma: no cover - runs in the chil
 
 
 def _open(path: Path) -> io.TextIOBase:
-    if path.suffix == ".xz":
-        return lzma.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
-    return open(path, encoding="utf-8", newline="")  # type: ignore[return-value]
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8", newline="")
 
 
 def _parse(
@@ -389,17 +384,12 @@ def _mention_key(mention: str) -> tuple[str, int]:
 
 
 def _utf8_error(path: Path) -> SourceFormatError:
-    """Find the first non-UTF-8 line again, byte by line, for an exact line number."""
-    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        for number, raw in enumerate(fh, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                bad = raw[exc.start : exc.end]
-                return SourceFormatError(
-                    path, number, f"not UTF-8 (byte {bad.hex(' ')} at column {exc.start + 1})", bad
-                )
+    """Find the first non-UTF-8 line again, line by line (`open_text`), for an exact line."""
+    try:
+        for _ in open_text(path):
+            pass
+    except SourceFormatError as exc:
+        return exc
     return SourceFormatError(path, None, "not UTF-8")
 
 
