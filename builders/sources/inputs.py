@@ -120,17 +120,13 @@ def _folder(
         if split is not None and split not in found:
             raise InputError(
                 f"{folder}: no file for split {split!r} "
-                f"(found: {', '.join(sorted(found_splits(named))) or 'none'})"
+                f"(found: {', '.join(sorted({s for s in named.values() if s})) or 'none'})"
             )
     if not data:
         raise InputError(f"{folder}: no input files found")
     if skipped:
         notes.append(f"{folder}: not read: {', '.join(p.name for p in skipped)}")
     return found, notes
-
-
-def found_splits(named: Mapping[Path, str | None]) -> set[str]:
-    return {s for s in named.values() if s}
 
 
 def pair(files: Sequence[Path], suffixes: tuple[str, ...]) -> tuple[list[FileGroup], list[str]]:

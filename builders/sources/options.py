@@ -36,7 +36,6 @@ class _BadValue(Exception):
 class ReaderOptions:
     """Base class of the readers' option dataclasses (no options of its own)."""
 
-    #: former option names -> the hint shown when someone still passes them
     #: Options renamed or gone: key -> a hint, or a function making it (when it names a
     #: setting, rendered where the error is raised: see `builders.errors.opt`).
     renamed: ClassVar[Mapping[str, str | Callable[[], str]]] = {}

@@ -39,9 +39,8 @@ def frozen(d: Mapping | None = None) -> Mapping:
 @dataclass(frozen=True)
 class ReadPlan:
     """What an ingest reads: the reader module, its units per (canonical) split, the reader's
-    options (the source's fixed ones with the user's), the user's own options (recorded in
-    the store, the label map among them), a description of where it all comes from, and the
-    label map (normalised raw tag -> label) read before the packaged table."""
+    options (fixed and the user's), the user's own options (recorded in the store, the label
+    map among them), where it all comes from, notes, and the label map."""
 
     module: str
     units: Mapping[str, list[Unit]]
@@ -62,17 +61,11 @@ def plan(
 ) -> ReadPlan:
     """What to read: the reader, its units per split, its validated options, the label map
     (`labels`: raw tag -> label, read before the packaged table), and notes. A Hub dataset is
-    read at `revision` (a branch, tag or commit; default its main branch), resolved to its
-    commit here (`hf.resolve_revision`).
+    read at `revision` (default its main branch), resolved to its commit here.
 
-    `path` is one or more local files, folders or globs (see `inputs.py`), or for Hugging
-    Face datasets a Hub id; without it, the source's local copy (`default_path`) or else
-    its Hub origin is read. A Hub id, a `save_to_disk` folder, or any path given to the
-    `hf` source is read by the `hf` reader; everything else by the source's own reader.
-
-    Raises:
-        BuildersError: no such path, an unknown split, a bad option, a label map for a
-            source with its own types, a revision for files, or nothing to read.
+    `path` is one or more local files, folders or globs (see `inputs.py`), or a Hub id;
+    without it, the source's local copy (`default_path`) or else its Hub origin is read. A Hub
+    id, a `save_to_disk` folder, or any path given to the `hf` source is read by `hf`.
     """
     mapping = _label_map(spec, labels)
     plan = _read_plan(spec, path, split, dict(options or {}), revision)
@@ -151,11 +144,11 @@ def _origin_plan(
             f"source {spec.name!r} has no default origin: give the files with {opt('path')} "
             f"({spec.description})"
         )
-    if spec.module == "hf":
-        return _dataset_plan(spec, spec.origin, split, user, from_origin=True, revision=revision)
     try:
         return _dataset_plan(spec, spec.origin, split, user, from_origin=True, revision=revision)
     except BuildersError as exc:
+        if spec.module == "hf":
+            raise
         local = f" (no $LABELSHIFT_DATA/{spec.local})" if spec.local else ""
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
         why = "cannot be reached offline (HF_HUB_OFFLINE is set)" if offline else f"failed ({exc})"
@@ -202,11 +195,8 @@ def _hf() -> Any:
 
 
 def check_split(name: str) -> str:
-    """A split name the user gave, as its canonical name (`validation` -> `dev`).
-
-    Raises:
-        UnknownNameError: the name is not train, dev, test or one of their aliases.
-    """
+    """A split name the user gave, as its canonical name (`validation` -> `dev`); an
+    UnknownNameError if it is not train, dev, test or one of their aliases."""
     canon = SPLIT_ALIASES.get(name.strip().lower())
     if canon is None:
         raise UnknownNameError("split", name, list(SPLIT_ALIASES))

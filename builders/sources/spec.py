@@ -1,8 +1,5 @@
 """A source's description (`SourceSpec`): its kind, reader and options, where it is read from
-without `--path`, how its labels are verbalised, its licence and credits. Readers live one
-format per module in this package (see `base.py` for the contract) and are imported only when
-a source is read, so listing sources never imports `datasets` or parses anything.
-"""
+without `--path`, how its labels are verbalised, its licence and credits."""
 
 from __future__ import annotations
 
@@ -14,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from builders.errors import InvalidValue
 from builders.labels import verbalise
 from builders.sources import planning
 from builders.sources.planning import frozen
@@ -77,12 +73,6 @@ class SourceSpec:
     profile: str | None = None
     local_note: str | None = None
 
-    def __post_init__(self) -> None:
-        if self.kind not in ("corpus", "benchmark"):
-            raise InvalidValue(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
-        if self.labels not in ("tags", "natural"):
-            raise InvalidValue(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
-
     #: What to read: the reader, its units per split, its validated options (`planning.plan`).
     plan = planning.plan
 
@@ -93,8 +83,8 @@ class SourceSpec:
     def map_label(
         self, raw: str, mapping: Mapping[str, str] | None = None
     ) -> tuple[str, str | None]:
-        """Raw label -> (verbalised, normalised label; coarse type or None). `mapping` is a
-        normalised label map (`labels.label_map`), read before the packaged table."""
+        """Raw label -> (verbalised label, coarse type or None); `mapping` (`labels.label_map`)
+        is read before the packaged table."""
         if self.label_fn:
             mod, _, fn = self.label_fn.partition(":")
             return importlib.import_module(f"builders.sources.{mod}").__dict__[fn](raw)  # type: ignore[no-any-return]
