@@ -6,14 +6,11 @@
     benchmark: [{"sentence": "Ada wrote ...", "entities": [{"name": "Ada", "type": "person",
                  "pos": [0, 3]}]}, ...]                   (character offsets, end exclusive)
 
-Training spans become (start, end + 1, label). Negatives are kept as the corpus gives them:
-label-level ones (types asked about with no mention) under `ner_negatives` (the key GLiNER's
-data processor reads), `negative` (its `data/process_pilener.py`) or `negatives`; span-level ones
-under `negative_ner` (`[start, end, label]`: this span is NOT a `label`, as written by
-GLiNER-style LLM annotation pipelines that ask for hard negative entities), stored in the span
-store's `negative_spans` table. A negative span equal to a mention is dropped and counted.
-Record keys the reader does not use (`ner_labels`, `relations`, ...) are counted and named in
-the report.
+Training spans become (start, end + 1, label). Negatives are kept: label-level ones under
+`ner_negatives`, `negative` or `negatives` (`NEGATIVE_KEYS`); span-level ones under
+`negative_ner` (`[start, end, label]`: this span is NOT a `label`, as LLM annotation pipelines
+write hard negatives); a negative span equal to a mention is dropped and counted. Record keys
+the reader does not use (`ner_labels`, `relations`, ...) are counted and named in the report.
 
 Benchmark sentences are split on whitespace, as GLiNER's evaluation does
 (`evaluate_ner.process`: `sentence.split()`), which gives back the benchmark's own tokens: on
@@ -132,7 +129,7 @@ def _training(rec: Record, record: dict[str, Any], report: ReadReport) -> Exampl
 def _token_spans(
     rec: Record, items: object, key: str, n: int, report: ReadReport, duplicates: str
 ) -> set[tuple[int, int, str]]:
-    """`[start, end, label]` items (end inclusive) as (start, end + 1, label), checked."""
+    """`[start, end, label]` items (end inclusive) as (start, end + 1, label)."""
     if not isinstance(items, list):
         raise rec.error(f"{key!r} is not a list", items)
     spans: set[tuple[int, int, str]] = set()
@@ -237,9 +234,7 @@ def _later_whole_words(
 ) -> tuple[int, int] | None:
     """(first, last) inclusive of the first tokens from `start` on that spell `words` and
     overlap no span placed yet, else of the first that spell them at all (a duplicate then),
-    else None. GLiNER's conversion placed an entity at the first `str.find` of its name, which
-    can fall inside another word ("r" in "are", "Australia" in "Australian"); the annotated
-    words come later, since a whole-word occurrence before it would have been found first."""
+    else None (see the module)."""
     n = len(words)
     hits = [i for i in range(start, len(tokens) - n + 1) if tokens[i : i + n] == words]
     if not hits:

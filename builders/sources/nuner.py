@@ -18,11 +18,10 @@ lines). The literal is parsed by a small regex parser for the common shape (a li
 double-quoted strings with simple backslash escapes) and by `ast.literal_eval` for anything
 else; it is never evaluated as code.
 
-Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall`, the tokens of
-`base.tokenize_with_offsets` without the unused offsets; a mention is matched by `str.find` of
-its lower-cased tokens, joined and framed by spaces, in the row's lower-cased joined tokens.
-Files over 64 MiB are parsed in a helper process (`workers=1`) that pipes compact batches
-back, so parsing and the store's writing use two cores.
+Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall` (no offsets); a
+mention is matched by `str.find` of its lower-cased tokens, framed by spaces, in the row's
+lower-cased joined tokens. Files over 64 MiB are parsed in a helper process (`workers=1`), so
+parsing and the store's writing use two cores.
 """
 
 from __future__ import annotations
@@ -66,12 +65,9 @@ _findall = WORD_RE.findall
 
 
 def parse_list_literal(text: str) -> list[str]:
-    """Parse a Python list literal of strings (`['a', "b'c"]`) without evaluating code.
-
-    The common shape is handled by regular expressions; anything unusual (string prefixes,
-    implicit concatenation, `\\x`/`\\u` escapes, comments, line continuations) goes to
-    `ast.literal_eval`. Raises `LiteralError` if the text is not a list of strings.
-    """
+    """Parse a Python list literal of strings (`['a', "b'c"]`) without evaluating code: the
+    common shape by regular expressions, anything else by `ast.literal_eval`; a
+    `LiteralError` if the text is not a list of strings."""
     s = text
     # Fast path, repr's usual output: ['a', 'b'] with no escapes and no double quotes.
     if (
@@ -143,8 +139,7 @@ class Options(ReaderOptions):
 
 def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
     """Yield one example per CSV record of a NuNER file (`.csv`, `.csv.gz` or `.csv.xz`);
-    options: see `Options`. CSV columns other than `input` and `output` are counted and named
-    in the report."""
+    other columns than `input` and `output` are counted and named in the report."""
     workers = Options.parse(options, "nuner").workers
     if workers is None:
         workers = 1 if path.stat().st_size > PARALLEL_MIN_BYTES else 0
@@ -187,10 +182,8 @@ def _rows(path: Path, counts: Counter[str]) -> Iterator[tuple[int, list[str], st
 
 def _read_in_helper(path: Path, report: ReadReport) -> Iterator[Example]:
     """Parse in a child process (`python -m builders.sources.nuner PATH`) that streams pickled
-    batches through a pipe (which bounds memory); rebuild the examples here.
-
-    A plain subprocess, not `multiprocessing`: spawn would re-run the caller's main script.
-    """
+    batches through a pipe; a plain subprocess, as `multiprocessing`'s spawn would re-run the
+    caller's main script."""
     root = str(Path(__file__).resolve().parents[2])
     env = {
         **os.environ,
