@@ -4,11 +4,10 @@
       {"from": "gpt", "value": "I've read this text."}, {"from": "human", "value":
       "What describes person in the text?"}, {"from": "gpt", "value": "[\\"Ada\\"]"}, ...]}, ...]
 
-Two layouts, read alike: Pile-NER's `train.json` asks every type of a passage in one record;
-UniversalNER's evaluation files (`CrossNER_AI.json`, ...) ask ONE type per record and repeat
-the passage. Consecutive records with the same passage text are grouped into one example (one
-passage = one sentence, with all its types); a type asked twice starts a new example, so two
-identical neighbouring sentences stay two sentences. The example keeps the first record's id.
+Pile-NER's `train.json` asks every type of a passage in one record; UniversalNER's evaluation
+files (`CrossNER_AI.json`, ...) ask ONE type per record and repeat the passage. Consecutive
+records with the same passage text are one example (with the first record's id); a type asked
+twice starts a new one, so two identical neighbouring sentences stay two.
 
 Mentions carry no offsets. As GLiNER's `data/process_pilener.py` does, the passage is tokenised
 with GLiNER's regex and every case-insensitive occurrence of a mention's token sequence becomes

@@ -27,31 +27,24 @@ class SourceSpec:
 
     Attributes:
         name: registry key, also the default name in the store.
-        kind: `corpus` (training data) or `benchmark` (evaluation data).
         module: reader module under `builders.sources`.
-        description: one line for `builders sources`.
         options: fixed keyword options passed to the reader (column layout, scheme, ...).
-        origin: Hugging Face Hub dataset id used when no `--path` is given (online users).
-        origin_config: the Hub config name, if any.
-        local: folder or file relative to `$LABELSHIFT_DATA` used when it is set and exists.
+        origin: Hub dataset id read when no `--path` is given (online users).
+        local: folder or file under `$LABELSHIFT_DATA` (or `package:` data) read before it.
         splits: split -> file-name glob patterns that name a file's split before the generic
             split words do (`valid.txt` is CoNLL's dev split).
-        labels: what its raw labels are: `tags`, verbalised through the whole packaged table
-            (column files, tag sequences, every benchmark), or `natural` language, which keeps
-            the table's natural-language keys where no other tag of the table is beside them
-            (GLiNER json, Pile-NER, NuNER).
+        labels: `tags`, verbalised through the whole packaged table, or `natural` language,
+            which keeps the table's natural-language keys where no other tag is beside them.
         label_fn: optional `module:function` turning a raw label into (label, coarse), in
             place of the table (Few-NERD's types).
-        hub_options: options of the `hf` reader when the source is read from its Hub origin
-            (its copy there may name its columns and tags differently).
+        hub_options: the `hf` reader's options for the Hub origin (named differently there).
         license: licence of the published data, inherited by derived datasets.
-        annotation: who annotated it: `llm` (synthetic, LLM-annotated), `human`, or `unknown`.
+        annotation: `llm` (synthetic), `human`, or `unknown`.
         credits: citation keys (`cards/_citations.md.j2`) the data's authors ask for.
         loader_version: bump when the reader's output changes; part of the fingerprint.
-        profile: the paper's quantile profile a build of this corpus uses (`pilener`,
-            `nuner`; `shift.scoring`); None: chosen by the number of labels.
-        local_note: what the `local` copy is, where it is not the whole corpus: said (a
-            reader note) whenever it is read for want of `--path`.
+        profile: the paper's quantile profile a build of this corpus uses (`shift.scoring`);
+            None: chosen by the number of labels.
+        local_note: what the `local` copy is where it is not the whole corpus (a reader note).
     """
 
     name: str
