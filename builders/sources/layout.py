@@ -392,15 +392,9 @@ def _names(
     width: int, token: int, tag: int, index: int | None, tagged: list[int]
 ) -> tuple[str, ...]:
     """Each column's role, as `--columns` would name it (`index,token,tag,nested`)."""
-    names = []
-    for i in range(width):
-        if i in (token, tag, index):
-            names.append("token" if i == token else "tag" if i == tag else "index")
-        elif i in tagged:
-            names.append("outer" if i < tag else "nested")
-        else:
-            names.append("-")
-    return tuple(names)
+    roles = {index: "index", token: "token", tag: "tag"}
+    nested = {i: "outer" if i < tag else "nested" for i in tagged}
+    return tuple(roles.get(i) or nested.get(i, "-") for i in range(width))
 
 
 def column_stats(values: Iterable[str]) -> _Column:

@@ -67,21 +67,17 @@ def plan(
     without it, the source's local copy (`default_path`) or else its Hub origin is read. A Hub
     id, a `save_to_disk` folder, or any path given to the `hf` source is read by `hf`.
     """
-    mapping = _label_map(spec, labels)
-    plan = _read_plan(spec, path, split, dict(options or {}), revision)
-    if not mapping:
-        return plan
-    recorded = {**plan.user_options, "label_map": dict(sorted(mapping.items()))}
-    return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
-
-
-def _label_map(spec: SourceSpec, labels: Mapping[str, str] | None) -> dict[str, str]:
     if labels and spec.label_fn:
         raise ConflictingOptions(
             f"source {spec.name!r} names its types by its own table (Few-NERD's "
             f"coarse-fine types): {opt('label_map')} does not apply to it"
         )
-    return label_map(labels or {})
+    mapping = label_map(labels or {})
+    plan = _read_plan(spec, path, split, dict(options or {}), revision)
+    if not mapping:
+        return plan
+    recorded = {**plan.user_options, "label_map": dict(sorted(mapping.items()))}
+    return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
 
 
 def _read_plan(
