@@ -67,6 +67,12 @@ class ReadReport:
     def add(self, key: str, n: int = 1) -> None:
         self.counts[key] += n
 
+    def keep(self, spans: set[tuple[int, int, str]], span: tuple[int, int, str], key: str) -> None:
+        """Add `span` to `spans`, counting it under `key` when it is there already."""
+        if span in spans:
+            self.add(key)
+        spans.add(span)
+
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)

@@ -147,10 +147,7 @@ def _token_spans(
             raise rec.error(
                 f"{key} span outside the {n} tokens of 'tokenized_text' (end is inclusive)", triple
             )
-        span = (start, end + 1, label)
-        if span in spans:
-            report.add(duplicates)
-        spans.add(span)
+        report.keep(spans, (start, end + 1, label), duplicates)
     return spans
 
 
@@ -211,7 +208,7 @@ def _benchmark(
                 inside.append((first, last, label, name.split()))
                 continue
             report.add("char_spans_snapped")
-        _add(spans, (first, last + 1, label), report)
+        report.keep(spans, (first, last + 1, label), "duplicate_spans")
     for first, last, label, words in inside:  # after every aligned entity is in place
         later = _later_whole_words(tokens, words, first + 1, spans)
         if later is None:
@@ -219,14 +216,8 @@ def _benchmark(
         else:
             first, last = later
             report.add("char_spans_moved_to_whole_words")
-        _add(spans, (first, last + 1, label), report)
+        report.keep(spans, (first, last + 1, label), "duplicate_spans")
     return Example(tokens=tokens, spans=sorted(spans), line=rec.line, record=rec.number)
-
-
-def _add(spans: set[tuple[int, int, str]], span: tuple[int, int, str], report: ReadReport) -> None:
-    if span in spans:
-        report.add("duplicate_spans")
-    spans.add(span)
 
 
 def _later_whole_words(

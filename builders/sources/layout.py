@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 from builders.errors import AmbiguousFormat, SourceFormatError, reader_opt
@@ -150,15 +150,12 @@ class _Column:
     def __init__(self, distinct: set[str], counts: Callable[[], Counter[str]]):
         self.distinct = distinct
         self._counts = counts
-        self._counted: Counter[str] | None = None
         self.prefixes = prefixes(distinct)
         self.all_tags = all(is_tag(v) for v in distinct)
 
-    @property
+    @cached_property
     def counts(self) -> Counter[str]:
-        if self._counted is None:
-            self._counted = self._counts()
-        return self._counted
+        return self._counts()
 
     def most_common(self) -> tuple[str, int]:
         return self.counts.most_common(1)[0] if self.counts else ("", 0)

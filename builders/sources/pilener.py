@@ -166,9 +166,7 @@ class _Finder:
                     self.report.add("mentions_matched_more_than_once")
                 for start in found:
                     span = (start, start + len(needle), label)
-                    if span in spans:
-                        self.report.add("duplicate_spans")
-                    spans.add(span)
+                    self.report.keep(spans, span, "duplicate_spans")
         labelled = {label for _, _, label in spans}
         kept = [n for n in negatives if n not in labelled]
         if len(kept) != len(negatives):
