@@ -12,23 +12,17 @@ Training spans become (start, end + 1, label). Negatives are kept: label-level o
 write hard negatives); a negative span equal to a mention is dropped and counted. Record keys
 the reader does not use (`ner_labels`, `relations`, ...) are counted and named in the report.
 
-Benchmark sentences are split on whitespace, as GLiNER's evaluation does
-(`evaluate_ner.process`: `sentence.split()`), which gives back the benchmark's own tokens: on
-CrossNER AI test, 431 of 431 sentences equal the tokens of its BIO file, against 349 with
-GLiNER's inference regex, which splits "e.g.", "U.S." and "'s". A character span becomes the
-tokens that overlap it. A boundary that falls inside a token is GLiNER's conversion placing an
-entity at the first `str.find` of its name, inside another word ("r" in "are", "Australia" in
-"Australian": 95 of mit-movie test's 5,338 entities, 10 of CoNLL-2003 test's), while the
-annotated words come later. Once every aligned entity is in place, such an entity moves to the
-first later tokens that spell its name word for word and overlap no placed span
-(`char_spans_moved_to_whole_words`; in json not made by that conversion, a span meant inside a
-word moves too, and is counted the same). Where no such tokens exist, the span is snapped
-outwards to the tokens it overlaps (`char_spans_snapped`). An entity whose `name` differs from
-its `sentence[start:end]` is counted (`entity_name_mismatch`) and never moved, and a span that
-no token overlaps is an error. Spans that come out identical are kept once
-(`duplicate_spans`). A sentence that is not its words joined by single spaces is counted
-(`sentences_not_single_spaced`): GLiNER's evaluation misplaces its entities, while this reader
-and `export-gliner` (which joins the words by single spaces) keep them.
+Benchmark sentences are split on whitespace, as GLiNER's evaluation does (`sentence.split()`),
+which gives back the benchmark's own tokens (CrossNER AI test: 431 of 431 sentences, against
+349 with GLiNER's inference regex). A character span becomes the tokens that overlap it
+(METHOD.md section 9). A boundary inside a token is GLiNER's conversion placing an entity at
+the first `str.find` of its name, inside another word ("r" in "are": 95 of mit-movie test's
+5,338 entities), while the annotated words come later: once every aligned entity is in place,
+it moves to the first later tokens that spell its name and overlap no placed span
+(`char_spans_moved_to_whole_words`), else it is snapped outwards (`char_spans_snapped`). An
+entity whose `name` is not its `sentence[start:end]` is counted (`entity_name_mismatch`) and
+never moved; a span that no token overlaps is an error. A sentence that is not its words
+joined by single spaces is counted (`sentences_not_single_spaced`).
 
 GLiNER's benchmark files are converted from BIO and drop an entity that ends a sentence with no
 final punctuation (5 of CrossNER AI test's 1,809 mentions); that is the data, read as it is.

@@ -4,9 +4,8 @@
     {"tokens": ["Apple", "Inc", "."], "ner_tags": ["B-company", "I-company", "O"]}   plain strings
     {"tokens": ["Paris", "is", "big"], "fine_ner_tags": ["location-GPE", "O", "O"]}  IO, bare types
 
-`dataset` is a Hub id (`datasets.load_dataset(id, config)`, online users only), a folder written
-by `Dataset.save_to_disk` / `DatasetDict.save_to_disk` (`datasets.load_from_disk`), or a folder
-of parquet / json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
+`dataset` is a Hub id (online users only), a `save_to_disk` folder, or a folder of parquet /
+json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
 
 A Hub dataset is read at one commit, resolved when the read is planned (`resolve_revision`),
 carried by the units (`DatasetSplit.revision`) and recorded by the store; offline, a revision
