@@ -14,9 +14,7 @@ same spans) as `duplicate_items`; a mention without any token as `empty_mentions
 Items are split on their LAST ` <> `: NuNER's types never contain it, mentions might. An item
 without ` <> `, an empty type, or an output that is not a list of string literals is an error
 naming the file and the 1-based physical line where the record starts (CSV fields may span
-lines). The literal is parsed by a small regex parser for the common shape (a list of single- or
-double-quoted strings with simple backslash escapes) and by `ast.literal_eval` for anything
-else; it is never evaluated as code.
+lines). The literal is never evaluated as code (`parse_list_literal`).
 
 Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall` (no offsets); a
 mention is matched by `str.find` of its lower-cased tokens, framed by spaces, in the row's

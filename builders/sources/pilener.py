@@ -14,9 +14,8 @@ with GLiNER's regex and every case-insensitive occurrence of a mention's token s
 a span; identical (start, stop, label) spans are kept once. A mention found nowhere is counted
 (`mentions_not_found`), not an error. An answer `[]` makes the type a negative.
 
-A `.bio` (or `.bio.xz`) path is Pile-NER converted to BIO by SLIMER and is read by `columns`
-with `repair=True`: that file is lax, 156 `I-x` tags follow an entity of another type (the
-conversion flattened overlapping mentions); they are read as `B-x` and counted.
+A `.bio` (or `.bio.xz`) path is SLIMER's BIO conversion, read by `columns` with `repair=True`
+(see the `pilener-sample` source in `table.py`).
 """
 
 from __future__ import annotations
