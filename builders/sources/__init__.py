@@ -27,12 +27,7 @@ __all__ = [
 
 
 def get_source(name: str) -> SourceSpec:
-    """The registered source `name` (looked up in this package's `SOURCES`, the one table
-    every reader of the registry goes through).
-
-    Raises:
-        UnknownNameError: no source of that name, with the valid ones.
-    """
+    """The registered source `name`, or an UnknownNameError naming the valid ones."""
     if name not in SOURCES:
         raise UnknownNameError("source", name, list(SOURCES))
     return SOURCES[name]

@@ -69,9 +69,7 @@ def read(unit: FileGroup, report: ReadReport, **options: object) -> Iterator[Exa
         for start, end, label in entities:
             if a <= start < b:
                 span = (bisect_right(ends, start), bisect_left(starts, end), label)
-                if span in spans:
-                    report.add("duplicate_spans")
-                spans.add(span)
+                report.keep(spans, span, "duplicate_spans")
         line = text.count("\n", 0, a) + 1
         yield Example(tokens, sorted(spans), line=line, raw_id=f"{txt.stem}@{starts[0]}")
 

@@ -6,35 +6,27 @@
     # http://...  [2009]   comment lines before a sentence are skipped and counted (GermEval)
     1  Lehmbruck  B-OTH  B-PER   an index column and outer and nested tags (GermEval 2014)
 
-Layout (`columns`): what each column holds, e.g. `token,tag`, `tag,token` or
-`token,pos,chunk,tag` (any name other than `token` and `tag` is a column that is skipped and
-named in the report). With `columns=auto` the tag column is found from the values (see
-`layout.py`): the column whose values are all tags, so label-first and token-first files both
-read right; an index column is left out; of several tag columns that are levels of one
-annotation the first (outer) is read, and `tags=nested` (or `tags=N`, a column number) reads
-another; an ambiguous file is refused with a message that names `--columns` or `-o tags=`.
+Layout (`columns`): what each column holds, e.g. `token,tag` or `token,pos,chunk,tag` (other
+names are columns skipped and named in the report); `columns=auto` finds it from the values
+(`layout.py`).
 
-Comments (`comments`): a line that starts with `#` and a space or tab before a sentence's
-first row is a comment when it cannot be a row of the file (other width, no tag in the tag
-column, no `1` in the index column): it is skipped and counted. One that reads as a row (the
-token `#`, `#<TAB>O`) is a row. A file with both is refused with its line, naming
-`comments=skip` (every such line is a comment) and `comments=none` (every one is a row).
+Comments (`comments`): a line starting with `#` and a space or tab before a sentence's first
+row is a comment (skipped and counted) when it cannot be a row of the file (other width, no
+tag in the tag column, no `1` in the index column), else a row (the token `#`). A file with
+both is refused with its line, naming `comments=skip` and `comments=none`.
 
-Tag schemes: BIO (`B-x`, `I-x`, `O`), BIOES (adds `E-x`, `S-x`) and IO (`I-x` or a bare type
-such as Few-NERD's `person-artist/author`, and `O`). In IO, adjacent tokens of the same type
-are one entity: two neighbouring entities of one type cannot be told apart and are merged,
-which is why IO files have fewer mentions than their BIO originals.
+Tag schemes: BIO, BIOES and IO (`I-x` or a bare type such as Few-NERD's
+`person-artist/author`). In IO, adjacent tokens of one type are one entity, so IO files have
+fewer mentions than their BIO originals.
 
-Separators: a file whose first row has a tab is cut on tabs (and each cell stripped, so a tab
-followed by spaces puts no spaces into tokens); otherwise on runs of whitespace. Empty cells
-past the last column (a trailing tab) are dropped and counted. A row without a tab in a file
-cut on tabs (MIT Movie trivia10k13's `I-Plot supernatural`) is refused, naming `sep=space`
-when it reads every row of the file.
+Separators: tabs if the first row has one (cells stripped), else runs of whitespace. Empty
+cells past the last column (a trailing tab) are dropped and counted. A row without a tab in a
+file cut on tabs (MIT Movie trivia10k13's `I-Plot supernatural`) is refused, naming
+`sep=space` when it reads every row of the file.
 
-Strictness: a row with the wrong number of columns, a tag outside the scheme, or `I-x` that
-does not continue an `x` entity is an error naming the file, line and value, and the option
-that reads it where one does. Some published files are lax (`I-x` opening an entity);
-`repair=True` reads such an `I-x` as `B-x` and counts the repaired tags in the read report.
+Strictness: a row of the wrong width, a tag outside the scheme, or an `I-x` that does not
+continue an `x` entity is an error naming the file, line and value (and the option that reads
+it); `repair=True` reads such an `I-x` as `B-x` and counts it (`repaired_tags`).
 """
 
 from __future__ import annotations
@@ -140,7 +132,7 @@ class Options(ReaderOptions):
 
     def as_dict(self) -> dict[str, object]:
         """The options; `comments` and `tags` (added later) only when set, so that an input
-        read before they existed keeps its recorded options and its fingerprint."""
+        read before they existed keeps its fingerprint."""
         given = super().as_dict()
         return {k: v for k, v in given.items() if k not in _LATER or v != "auto"}
 
@@ -188,8 +180,7 @@ def _layout(path: Path, opts: Options) -> Layout:
 
 
 class _Rows:
-    """The rows of one file as (line number, line, cells), a blank line as cells None;
-    comment lines skipped and counted, trailing empty cells dropped and counted."""
+    """The rows of one file as (line number, line, cells), a blank line as cells None."""
 
     def __init__(self, path: Path, layout: Layout, opts: Options):
         self.path, self.layout, self.opts = path, layout, opts
@@ -277,8 +268,7 @@ def _lines(n: int, what: str) -> str:
 
 
 def _unread_name(layout: Layout, i: int) -> str:
-    """A column that is not read, as the report names it: its `--columns` name, or its number
-    (and role) when the layout was detected."""
+    """A column not read, as the report names it: its `--columns` name, or its number."""
     if not layout.detected:
         return layout.names[i]
     role = layout.names[i] if i < len(layout.names) else "-"
@@ -321,7 +311,7 @@ def _decode(
     repair: bool,
     report: ReadReport,
 ) -> Example:
-    """Turn one sentence's tags into (start, stop, label) spans, validating as we go."""
+    """One sentence's tags as (start, stop, label) spans, validated."""
     decode = _decode_io if scheme == "io" else _decode_bio
     spans = decode(path, first_line, tags, scheme, repair, report)
     return Example(tokens=tokens, spans=spans, line=first_line)
@@ -353,8 +343,8 @@ def _decode_io(
 def _decode_bio(
     path: Path, first_line: int, tags: list[str], scheme: str, repair: bool, report: ReadReport
 ) -> list[tuple[int, int, str]]:
-    """BIO and BIOES: B- (or S-) opens an entity, I- (and E-) continue it; BIOES closes with
-    E-. An I-/E- that does not continue its type is an error, or with `repair` a new entity."""
+    """BIO and BIOES; an I-/E- that does not continue its type is an error, or with `repair`
+    a new entity."""
     spans: list[tuple[int, int, str]] = []
     bioes = scheme == "bioes"
     open_label: str | None = None

@@ -4,19 +4,13 @@
     Ballarat    B-organization_other    BIO variant: `B-`/`I-` and `coarse_fine`
     came        O
 
-Both spellings name the same 66 fine types; `map_label` turns either into the fine type
-lower-cased with a `-` (`location_GPE`, `location-GPE` -> `location-gpe`) and its coarse type
-(`location`). Line parsing is `columns.read` with the scheme detected per file (the IO files
-carry no `B-`). In IO, adjacent tokens of one type are one entity, so neighbouring entities of
-the same type merge and an IO file has fewer mentions than its BIO original.
+Both spellings name the same 66 fine types; `map_label` turns either into `coarse-fine`
+lower-cased (`location_GPE` -> `location-gpe`) and its coarse type. Lines are read by
+`columns.read`, the scheme detected per file.
 
 The published BIO variant was converted from IO and opens an entity that directly follows one
-of another type with `I-` (`B-organization_other` then `I-organization_company`); in IO that
-is a new entity, so such an `I-x` is read as `B-x` (columns' `repair`, on by default here and
-counted as `repaired_tags` in the read report; pass `repair=False` to reject them).
-
-Every span's coarse type must be one of Few-NERD's 8; anything else is a `SourceFormatError`
-naming the file, the sentence's first line and the tag.
+of another type with `I-` (`B-organization_other` then `I-organization_company`), so such an
+`I-x` is read as `B-x` (columns' `repair`, on by default here; `repair=False` rejects them).
 """
 
 from __future__ import annotations
@@ -43,11 +37,7 @@ def _split(raw: str) -> tuple[str, str] | None:
 
 
 def map_label(raw: str) -> tuple[str, str]:
-    """Raw Few-NERD tag type -> (fine type as `coarse-fine`, lower case; coarse type).
-
-    Raises:
-        ValueError: when the coarse part is not one of Few-NERD's 8 coarse types.
-    """
+    """Raw Few-NERD tag type -> (fine type as `coarse-fine`, lower case; coarse type)."""
     parts = _split(raw)
     if parts is None:
         raise InvalidValue(

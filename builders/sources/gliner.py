@@ -6,32 +6,23 @@
     benchmark: [{"sentence": "Ada wrote ...", "entities": [{"name": "Ada", "type": "person",
                  "pos": [0, 3]}]}, ...]                   (character offsets, end exclusive)
 
-Training spans become (start, end + 1, label). Negatives are kept as the corpus gives them:
-label-level ones (types asked about with no mention) under `ner_negatives` (the key GLiNER's
-data processor reads), `negative` (its `data/process_pilener.py`) or `negatives`; span-level ones
-under `negative_ner` (`[start, end, label]`: this span is NOT a `label`, as written by
-GLiNER-style LLM annotation pipelines that ask for hard negative entities), stored in the span
-store's `negative_spans` table. A negative span equal to a mention is dropped and counted.
-Record keys the reader does not use (`ner_labels`, `relations`, ...) are counted and named in
-the report.
+Training spans become (start, end + 1, label). Negatives are kept: label-level ones under
+`ner_negatives`, `negative` or `negatives` (`NEGATIVE_KEYS`); span-level ones under
+`negative_ner` (`[start, end, label]`: this span is NOT a `label`, as LLM annotation pipelines
+write hard negatives); a negative span equal to a mention is dropped and counted. Record keys
+the reader does not use (`ner_labels`, `relations`, ...) are counted and named in the report.
 
-Benchmark sentences are split on whitespace, as GLiNER's evaluation does
-(`evaluate_ner.process`: `sentence.split()`), which gives back the benchmark's own tokens: on
-CrossNER AI test, 431 of 431 sentences equal the tokens of its BIO file, against 349 with
-GLiNER's inference regex, which splits "e.g.", "U.S." and "'s". A character span becomes the
-tokens that overlap it. A boundary that falls inside a token is GLiNER's conversion placing an
-entity at the first `str.find` of its name, inside another word ("r" in "are", "Australia" in
-"Australian": 95 of mit-movie test's 5,338 entities, 10 of CoNLL-2003 test's), while the
-annotated words come later. Once every aligned entity is in place, such an entity moves to the
-first later tokens that spell its name word for word and overlap no placed span
-(`char_spans_moved_to_whole_words`; in json not made by that conversion, a span meant inside a
-word moves too, and is counted the same). Where no such tokens exist, the span is snapped
-outwards to the tokens it overlaps (`char_spans_snapped`). An entity whose `name` differs from
-its `sentence[start:end]` is counted (`entity_name_mismatch`) and never moved, and a span that
-no token overlaps is an error. Spans that come out identical are kept once
-(`duplicate_spans`). A sentence that is not its words joined by single spaces is counted
-(`sentences_not_single_spaced`): GLiNER's evaluation misplaces its entities, while this reader
-and `export-gliner` (which joins the words by single spaces) keep them.
+Benchmark sentences are split on whitespace, as GLiNER's evaluation does (`sentence.split()`),
+which gives back the benchmark's own tokens (CrossNER AI test: 431 of 431 sentences, against
+349 with GLiNER's inference regex). A character span becomes the tokens that overlap it
+(METHOD.md section 9). A boundary inside a token is GLiNER's conversion placing an entity at
+the first `str.find` of its name, inside another word ("r" in "are": 95 of mit-movie test's
+5,338 entities), while the annotated words come later: once every aligned entity is in place,
+it moves to the first later tokens that spell its name and overlap no placed span
+(`char_spans_moved_to_whole_words`), else it is snapped outwards (`char_spans_snapped`). An
+entity whose `name` is not its `sentence[start:end]` is counted (`entity_name_mismatch`) and
+never moved; a span that no token overlaps is an error. A sentence that is not its words
+joined by single spaces is counted (`sentences_not_single_spaced`).
 
 GLiNER's benchmark files are converted from BIO and drop an entity that ends a sentence with no
 final punctuation (5 of CrossNER AI test's 1,809 mentions); that is the data, read as it is.
@@ -132,7 +123,7 @@ def _training(rec: Record, record: dict[str, Any], report: ReadReport) -> Exampl
 def _token_spans(
     rec: Record, items: object, key: str, n: int, report: ReadReport, duplicates: str
 ) -> set[tuple[int, int, str]]:
-    """`[start, end, label]` items (end inclusive) as (start, end + 1, label), checked."""
+    """`[start, end, label]` items (end inclusive) as (start, end + 1, label)."""
     if not isinstance(items, list):
         raise rec.error(f"{key!r} is not a list", items)
     spans: set[tuple[int, int, str]] = set()
@@ -150,10 +141,7 @@ def _token_spans(
             raise rec.error(
                 f"{key} span outside the {n} tokens of 'tokenized_text' (end is inclusive)", triple
             )
-        span = (start, end + 1, label)
-        if span in spans:
-            report.add(duplicates)
-        spans.add(span)
+        report.keep(spans, (start, end + 1, label), duplicates)
     return spans
 
 
@@ -214,7 +202,7 @@ def _benchmark(
                 inside.append((first, last, label, name.split()))
                 continue
             report.add("char_spans_snapped")
-        _add(spans, (first, last + 1, label), report)
+        report.keep(spans, (first, last + 1, label), "duplicate_spans")
     for first, last, label, words in inside:  # after every aligned entity is in place
         later = _later_whole_words(tokens, words, first + 1, spans)
         if later is None:
@@ -222,14 +210,8 @@ def _benchmark(
         else:
             first, last = later
             report.add("char_spans_moved_to_whole_words")
-        _add(spans, (first, last + 1, label), report)
+        report.keep(spans, (first, last + 1, label), "duplicate_spans")
     return Example(tokens=tokens, spans=sorted(spans), line=rec.line, record=rec.number)
-
-
-def _add(spans: set[tuple[int, int, str]], span: tuple[int, int, str], report: ReadReport) -> None:
-    if span in spans:
-        report.add("duplicate_spans")
-    spans.add(span)
 
 
 def _later_whole_words(
@@ -237,9 +219,7 @@ def _later_whole_words(
 ) -> tuple[int, int] | None:
     """(first, last) inclusive of the first tokens from `start` on that spell `words` and
     overlap no span placed yet, else of the first that spell them at all (a duplicate then),
-    else None. GLiNER's conversion placed an entity at the first `str.find` of its name, which
-    can fall inside another word ("r" in "are", "Australia" in "Australian"); the annotated
-    words come later, since a whole-word occurrence before it would have been found first."""
+    else None (see the module)."""
     n = len(words)
     hits = [i for i in range(start, len(tokens) - n + 1) if tokens[i : i + n] == words]
     if not hits:

@@ -4,21 +4,16 @@
     {"tokens": ["Apple", "Inc", "."], "ner_tags": ["B-company", "I-company", "O"]}   plain strings
     {"tokens": ["Paris", "is", "big"], "fine_ner_tags": ["location-GPE", "O", "O"]}  IO, bare types
 
-`dataset` is a Hub id (`datasets.load_dataset(id, config)`, online users only), a folder written
-by `Dataset.save_to_disk` / `DatasetDict.save_to_disk` (`datasets.load_from_disk`), or a folder
-of parquet / json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
+`dataset` is a Hub id (online users only), a `save_to_disk` folder, or a folder of parquet /
+json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
 
-A Hub dataset is read at one commit: `resolve_revision` asks the Hub for the commit of its
-main branch (or of the revision given: a branch, a tag, a commit) when the read is planned,
-the units carry it (`DatasetSplit.revision`), `datasets` loads exactly that commit, and the
-store records it with the input's fingerprint. Offline, a revision that is not a commit
-cannot be resolved: the read goes on, known by its id only, and says so in a note.
+A Hub dataset is read at one commit, resolved when the read is planned (`resolve_revision`),
+carried by the units (`DatasetSplit.revision`) and recorded by the store; offline, a revision
+that is not a commit cannot be resolved and the read goes on, known by its id, with a note.
 
-ClassLabel ids become their names through the feature; strings are used as they are. Tags are
-decoded and validated by `columns._decode`, so the BIO / BIOES / IO rules (and `repair`) are
-exactly those of column files. `scheme="auto"` decides per split from the tag names (the
-ClassLabel names, or every string tag of the split): BIOES if any has an E-/S- prefix, else BIO
-if any has B-, else IO.
+ClassLabel ids become their names; tags are decoded by `columns._decode`, so the BIO / BIOES /
+IO rules (and `repair`) are those of column files. `scheme="auto"` decides per split from the
+tag names (the ClassLabel names, or every string tag of the split).
 
 Errors name the dataset, the split and the 0-based row index (as in `ds[split][i]`) in the
 place of a line: `DFKI-SLT/few-nerd[supervised]/train:17: ...`.
@@ -61,19 +56,16 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 def is_commit(revision: str | None) -> bool:
-    """A full commit sha: it names one state of a repo for good (a branch or tag moves)."""
+    """A full commit sha (a branch or tag moves, a commit does not)."""
     return revision is not None and bool(_COMMIT.fullmatch(revision))
 
 
 def hub_revision(dataset: str, revision: str | None = None) -> str:
-    """The commit (sha) of the Hub dataset `dataset` at `revision` (a branch, a tag or a
-    commit; default its main branch), as the Hub says it (`HfApi.dataset_info`).
+    """The commit of the Hub dataset `dataset` at `revision` (default its main branch).
 
     Raises:
-        HubUnreachable: offline mode, no connection, a timeout, a server error or a refusal
-            to answer now (429).
-        InputError: no such dataset or revision, or no access to it; any other failure
-            (the Hub did not answer, or gave no commit).
+        HubUnreachable: offline, no connection, a timeout, a server error or a 429.
+        InputError: no such dataset or revision, no access to it, or any other failure.
     """
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
@@ -99,8 +91,7 @@ def hub_revision(dataset: str, revision: str | None = None) -> str:
 
 
 def _unreachable(exc: Exception) -> bool:
-    """Offline mode, a connection or a timeout that failed (the standard library's types, or
-    the HTTP client's transport errors), or a server error or 429 from the Hub."""
+    """Offline, a failed connection or timeout (stdlib or HTTP client types), a 5xx or 429."""
     if isinstance(exc, (ConnectionError, TimeoutError)):  # OfflineModeIsEnabled is one
         return True
     if {"TransportError", "TimeoutException"} & {c.__name__ for c in type(exc).__mro__}:
@@ -110,13 +101,9 @@ def _unreachable(exc: Exception) -> bool:
 
 
 def resolve_revision(dataset: str, revision: str | None) -> tuple[str | None, list[str]]:
-    """The revision a read of `dataset` records and loads, and notes: None for a local
-    folder; a commit as given; else the commit the Hub names for `revision` (main by
-    default). Offline, `revision` as given (None: the dataset's id alone), with a note.
-
-    Raises:
-        BuildersError: a revision for a local folder, or the Hub's refusal (`hub_revision`).
-    """
+    """The revision a read of `dataset` loads and records, and notes: None for a local
+    folder, a commit as given, else the Hub's commit for `revision`; offline, `revision` as
+    given, with a note. A revision for a local folder is refused."""
     if _is_local(dataset):
         if revision is not None:
             raise InvalidValue(
@@ -136,11 +123,8 @@ def resolve_revision(dataset: str, revision: str | None) -> tuple[str | None, li
 def available_splits(
     dataset: str, config: str | None, split: str | None = None, revision: str | None = None
 ) -> list[str]:
-    """The dataset's split names as published (`validation`, not `dev`), optionally one of them.
-
-    Raises:
-        BuildersError: the dataset cannot be found or loaded, or has no such split.
-    """
+    """The dataset's split names as published (`validation`, not `dev`), optionally one of
+    them; an InputError when it cannot be loaded or has no such split."""
     if _is_local(dataset):
         names = list(_load_local(dataset))
     else:
@@ -164,8 +148,7 @@ def available_splits(
 def discover(
     dataset: str, config: str | None, split: str | None = None, revision: str | None = None
 ) -> dict[str, list[DatasetSplit]]:
-    """The dataset's splits as units for `read`, by canonical split name (`dev`); a Hub
-    dataset's at `revision` (resolved: `resolve_revision`)."""
+    """The dataset's splits as units for `read`, by canonical split name (`dev`)."""
     path = Path(dataset)
     files = tuple(sorted(p for p in path.rglob("*") if p.is_file())) if path.is_dir() else ()
     return {
@@ -191,9 +174,8 @@ class Options(ReaderOptions):
 
 
 def read(unit: DatasetSplit, report: ReadReport, **options: object) -> Iterator[Example]:
-    """Yield every row of one split as an example, in order (`line` = the 0-based row);
-    options: see `Options` (`config` is already part of `unit`). Columns other than the tokens
-    and the tags are counted and named in the report."""
+    """Yield every row of one split as an example (`line` = the 0-based row); other columns
+    are counted and named in the report."""
     opts = Options.parse(options, "hf")
     tokens_column, tags_column, scheme = opts.tokens_column, opts.tags_column, opts.scheme
     ds = _load_split(unit.dataset, unit.config, unit.split, unit.revision)
@@ -266,8 +248,7 @@ def _tag_names(feature: Any, where: Path, column: str) -> list[str] | None:
 
 
 def _batches(ds: Any, where: Path, size: int) -> Iterator[dict[str, list]]:
-    """`ds.iter(size)`, with text that is not UTF-8 (data files may hold any bytes) reported
-    as a `SourceFormatError` naming the split and the first row of the bad batch."""
+    """`ds.iter(size)`, text that is not UTF-8 a `SourceFormatError` naming the batch's rows."""
     row = 0
     it = ds.iter(batch_size=size)
     while True:
@@ -306,18 +287,12 @@ def _display(dataset: str, config: str | None) -> str:
 
 
 def _load_local(folder: str) -> Any:
-    """A local folder as a DatasetDict: `save_to_disk` output or data files."""
-    return _load_local_cached(folder, _signature(Path(folder)))
-
-
-def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
-    """Names, sizes and mtimes of the folder's files: a changed folder is loaded again."""
-    files = [path, *path.iterdir()] if path.is_dir() else [path]
-    out = []
-    for f in sorted(files):
-        st = f.stat()
-        out.append((f.name, st.st_size, st.st_mtime_ns))
-    return tuple(out)
+    """A local folder as a DatasetDict, loaded again when a file's name, size or mtime changed."""
+    path = Path(folder)
+    files = sorted([path, *path.iterdir()] if path.is_dir() else [path])
+    return _load_local_cached(
+        folder, tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    )
 
 
 @lru_cache(maxsize=4)

@@ -1,21 +1,15 @@
 """From `--path` arguments to files per split: globs, folders, split names, and what was left.
 
-- Every `--path` may be a file, a folder or a glob (`shards/part-*.json`, quoted so that the
-  shell leaves it alone); a glob that matches nothing is an error. Paths are read in the
-  order given, a glob's or a folder's files in natural order (`part2` before `part10`).
+- Every `--path` may be a file, a folder or a glob (`shards/part-*.json`); a glob that matches
+  nothing is an error. A glob's or a folder's files are read in natural order.
 - A file's split comes from its name: the source's own patterns (`valid.txt` is CoNLL's dev)
-  or else a split word in the name (`train`, `dev`/`valid`, `test`, ...). A name that says two
-  splits is refused; a name that says none is read as `train`, and the note says so.
+  or else a split word in the name. A name that says two splits is refused; one that says
+  none is read as `train`, with a note.
 - A folder gives each file its split the same way, except that a source with its own patterns
   reads only the files they match (Few-NERD's folder holds `dev_5_1.jsonl` episodes beside
-  `dev.txt`). If no file name says a split, the folder is
-  shards of one corpus: every file is read as `train` (or `--split`), and the note says so.
-  Files that are not read (README, LICENSE, hidden files, names without a split beside named
-  ones) are named in a note.
-- A reader that reads files in pairs (`PAIRED`: brat's `NAME.txt` with its `NAME.ann`) gets
-  each name's files as one unit, whichever of them a `--path` names (`pair`); a name missing
-  one of its files is refused, and files of other suffixes (`annotation.conf`) are named in a
-  note.
+  `dev.txt`). If no file name says a split, the folder is shards of one corpus, read as
+  `train` (or `--split`). Files not read (README, hidden files, ...) are named in a note.
+- A reader that reads files in pairs (`PAIRED`) gets each name's files as one unit (`pair`).
 """
 
 from __future__ import annotations
@@ -120,7 +114,7 @@ def _folder(
         if split is not None and split not in found:
             raise InputError(
                 f"{folder}: no file for split {split!r} "
-                f"(found: {', '.join(sorted(found_splits(named))) or 'none'})"
+                f"(found: {', '.join(sorted({s for s in named.values() if s})) or 'none'})"
             )
     if not data:
         raise InputError(f"{folder}: no input files found")
@@ -129,17 +123,9 @@ def _folder(
     return found, notes
 
 
-def found_splits(named: Mapping[Path, str | None]) -> set[str]:
-    return {s for s in named.values() if s}
-
-
 def pair(files: Sequence[Path], suffixes: tuple[str, ...]) -> tuple[list[FileGroup], list[str]]:
     """Each name's files (`suffixes`, in that order) as one unit, in the order the names first
-    come, and a note naming the files of other suffixes.
-
-    Raises:
-        InputError: a name without one of its files (`doc.txt` without `doc.ann`).
-    """
+    come, and a note naming the files of other suffixes; a name missing one is refused."""
     groups: dict[Path, FileGroup] = {}
     other = [f for f in files if f.suffix not in suffixes]
     for f in files:

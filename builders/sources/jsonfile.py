@@ -2,8 +2,7 @@
 
 `json_records` decodes the records one at a time, so that every error names the file, the
 line where the record starts AND the record's number (a file on one line still says which
-record), and shows the offending value as JSON, as it stands in the file. A byte-order mark at
-the start is accepted.
+record), and shows the offending value as JSON, as it stands in the file.
 """
 
 from __future__ import annotations
@@ -35,11 +34,8 @@ class Record:
 
 
 def json_records(path: Path) -> Iterator[tuple[Record, Any]]:
-    """Yield (where, record) for every record of a file holding one JSON list.
-
-    Records are decoded one by one so that each error can name its record and real line.
-    Raises `SourceFormatError` for an empty file, invalid JSON or a top level that is not a list.
-    """
+    """Yield (where, record) for every record of a file holding one JSON list; a
+    `SourceFormatError` for an empty file, invalid JSON or a top level that is not a list."""
     text = read_text(path)
     decoder = json.JSONDecoder()
     pos = _skip_ws(text, 0)

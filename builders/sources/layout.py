@@ -4,10 +4,9 @@ One pass over the file collects, per column, whether EVERY value is a tag (`O` o
 `B-`/`I-`/`E-`/`S-<type>`), the tag prefixes seen and the values' frequencies, and whether the
 first column numbers the tokens of each sentence (`1`, `2`, ... `n`: an index). Then:
 
-- **Comment-like lines.** A line that starts with `#` and a space or tab before a sentence
-  (at the start of the file, after a blank line or after another such line) is no evidence:
-  GermEval 2014 puts `#<TAB>http://...<TAB>[2009-10-17]` before each sentence, a tweet corpus
-  may start a sentence with the token `#`. The reader decides (see `columns.py`).
+- **Comment-like lines.** A line that starts with `#` and a space or tab before a sentence is
+  no evidence (GermEval 2014's `#<TAB>http://...`, or a sentence's token `#`): the reader
+  decides (`columns.py`).
 - **Layout** (`columns=auto`). An index column holds neither tokens nor tags. Of the other
   columns, the tag column is the one column whose every value is a tag (label first or token
   first alike). If no column is, the file may be IO with bare types (`person-artist/author`):
@@ -32,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 from builders.errors import AmbiguousFormat, SourceFormatError, reader_opt
@@ -57,12 +56,17 @@ def is_tag(value: str) -> bool:
     return value == "O" or (len(value) > 2 and value[1] == "-" and value[0] in TAG_PREFIXES)
 
 
+def prefixes(values: Iterable[str]) -> set[str]:
+    """The tag prefixes (B, I, E, S) among `values`."""
+    return {v[0] for v in values if len(v) > 2 and v[1] == "-" and v[0] in TAG_PREFIXES}
+
+
 def detect_scheme(tags: Iterable[str]) -> str:
-    """BIOES if a tag has an E-/S- prefix, else BIO if one has B-, else IO."""
-    return scheme_of({t[0] for t in tags if len(t) > 2 and t[1] == "-" and t[0] in TAG_PREFIXES})
+    return scheme_of(prefixes(tags))
 
 
 def scheme_of(prefixes: set[str]) -> str:
+    """BIOES if a tag has an E-/S- prefix, else BIO if one has B-, else IO."""
     if prefixes & {"E", "S"}:
         return "bioes"
     if "B" in prefixes:
@@ -87,8 +91,7 @@ def is_comment_like(line: str) -> bool:
 
 def lines(path: Path) -> Iterator[tuple[int, str, str]]:
     """(line number, line, kind) of every line; kind: BLANK, DOCSTART (`-DOCSTART-`), HASH (a
-    comment-like line before a sentence's first row: at the start of the file, after a blank
-    line or after another HASH line) or ROW."""
+    comment-like line before a sentence's first row) or ROW."""
     fresh = True
     for number, line in open_text(path):
         if not line.strip():
@@ -147,17 +150,12 @@ class _Column:
     def __init__(self, distinct: set[str], counts: Callable[[], Counter[str]]):
         self.distinct = distinct
         self._counts = counts
-        self._counted: Counter[str] | None = None
-        self.prefixes = {
-            v[0] for v in distinct if len(v) > 2 and v[1] == "-" and v[0] in TAG_PREFIXES
-        }
+        self.prefixes = prefixes(distinct)
         self.all_tags = all(is_tag(v) for v in distinct)
 
-    @property
+    @cached_property
     def counts(self) -> Counter[str]:
-        if self._counted is None:
-            self._counted = self._counts()
-        return self._counted
+        return self._counts()
 
     def most_common(self) -> tuple[str, int]:
         return self.counts.most_common(1)[0] if self.counts else ("", 0)
@@ -173,8 +171,8 @@ class _Column:
 
 @dataclass(frozen=True)
 class Scan:
-    """What one pass over a file found: the number of columns (of the first row), the
-    separator, the evidence per column, and 0 when the first column is an index."""
+    """What one pass over a file found: the first row's width, the separator, the evidence
+    per column, and 0 when the first column is an index."""
 
     width: int
     cut: str | None
@@ -184,10 +182,9 @@ class Scan:
 
 @dataclass(frozen=True)
 class Layout:
-    """The decision: token and tag columns (0-based), scheme, what to tell the user, and what
-    the reader needs: the width, the separator, each column's role (`token`, `tag`, `index`,
-    `outer`, `nested`, `-`, or the names given with `--columns`), the index column and the
-    values the tag column holds."""
+    """The decision: token and tag columns (0-based), scheme, notes, and what the reader needs:
+    width, separator, each column's role (`index`, `outer`, `-`, ... or the `--columns`
+    names), the index column and the values the tag column holds."""
 
     token: int
     tag: int
@@ -202,10 +199,9 @@ class Layout:
 
 
 def scan(path: Path, sep: str | None, only: tuple[int, ...] = ()) -> Scan:
-    """The evidence for each column (`only`: these columns; the others get none). Rows of
-    another width are left to the reader, which reports them with their line; comment-like
-    lines (HASH) are no evidence. The first column is an index when every row's first cell is
-    its place in its sentence (1, 2, ...) and the rows have 3 columns or more."""
+    """The evidence for each column (`only`: these columns). Rows of another width are left
+    to the reader; the first column is an index when every row's first cell is its place in
+    its sentence (1, 2, ...) and the rows have 3 columns or more."""
     cut = first_cut(path, sep)
     width, pos, counting = 0, 0, True
     seen: list[set[str]] = []
@@ -393,15 +389,9 @@ def _names(
     width: int, token: int, tag: int, index: int | None, tagged: list[int]
 ) -> tuple[str, ...]:
     """Each column's role, as `--columns` would name it (`index,token,tag,nested`)."""
-    names = []
-    for i in range(width):
-        if i in (token, tag, index):
-            names.append("token" if i == token else "tag" if i == tag else "index")
-        elif i in tagged:
-            names.append("outer" if i < tag else "nested")
-        else:
-            names.append("-")
-    return tuple(names)
+    roles = {index: "index", token: "token", tag: "tag"}
+    nested = {i: "outer" if i < tag else "nested" for i in tagged}
+    return tuple(roles.get(i) or nested.get(i, "-") for i in range(width))
 
 
 def column_stats(values: Iterable[str]) -> _Column:
@@ -417,8 +407,8 @@ def check_io(
     column: str,
     advice: str | None = None,
 ) -> None:
-    """Refuse an IO reading of a column of words (see the module docstring); `advice` says
-    how to name the columns (by default the `columns` option)."""
+    """Refuse an IO reading of a column of words (see the module); `advice` says how to name
+    the columns."""
     advice = advice or (
         f"say which column holds the tags with {reader_opt('columns')} "
         f"(e.g. {reader_opt('columns', 'tag,token')})"

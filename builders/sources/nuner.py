@@ -14,22 +14,18 @@ same spans) as `duplicate_items`; a mention without any token as `empty_mentions
 Items are split on their LAST ` <> `: NuNER's types never contain it, mentions might. An item
 without ` <> `, an empty type, or an output that is not a list of string literals is an error
 naming the file and the 1-based physical line where the record starts (CSV fields may span
-lines). The literal is parsed by a small regex parser for the common shape (a list of single- or
-double-quoted strings with simple backslash escapes) and by `ast.literal_eval` for anything
-else; it is never evaluated as code.
+lines). The literal is never evaluated as code (`parse_list_literal`).
 
-Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall`, the tokens of
-`base.tokenize_with_offsets` without the unused offsets; a mention is matched by `str.find` of
-its lower-cased tokens, joined and framed by spaces, in the row's lower-cased joined tokens.
-Files over 64 MiB are parsed in a helper process (`workers=1`) that pipes compact batches
-back, so parsing and the store's writing use two cores.
+Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall` (no offsets); a
+mention is matched by `str.find` of its lower-cased tokens, framed by spaces, in the row's
+lower-cased joined tokens. Files over 64 MiB are parsed in a helper process (`workers=1`), so
+parsing and the store's writing use two cores.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
-import gzip
 import io
 import lzma
 import os
@@ -45,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.errors import InputError, InvalidValue, LiteralError, SourceFormatError
-from builders.sources.base import WORD_RE, Example, ReadReport
+from builders.sources.base import WORD_RE, Example, ReadReport, open_bytes, open_text
 from builders.sources.options import ReaderOptions, option
 
 SEP = " <> "
@@ -67,12 +63,9 @@ _findall = WORD_RE.findall
 
 
 def parse_list_literal(text: str) -> list[str]:
-    """Parse a Python list literal of strings (`['a', "b'c"]`) without evaluating code.
-
-    The common shape is handled by regular expressions; anything unusual (string prefixes,
-    implicit concatenation, `\\x`/`\\u` escapes, comments, line continuations) goes to
-    `ast.literal_eval`. Raises `LiteralError` if the text is not a list of strings.
-    """
+    """Parse a Python list literal of strings (`['a', "b'c"]`) without evaluating code: the
+    common shape by regular expressions, anything else by `ast.literal_eval`; a
+    `LiteralError` if the text is not a list of strings."""
     s = text
     # Fast path, repr's usual output: ['a', 'b'] with no escapes and no double quotes.
     if (
@@ -144,8 +137,7 @@ class Options(ReaderOptions):
 
 def read(path: Path, report: ReadReport, **options: object) -> Iterator[Example]:
     """Yield one example per CSV record of a NuNER file (`.csv`, `.csv.gz` or `.csv.xz`);
-    options: see `Options`. CSV columns other than `input` and `output` are counted and named
-    in the report."""
+    other columns than `input` and `output` are counted and named in the report."""
     workers = Options.parse(options, "nuner").workers
     if workers is None:
         workers = 1 if path.stat().st_size > PARALLEL_MIN_BYTES else 0
@@ -188,10 +180,8 @@ def _rows(path: Path, counts: Counter[str]) -> Iterator[tuple[int, list[str], st
 
 def _read_in_helper(path: Path, report: ReadReport) -> Iterator[Example]:
     """Parse in a child process (`python -m builders.sources.nuner PATH`) that streams pickled
-    batches through a pipe (which bounds memory); rebuild the examples here.
-
-    A plain subprocess, not `multiprocessing`: spawn would re-run the caller's main script.
-    """
+    batches through a pipe; a plain subprocess, as `multiprocessing`'s spawn would re-run the
+    caller's main script."""
     root = str(Path(__file__).resolve().parents[2])
     env = {
         **os.environ,
@@ -264,11 +254,7 @@ def _helper(path: str, out: Any) -> None:  # pragma: no cover - runs in the chil
 
 
 def _open(path: Path) -> io.TextIOBase:
-    if path.suffix == ".xz":
-        return lzma.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
-    return open(path, encoding="utf-8", newline="")  # type: ignore[return-value]
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8", newline="")
 
 
 def _parse(
@@ -389,17 +375,12 @@ def _mention_key(mention: str) -> tuple[str, int]:
 
 
 def _utf8_error(path: Path) -> SourceFormatError:
-    """Find the first non-UTF-8 line again, byte by line, for an exact line number."""
-    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        for number, raw in enumerate(fh, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                bad = raw[exc.start : exc.end]
-                return SourceFormatError(
-                    path, number, f"not UTF-8 (byte {bad.hex(' ')} at column {exc.start + 1})", bad
-                )
+    """Find the first non-UTF-8 line again, line by line (`open_text`), for an exact line."""
+    try:
+        for _ in open_text(path):
+            pass
+    except SourceFormatError as exc:
+        return exc
     return SourceFormatError(path, None, "not UTF-8")
 
 

@@ -4,11 +4,9 @@
     class Options(ReaderOptions):
         scheme: Literal["auto", "bio", "bioes", "io"] = option("auto", "tag scheme ...")
 
-`Options.parse(mapping, reader)` turns the registry's fixed options and the user's `-o key=value`
-pairs into an instance: an unknown key, a value of the wrong type or one the reader refuses
-(`__post_init__` raises `ValueError`) is a `BuildersError` that names the key and the valid
-keys or values, never a traceback. `Options.describe()` lists the options for `builders
-sources` and `builders ingest --help`.
+`Options.parse` turns the fixed and the user's `-o key=value` options into an instance: an
+unknown key, a value of the wrong type or one `__post_init__` refuses (`ValueError`) is a
+`BuildersError` naming the key and the valid keys or values.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ class _BadValue(Exception):
 class ReaderOptions:
     """Base class of the readers' option dataclasses (no options of its own)."""
 
-    #: former option names -> the hint shown when someone still passes them
     #: Options renamed or gone: key -> a hint, or a function making it (when it names a
     #: setting, rendered where the error is raised: see `builders.errors.opt`).
     renamed: ClassVar[Mapping[str, str | Callable[[], str]]] = {}

@@ -4,20 +4,18 @@
       {"from": "gpt", "value": "I've read this text."}, {"from": "human", "value":
       "What describes person in the text?"}, {"from": "gpt", "value": "[\\"Ada\\"]"}, ...]}, ...]
 
-Two layouts, read alike: Pile-NER's `train.json` asks every type of a passage in one record;
-UniversalNER's evaluation files (`CrossNER_AI.json`, ...) ask ONE type per record and repeat
-the passage. Consecutive records with the same passage text are grouped into one example (one
-passage = one sentence, with all its types); a type asked twice starts a new example, so two
-identical neighbouring sentences stay two sentences. The example keeps the first record's id.
+Pile-NER's `train.json` asks every type of a passage in one record; UniversalNER's evaluation
+files (`CrossNER_AI.json`, ...) ask ONE type per record and repeat the passage. Consecutive
+records with the same passage text are one example (with the first record's id); a type asked
+twice starts a new one, so two identical neighbouring sentences stay two.
 
 Mentions carry no offsets. As GLiNER's `data/process_pilener.py` does, the passage is tokenised
 with GLiNER's regex and every case-insensitive occurrence of a mention's token sequence becomes
 a span; identical (start, stop, label) spans are kept once. A mention found nowhere is counted
 (`mentions_not_found`), not an error. An answer `[]` makes the type a negative.
 
-A `.bio` (or `.bio.xz`) path is Pile-NER converted to BIO by SLIMER and is read by `columns`
-with `repair=True`: that file is lax, 156 `I-x` tags follow an entity of another type (the
-conversion flattened overlapping mentions); they are read as `B-x` and counted.
+A `.bio` (or `.bio.xz`) path is SLIMER's BIO conversion, read by `columns` with `repair=True`
+(see the `pilener-sample` source in `table.py`).
 """
 
 from __future__ import annotations
@@ -167,9 +165,7 @@ class _Finder:
                     self.report.add("mentions_matched_more_than_once")
                 for start in found:
                     span = (start, start + len(needle), label)
-                    if span in spans:
-                        self.report.add("duplicate_spans")
-                    spans.add(span)
+                    self.report.keep(spans, span, "duplicate_spans")
         labelled = {label for _, _, label in spans}
         kept = [n for n in negatives if n not in labelled]
         if len(kept) != len(negatives):

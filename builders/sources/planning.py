@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from builders.defaults import SPLIT_ALIASES
 from builders.errors import (
@@ -28,34 +28,8 @@ from builders.sources.base import Unit
 from builders.sources.inputs import assign, expand, pair
 from builders.sources.options import ReaderOptions
 
-
-class PlannedSource(Protocol):
-    """What planning reads of a source (`builders.sources.spec.SourceSpec` has it; a
-    protocol, so that planning needs no import of the spec, which imports planning)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def module(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def options(self) -> Mapping[str, object]: ...
-    @property
-    def origin(self) -> str | None: ...
-    @property
-    def origin_config(self) -> str | None: ...
-    @property
-    def local(self) -> str | None: ...
-    @property
-    def local_note(self) -> str | None: ...
-    @property
-    def splits(self) -> Mapping[str, tuple[str, ...]]: ...
-    @property
-    def label_fn(self) -> str | None: ...
-    @property
-    def hub_options(self) -> Mapping[str, object]: ...
-    def default_path(self) -> Path | None: ...
+if TYPE_CHECKING:
+    from builders.sources.spec import SourceSpec
 
 
 def frozen(d: Mapping | None = None) -> Mapping:
@@ -65,9 +39,8 @@ def frozen(d: Mapping | None = None) -> Mapping:
 @dataclass(frozen=True)
 class ReadPlan:
     """What an ingest reads: the reader module, its units per (canonical) split, the reader's
-    options (the source's fixed ones with the user's), the user's own options (recorded in
-    the store, the label map among them), a description of where it all comes from, and the
-    label map (normalised raw tag -> label) read before the packaged table."""
+    options (fixed and the user's), the user's own options (recorded in the store, the label
+    map among them), where it all comes from, notes, and the label map."""
 
     module: str
     units: Mapping[str, list[Unit]]
@@ -79,7 +52,7 @@ class ReadPlan:
 
 
 def plan(
-    spec: PlannedSource,
+    spec: SourceSpec,
     path: str | Path | Sequence[str | Path] | None = None,
     split: str | None = None,
     options: Mapping[str, object] | None = None,
@@ -88,19 +61,18 @@ def plan(
 ) -> ReadPlan:
     """What to read: the reader, its units per split, its validated options, the label map
     (`labels`: raw tag -> label, read before the packaged table), and notes. A Hub dataset is
-    read at `revision` (a branch, tag or commit; default its main branch), resolved to its
-    commit here (`hf.resolve_revision`).
+    read at `revision` (default its main branch), resolved to its commit here.
 
-    `path` is one or more local files, folders or globs (see `inputs.py`), or for Hugging
-    Face datasets a Hub id; without it, the source's local copy (`default_path`) or else
-    its Hub origin is read. A Hub id, a `save_to_disk` folder, or any path given to the
-    `hf` source is read by the `hf` reader; everything else by the source's own reader.
-
-    Raises:
-        BuildersError: no such path, an unknown split, a bad option, a label map for a
-            source with its own types, a revision for files, or nothing to read.
+    `path` is one or more local files, folders or globs (see `inputs.py`), or a Hub id;
+    without it, the source's local copy (`default_path`) or else its Hub origin is read. A Hub
+    id, a `save_to_disk` folder, or any path given to the `hf` source is read by `hf`.
     """
-    mapping = _label_map(spec, labels)
+    if labels and spec.label_fn:
+        raise ConflictingOptions(
+            f"source {spec.name!r} names its types by its own table (Few-NERD's "
+            f"coarse-fine types): {opt('label_map')} does not apply to it"
+        )
+    mapping = label_map(labels or {})
     plan = _read_plan(spec, path, split, dict(options or {}), revision)
     if not mapping:
         return plan
@@ -108,17 +80,8 @@ def plan(
     return dataclasses.replace(plan, user_options=recorded, label_map=mapping)
 
 
-def _label_map(spec: PlannedSource, labels: Mapping[str, str] | None) -> dict[str, str]:
-    if labels and spec.label_fn:
-        raise ConflictingOptions(
-            f"source {spec.name!r} names its types by its own table (Few-NERD's "
-            f"coarse-fine types): {opt('label_map')} does not apply to it"
-        )
-    return label_map(labels or {})
-
-
 def _read_plan(
-    spec: PlannedSource,
+    spec: SourceSpec,
     path: str | Path | Sequence[str | Path] | None,
     split: str | None,
     user: dict,
@@ -169,7 +132,7 @@ def _read_plan(
 
 
 def _origin_plan(
-    spec: PlannedSource, split: str | None, user: dict[str, object], revision: str | None
+    spec: SourceSpec, split: str | None, user: dict[str, object], revision: str | None
 ) -> ReadPlan:
     """Read from the Hub origin; offline (or when it fails) say how to give the files."""
     if not spec.origin:
@@ -177,11 +140,11 @@ def _origin_plan(
             f"source {spec.name!r} has no default origin: give the files with {opt('path')} "
             f"({spec.description})"
         )
-    if spec.module == "hf":
-        return _dataset_plan(spec, spec.origin, split, user, from_origin=True, revision=revision)
     try:
         return _dataset_plan(spec, spec.origin, split, user, from_origin=True, revision=revision)
     except BuildersError as exc:
+        if spec.module == "hf":
+            raise
         local = f" (no $LABELSHIFT_DATA/{spec.local})" if spec.local else ""
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
         why = "cannot be reached offline (HF_HUB_OFFLINE is set)" if offline else f"failed ({exc})"
@@ -193,7 +156,7 @@ def _origin_plan(
 
 
 def _dataset_plan(
-    spec: PlannedSource,
+    spec: SourceSpec,
     dataset: str,
     split: str | None,
     user: dict[str, object],
@@ -228,11 +191,8 @@ def _hf() -> Any:
 
 
 def check_split(name: str) -> str:
-    """A split name the user gave, as its canonical name (`validation` -> `dev`).
-
-    Raises:
-        UnknownNameError: the name is not train, dev, test or one of their aliases.
-    """
+    """A split name the user gave, as its canonical name (`validation` -> `dev`); an
+    UnknownNameError if it is not train, dev, test or one of their aliases."""
     canon = SPLIT_ALIASES.get(name.strip().lower())
     if canon is None:
         raise UnknownNameError("split", name, list(SPLIT_ALIASES))

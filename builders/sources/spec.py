@@ -1,23 +1,19 @@
 """A source's description (`SourceSpec`): its kind, reader and options, where it is read from
-without `--path`, how its labels are verbalised, its licence and credits. Readers live one
-format per module in this package (see `base.py` for the contract) and are imported only when
-a source is read, so listing sources never imports `datasets` or parses anything.
-"""
+without `--path`, how its labels are verbalised, its licence and credits."""
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from builders.errors import InvalidValue
 from builders.labels import verbalise
 from builders.sources import planning
-from builders.sources.planning import ReadPlan, frozen
+from builders.sources.planning import frozen
 
 Kind = Literal["corpus", "benchmark"]
 #: What a source's raw labels are (METHOD.md section 6): `tags` (CoNLL's `PER`, CrossNER's
@@ -31,31 +27,24 @@ class SourceSpec:
 
     Attributes:
         name: registry key, also the default name in the store.
-        kind: `corpus` (training data) or `benchmark` (evaluation data).
         module: reader module under `builders.sources`.
-        description: one line for `builders sources`.
         options: fixed keyword options passed to the reader (column layout, scheme, ...).
-        origin: Hugging Face Hub dataset id used when no `--path` is given (online users).
-        origin_config: the Hub config name, if any.
-        local: folder or file relative to `$LABELSHIFT_DATA` used when it is set and exists.
+        origin: Hub dataset id read when no `--path` is given (online users).
+        local: folder or file under `$LABELSHIFT_DATA` (or `package:` data) read before it.
         splits: split -> file-name glob patterns that name a file's split before the generic
             split words do (`valid.txt` is CoNLL's dev split).
-        labels: what its raw labels are: `tags`, verbalised through the whole packaged table
-            (column files, tag sequences, every benchmark), or `natural` language, which keeps
-            the table's natural-language keys where no other tag of the table is beside them
-            (GLiNER json, Pile-NER, NuNER).
+        labels: `tags`, verbalised through the whole packaged table, or `natural` language,
+            which keeps the table's natural-language keys where no other tag is beside them.
         label_fn: optional `module:function` turning a raw label into (label, coarse), in
             place of the table (Few-NERD's types).
-        hub_options: options of the `hf` reader when the source is read from its Hub origin
-            (its copy there may name its columns and tags differently).
+        hub_options: the `hf` reader's options for the Hub origin (named differently there).
         license: licence of the published data, inherited by derived datasets.
-        annotation: who annotated it: `llm` (synthetic, LLM-annotated), `human`, or `unknown`.
+        annotation: `llm` (synthetic), `human`, or `unknown`.
         credits: citation keys (`cards/_citations.md.j2`) the data's authors ask for.
         loader_version: bump when the reader's output changes; part of the fingerprint.
-        profile: the paper's quantile profile a build of this corpus uses (`pilener`,
-            `nuner`; `shift.scoring`); None: chosen by the number of labels.
-        local_note: what the `local` copy is, where it is not the whole corpus: said (a
-            reader note) whenever it is read for want of `--path`.
+        profile: the paper's quantile profile a build of this corpus uses (`shift.scoring`);
+            None: chosen by the number of labels.
+        local_note: what the `local` copy is where it is not the whole corpus (a reader note).
     """
 
     name: str
@@ -77,24 +66,8 @@ class SourceSpec:
     profile: str | None = None
     local_note: str | None = None
 
-    def __post_init__(self) -> None:
-        if self.kind not in ("corpus", "benchmark"):
-            raise InvalidValue(f"{self.name}: kind must be corpus or benchmark, not {self.kind!r}")
-        if self.labels not in ("tags", "natural"):
-            raise InvalidValue(f"{self.name}: labels must be tags or natural, not {self.labels!r}")
-
-    def plan(
-        self,
-        path: str | Path | Sequence[str | Path] | None = None,
-        split: str | None = None,
-        options: Mapping[str, object] | None = None,
-        labels: Mapping[str, str] | None = None,
-        revision: str | None = None,
-    ) -> ReadPlan:
-        """What to read: the reader, its units per split, its validated options, the label map
-        (`labels`: raw tag -> label, read before the packaged table), a Hub dataset's
-        revision, and notes (see `planning.plan`)."""
-        return planning.plan(self, path, split, options, labels, revision)
+    #: What to read: the reader, its units per split, its validated options (`planning.plan`).
+    plan = planning.plan
 
     def reader(self, module: str | None = None) -> Callable:
         mod = importlib.import_module(f"builders.sources.{module or self.module}")
@@ -103,8 +76,8 @@ class SourceSpec:
     def map_label(
         self, raw: str, mapping: Mapping[str, str] | None = None
     ) -> tuple[str, str | None]:
-        """Raw label -> (verbalised, normalised label; coarse type or None). `mapping` is a
-        normalised label map (`labels.label_map`), read before the packaged table."""
+        """Raw label -> (verbalised label, coarse type or None); `mapping` (`labels.label_map`)
+        is read before the packaged table."""
         if self.label_fn:
             mod, _, fn = self.label_fn.partition(":")
             return importlib.import_module(f"builders.sources.{mod}").__dict__[fn](raw)  # type: ignore[no-any-return]

@@ -10,30 +10,43 @@ from types import MappingProxyType
 from builders.sources.planning import frozen
 from builders.sources.spec import SourceSpec
 
-_CROSSNER_SPLITS = {"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)}
-_CROSSNER_LICENSE = "mit"
 
-
-def _crossner(domain: str, title: str) -> SourceSpec:
+def _crossner(domain: str, description: str, license: str = "mit") -> SourceSpec:
     return SourceSpec(
         name=f"crossner-{domain}",
         kind="benchmark",
         module="columns",
-        description=f"CrossNER {title}: token<TAB>BIO-tag column files",
+        description=description,
         options=frozen({"columns": "token,tag", "scheme": "bio"}),
         origin="DFKI-SLT/cross_ner",
         origin_config=domain,
         local=f"crossner/{domain}",
-        splits=frozen(_CROSSNER_SPLITS),
-        license=_CROSSNER_LICENSE,
+        splits=frozen({"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)}),
+        license=license,
         annotation="human",
         credits=("crossner",),
     )
 
 
+def _mit(name: str, description: str, origin: str | None = None) -> SourceSpec:
+    """An MIT SLS corpus: BIO-tag<TAB>token files, label first."""
+    return SourceSpec(
+        name=name,
+        kind="benchmark",
+        module="columns",
+        description=description,
+        options=frozen({"scheme": "bio"}),
+        origin=origin,
+        local=name,
+        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
+        license="unknown",
+        annotation="human",
+    )
+
+
 _SPECS: list[SourceSpec] = [
     *(
-        _crossner(d, t)
+        _crossner(d, f"CrossNER {t}: token<TAB>BIO-tag column files")
         for d, t in [
             ("ai", "AI"),
             ("literature", "Literature"),
@@ -42,56 +55,26 @@ _SPECS: list[SourceSpec] = [
             ("science", "Science"),
         ]
     ),
-    SourceSpec(
-        name="crossner-conll2003",
-        kind="benchmark",
-        module="columns",
-        description="CrossNER's copy of CoNLL-2003 (tags renamed): token<TAB>BIO-tag",
-        options=frozen({"columns": "token,tag", "scheme": "bio"}),
-        origin="DFKI-SLT/cross_ner",
-        origin_config="conll2003",
-        local="crossner/conll2003",
-        splits=frozen(_CROSSNER_SPLITS),
+    _crossner(
+        "conll2003",
+        "CrossNER's copy of CoNLL-2003 (tags renamed): token<TAB>BIO-tag",
         license="other",
-        annotation="human",
-        credits=("crossner",),
     ),
-    SourceSpec(
-        name="mit-movie",
-        kind="benchmark",
-        module="columns",
-        description="MIT Movie 'eng' corpus (MIT SLS: engtrain.bio, engtest.bio): "
+    # No Hub copy of the `eng` corpus is registered: tner/mit_movie_trivia is trivia10k13.
+    _mit(
+        "mit-movie",
+        "MIT Movie 'eng' corpus (MIT SLS: engtrain.bio, engtest.bio): "
         "BIO-tag<TAB>token, label first (token first is read too)",
-        # No Hub copy of the `eng` corpus is registered: tner/mit_movie_trivia is trivia10k13.
-        options=frozen({"scheme": "bio"}),
-        local="mit-movie",
-        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        license="unknown",
-        annotation="human",
     ),
-    SourceSpec(
-        name="mit-movie-trivia",
-        kind="benchmark",
-        module="columns",
-        description="MIT Movie 'trivia10k13' corpus (MIT SLS: trivia10k13train.bio, "
+    _mit(
+        "mit-movie-trivia",
+        "MIT Movie 'trivia10k13' corpus (MIT SLS: trivia10k13train.bio, "
         "trivia10k13test.bio): BIO-tag<TAB>token, label first",
-        options=frozen({"scheme": "bio"}),
-        local="mit-movie-trivia",
-        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        license="unknown",
-        annotation="human",
     ),
-    SourceSpec(
-        name="mit-restaurant",
-        kind="benchmark",
-        module="columns",
-        description="MIT Restaurant: BIO-tag<TAB>token, label first (token first is read too)",
-        options=frozen({"scheme": "bio"}),
+    _mit(
+        "mit-restaurant",
+        "MIT Restaurant: BIO-tag<TAB>token, label first (token first is read too)",
         origin="tner/mit_restaurant",
-        local="mit-restaurant",
-        splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        license="unknown",
-        annotation="human",
     ),
     SourceSpec(
         name="conll2003",
