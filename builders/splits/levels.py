@@ -10,7 +10,7 @@ METHOD.md section 4 ("Guarantees every build keeps").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import combinations, pairwise
 from typing import Any
 
@@ -32,17 +32,11 @@ LOW_BELOW_FULL = (
 
 @dataclass
 class Level:
-    """The labels one level keeps: whole labels (`mask`), and labels of which it keeps only
-    part of the mentions (`caps`: label index -> mentions): a size-matched level's last label,
-    or every label a `familiarity` level takes fewer mentions of than the corpus has. A capped
-    label is cut by keeping fewer of its sentences (a seeded random draw), never fewer of its
-    mentions in the sentences kept (`builders.store.subsets`).
-
-    `order` and `take` (set for levels cut to a size: familiarity windows, `--match
-    mentions`) are the labels in the order the level takes them and the mentions it takes of
-    each (a familiarity level's order goes on past its window with labels of no level, to
-    fill its `size` where its window's labels cannot): the plan, which `realised` fits to the
-    level's size counted on what it writes."""
+    """The labels one level keeps: whole (`mask`) or in part (`caps`: label index -> mentions,
+    cut by keeping fewer of its sentences, never fewer mentions of the sentences kept).
+    `order` and `take`, for levels cut to a size (familiarity windows, `--match mentions`):
+    the labels in the order the level takes them and the mentions it takes of each, the plan
+    `realised` fits to the size counted on what the level writes."""
 
     level: str
     mask: np.ndarray
@@ -105,16 +99,9 @@ class Level:
 
 def bound_share(level: Level, table: LabelTable, share: float | None) -> Level:
     """The level with no label planned at more than `share` of its mentions (METHOD.md
-    section 4, `--max-label-share`); `selection["max_label_share"]` records the bound.
-
-    A level cut to a size (`take`) takes at most `share` of that size of any label (a
-    `familiarity` level fills the room with the labels after its window). Any other level
-    keeps its labels and caps those over the bound at the one mention count `x` with
-    `x = share * (mentions of the level with its labels capped at x)`: the largest labels
-    are cut to equal shares, the others are kept whole. A level of fewer than 1 / `share`
-    labels cannot meet the bound and is left as it is (the verdicts say so). The share is
-    planned on label counts: a label's mentions in the sentences of the level's other
-    labels are kept (never stripped), so the written share can be larger, and is reported."""
+    section 4, `--max-label-share`): a level cut to a size takes at most `share` of it of
+    any label; any other caps its largest labels at the one count `x` with `x = share *
+    (its mentions with labels capped at x)`. Fewer than 1 / `share` labels: left as it is."""
     if share is None:
         return level
     selection = {**level.selection, "max_label_share": share}
@@ -166,11 +153,8 @@ def from_cuts(
 
 
 def _ranking(level: str, scores: np.ndarray, familiar_high: bool) -> np.ndarray:
-    """Label indices from the level's own end of the score ranking (ties by label text).
-
-    Low shift starts from the labels closest to the benchmarks (the highest scores where
-    `familiar_high`, as max similarity's; else the lowest, as entropy's), high shift from the
-    other end, medium from the median outwards."""
+    """Label indices from the level's own end of the score ranking (ties by label text): low
+    from the labels closest to the benchmarks, high from the other end, medium from the median."""
     index = np.arange(scores.size)
     if level == "medium":
         key = np.abs(scores - np.quantile(scores, 0.5, method="linear"))
@@ -184,12 +168,8 @@ def match_levels(
     levels: list[Level], scores: np.ndarray, table: LabelTable, familiar_high: bool, mode: str
 ) -> list[Level]:
     """Cut every level to the smallest level's size (`labels` or `mentions`), each drawing its
-    labels in score order from its own end of the ranking, inside its own cut.
-
-    With `mentions`, the last label drawn may be partial: a seeded draw of its sentences up
-    to the mentions still missing (so the levels agree within one sentence), every mention of
-    the level's labels kept in the sentences kept.
-    """
+    labels in score order from its own end of the ranking, inside its own cut (with
+    `mentions` the last label drawn may be kept in part)."""
     if mode == "none":
         return levels
     sizes = [lv.n_labels() if mode == "labels" else lv.mentions(table) for lv in levels]
@@ -213,12 +193,8 @@ def match_levels(
 
 
 def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remedy: str) -> None:
-    """Refuse (before anything is written) levels that share labels or are too small
-    (`remedy`: the strategy's options that would help, first in the message).
-
-    Raises:
-        CannotBuild: naming each problem with its numbers and the options that would help.
-    """
+    """Refuse (`CannotBuild`, before anything is written) levels that share labels or are
+    too small (`remedy`: the strategy's options that would help, first in the message)."""
     problems = []
     # The paper protocol lets a label qualify for two levels; its verdicts report the overlap.
     pairs = combinations(levels, 2) if cfg.metric.protocol != "paper" else []
@@ -258,23 +234,11 @@ def check_levels(levels: list[Level], table: LabelTable, cfg: SplitConfig, remed
 
 @dataclass
 class Verdicts:
-    """What a build's numbers say about its levels (every build reports these).
-
-    Attributes:
-        falls: per benchmark and `union`: each level's Familiarity, easy to hard, and whether
-            it falls strictly from level to level.
-        shares: per level, its share of the full corpus's labels and mentions.
-        overlap: per pair of levels, how many labels they share (zero by construction).
-        versus_full: per level, its union Familiarity and the full corpus's.
-        gaps: per pair of consecutive levels, their union Familiarity's difference.
-        sizes: per level, its mentions; `spread`: (largest - smallest) / largest.
-        check: with check models: per model, its name, `falls` and `gaps` as above under it,
-            and whether the union order holds under both it and the build's (`holds`).
-        failed: one sentence per check that fails (the card's Limitations).
-        notes: what to keep in mind reading the numbers (e.g. a low level below the full
-            corpus, which is expected of a small low level), and pointers (to the
-            `familiarity` strategy when a quantile build's order fails).
-    """
+    """What a build's numbers say about its levels (every build reports these; METHOD.md
+    section 4): per benchmark and `union` whether Familiarity `falls` level to level, each
+    level's `shares` of the corpus, label `overlap`, union Familiarity `versus_full`, `gaps`,
+    `sizes` (with their `spread`), the same under each `check` model, one sentence per check
+    `failed` (the card's Limitations) and `notes` for reading the numbers."""
 
     falls: dict[str, dict[str, Any]] = field(default_factory=dict)
     shares: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -287,17 +251,7 @@ class Verdicts:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "falls": self.falls,
-            "shares": self.shares,
-            "overlap": self.overlap,
-            "versus_full": self.versus_full,
-            "gaps": self.gaps,
-            "sizes": self.sizes,
-            "check": self.check,
-            "failed": self.failed,
-            "notes": self.notes,
-        }
+        return asdict(self)
 
 
 def verdicts(
@@ -308,14 +262,8 @@ def verdicts(
     min_gap: float | None = None,
     order_remedy: str | None = None,
 ) -> Verdicts:
-    """The verdicts of a build: order of Familiarity, gaps, sizes, shares, overlap, levels vs
-    the full corpus.
-
-    Args:
-        labels: level -> the labels it keeps.
-        min_gap: the gap consecutive levels promise (the strategy's), or None.
-        order_remedy: the strategy's pointer where the order fails (a note), or None.
-    """
+    """The verdicts of a build (`labels`: level -> the labels it keeps; `min_gap`: the gap
+    the strategy promises; `order_remedy`: its pointer where the order fails)."""
     v = Verdicts()
     subs = sorted(subsets, key=lambda s: LEVELS.index(s.level))
     v.falls = _falls(full.familiarity, [(s.level, s.familiarity) for s in subs])
