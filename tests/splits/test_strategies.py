@@ -14,6 +14,7 @@ from builders.splits import SplitConfig
 from builders.splits.strategies import NAMES, every, strategy
 from builders.splits.strategies.base import Strategy
 from builders.splits.strategies.familiarity import FamiliarityOptions
+from builders.splits.strategies.quantile import QuantileOptions
 
 ROOT = Path(builders.__file__).parent
 HOME = ROOT / "splits" / "strategies"
@@ -130,3 +131,16 @@ def test_each_strategy_states_its_promises() -> None:
     assert strategy("entropy").order_remedy and strategy("familiarity").order_remedy is None
     assert (fam.label_share_bound, ent.label_share_bound) == (0.3, None)
     assert "--min-gap" in fam.command_line() and "--min-gap" not in ent.command_line()
+
+
+def test_a_strategys_options_are_nested_and_read_flat_both_ways() -> None:
+    """A strategy's options are its own dataclass in `SplitConfig.options`; build.json's flat
+    spelling (every strategy's keys, another's at their defaults) reads back to the same
+    config, and another strategy's options object is refused."""
+    cfg = SplitConfig.from_dict({"source": "x", "strategy": "familiarity", "min_gap": 0.07})
+    assert cfg.options == FamiliarityOptions(min_gap=0.07)
+    flat = cfg.to_dict()
+    assert flat["min_gap"] == 0.07 and flat["low_quantile"] is None and "options" not in flat
+    assert SplitConfig.from_dict(flat) == cfg
+    with pytest.raises(BuildersError, match="QuantileOptions given for strategy 'familiarity'"):
+        SplitConfig("x", "familiarity", options=QuantileOptions())
