@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def _total(count: str) -> Any:
+    """A property: the splits' sum of `count`."""
+    return property(lambda self: sum(getattr(s, count) for s in self.splits))
+
+
 @dataclass
 class SplitResult:
     split: str
@@ -29,21 +34,10 @@ class IngestResult:
     types: int = 0
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def sentences(self) -> int:
-        return sum(s.sentences for s in self.splits)
-
-    @property
-    def mentions(self) -> int:
-        return sum(s.mentions for s in self.splits)
-
-    @property
-    def negatives(self) -> int:
-        return sum(s.negatives for s in self.splits)
-
-    @property
-    def negative_spans(self) -> int:
-        return sum(s.negative_spans for s in self.splits)
+    sentences = _total("sentences")
+    mentions = _total("mentions")
+    negatives = _total("negatives")
+    negative_spans = _total("negative_spans")
 
     def to_dict(self) -> dict[str, Any]:
         keys = ("sentences", "mentions", "negatives", "negative_spans", "types")
