@@ -1,8 +1,7 @@
-"""NumPy over a level's (sentence, label) rows, what `builders.store.subsets` reads them for:
-the walk that fits a level to its size (`walk`), the seeded draw that keeps a capped label's
-sentences within its cap (`draw`, `selection`), and the rows a fitted level keeps for both
-(`LevelRows`, counted from its sorted mentions by `count_runs`). `Selection` is what a level
-keeps. The rules are in `subsets`' docstring and METHOD.md section 4.
+"""NumPy over a level's (sentence, label) rows (`LevelRows`), for `builders.store.subsets`:
+the walk that fits a level to its size (`walk`) and the seeded draw that keeps a capped label's
+sentences within its cap (`draw`, `selection`), both METHOD.md section 4. `Selection` is what a
+level keeps.
 """
 
 from __future__ import annotations
@@ -166,17 +165,12 @@ def walk(
 ) -> tuple[list[int], dict[int, int]]:
     """`fit_level`'s walk over the labels in order: each taken as planned where the size
     allows it, else capped at what is left of the size (when its forced mentions leave
-    room), else left out.
+    room), else left out (METHOD.md section 4, a level's size on what it writes).
 
-    The level's size is counted as it grows: a whole label's every mention, a capped label's
-    cap or, where more, its forced mentions (those in the sentences kept for whole labels: a
-    draw never cuts them). Taking a label whole keeps its sentences not yet kept; they grow
-    the size by its mentions and by the capped labels' forced mentions that pass their caps
-    with them. Only a sentence holding a capped label (`capped_in`) can do the latter, and a
-    label's forced mentions are only read at its turn or once it is capped, so they are
-    counted then (`pos`, `n`: each (sentence, label) row's label and mentions, a sentence's
-    rows together from `first[i]` to `first[i + 1]`; `index`: their `walk_index`, made
-    here when not given). `_Walk` holds the state."""
+    A capped label's forced mentions (those in the sentences kept for whole labels) are read
+    at its turn; later only a sentence holding a capped label (`capped_in`) can add to them.
+    `pos`, `n`: each (sentence, label) row's label and mentions, a sentence's rows from
+    `first[i]` to `first[i + 1]`; `index`: their `walk_index`, made here when not given."""
     labels = take.size
     if index is None or len(index.totals) != labels:
         index = walk_index(pos, n, first, labels)
@@ -329,13 +323,10 @@ def selection(
 
 def per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) -> Selection:
     """`select_sentences` from the rows of `_PER_SENTENCE`."""
-    first = sentence_starts(table)
-    starts = pa.array(first[:-1])
-    forced = table.column("forced").to_numpy(zero_copy_only=False)[first[:-1]].astype(bool)
-    keys = pa.table({"split": table.column("split").take(starts), "idx": table["idx"].take(starts)})
-    pos = table.column("pos").to_numpy().astype(np.int64)
-    n = table.column("n").to_numpy().astype(np.int64)
-    return selection(pos, n, first, forced, keys, labels, cap)
+    rows = LevelRows.of(table, len(labels))
+    forced = table.column("forced").to_numpy(zero_copy_only=False)[rows.first[:-1]].astype(bool)
+    keys = pa.table({"split": rows.split, "idx": rows.idx})
+    return selection(rows.pos, rows.n, rows.first, forced, keys, labels, cap)
 
 
 @dataclass
