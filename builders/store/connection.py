@@ -85,11 +85,8 @@ _READER_HINT = "would be able to open this database in read-only mode"
 
 
 def open_failure(path: Path, exc: Exception, *, writing: bool = True, waited: float = 0) -> str:
-    """Why DuckDB could not open the store, in one line, with what to do.
-
-    Args:
-        writing: whether the connection was to write (a lock held by a reader excludes it).
-        waited: how long the lock was waited for."""
+    """Why DuckDB could not open the store, in one line, with what to do (`writing`: the
+    connection was to write; `waited`: how long the lock was waited for)."""
     text = str(exc)
     if _LOCKED.search(text):
         who, reads = _holders(path, exc, writing)
