@@ -1,10 +1,6 @@
-"""Validated rows on their way into the store: one check for every reader, Arrow batches.
-
-`Validator` checks every example the same way whatever its reader (tokens, span bounds, labels),
-verbalises raw labels through the source's spec (the label map, then the packaged table;
-METHOD.md section 6), counts what each input gave and what the verbalisation changed;
-`Buffers` holds the rows column by column and flushes them to DuckDB as Arrow tables (no
-row-by-row INSERTs).
+"""Validated rows on their way into the store: `Validator` checks every example the same way
+whatever its reader and verbalises its labels (METHOD.md section 6); `Buffers` holds the rows
+column by column and flushes them to DuckDB as Arrow tables (no row-by-row INSERTs).
 """
 
 from __future__ import annotations

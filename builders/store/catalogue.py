@@ -1,6 +1,5 @@
 """The catalogue queries `Store` inherits: which sources and splits it holds and how they were
-read (`StoredSplit`), label and sentence counts, a source's rows in corpus order, polars frames
-for notebooks, checksums and the `stats` summary."""
+read (`StoredSplit`), counts, rows in corpus order, polars frames, checksums, `stats`."""
 
 from __future__ import annotations
 

@@ -31,11 +31,9 @@ def _connect(
     wait: float | None = None,
     on_wait: Callable[[str], None] | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """DuckDB's connection to the store file, its refusals said in one line with the fix.
-
-    While another process holds a lock that excludes this connection (a writer; or, for a
-    read-write connection, any reader), it is tried again for up to `wait` seconds (default:
-    `lock_wait()`); `on_wait` is told once who holds the store."""
+    """DuckDB's connection to the store file, its refusals said in one line with the fix. While
+    another process holds a lock that excludes it, it is tried again for up to `wait` seconds
+    (default: `lock_wait()`); `on_wait` is told once who holds the store."""
     deadline = None
     while True:
         try:

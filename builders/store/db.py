@@ -150,10 +150,8 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
                 wal.unlink()
 
     def check(self) -> dict[str, int]:
-        """Read every row of every table, so that DuckDB verifies every block's checksum.
-
-        Returns: table -> rows. Raises StoreError naming the damaged table.
-        """
+        """Read every row of every table, so that DuckDB verifies every block's checksum: table
+        -> rows, or a StoreError naming the damaged table."""
         rows = {}
         for table in TABLES:
             sql = f"SELECT count(*), sum(hash(t)) FROM {table} t"
@@ -236,9 +234,7 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
         """The store file's state before a write, when its .wal holds nothing: what a write
         the disk cannot fold in is undone to. None: a store in memory, on Windows (no POSIX
         locks, no truncating an open file), or whose .wal holds earlier writes."""
-        if os.name == "nt" or self.path.name == ":memory:":
-            return None
-        if wal_holds_writes(self.path):
+        if os.name == "nt" or self.path.name == ":memory:" or wal_holds_writes(self.path):
             return None
         if self._fd is None:
             try:

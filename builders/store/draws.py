@@ -91,8 +91,7 @@ def sentence_starts(table: pa.Table) -> np.ndarray:
 
 def _changes(table: pa.Table, column: str, end: np.ndarray) -> np.ndarray:
     """Whether each row's split or `column` differs from the row before's (the first row's
-    does), then `end` (the splits compared by Arrow: as NumPy objects, they took most of
-    the time at NuNER's 2.4M rows)."""
+    does), then `end` (splits compared by Arrow: as NumPy objects, most of the time)."""
     split, key = table.column("split"), table.column(column).to_numpy()
     new = np.empty(key.size + end.size, dtype=bool)
     new[: min(key.size, 1)] = True
@@ -191,10 +190,9 @@ SMALL_LABEL = 64
 
 
 class _Walk:
-    """`walk`'s state: the sentences kept (of whole labels) and those holding a capped label
-    (`bytearray`s with NumPy views on the same memory), the capped labels in the order they
-    were capped (slot k >= 1 of `cap` and `forced`, each one's cap and forced mentions),
-    each label's slot (0: not capped), the labels taken whole and the size grown."""
+    """`walk`'s state. The sentences kept and those holding a capped label are `bytearray`s with
+    NumPy views on the same memory; capped label k >= 1 (in the order capped) has its cap and
+    forced mentions in slot k of `cap` and `forced`, each label its slot in `slot` (0: none)."""
 
     def __init__(
         self, pos: np.ndarray, n: np.ndarray, first: np.ndarray, index: WalkIndex, size: int
@@ -331,10 +329,9 @@ def per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) 
 
 @dataclass
 class LevelRows:
-    """A level order's (sentence, label) rows as `Store._level_rows` reads them (`pos`: each
-    row's place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
-    `first[i + 1]`; `split`, `idx`: each sentence's key), with what walks and draws over
-    them derive, made once (`Store.fit_level` and `Store.select_fitted` share them)."""
+    """A level order's (sentence, label) rows (`pos`: each row's place in the order, `n`: its
+    mentions; a sentence's rows from `first[i]` to `first[i + 1]`; `split`, `idx`: each
+    sentence's key), and what walks and draws over them derive, made once."""
 
     pos: np.ndarray
     n: np.ndarray

@@ -157,11 +157,9 @@ class OverlapQueries:
 
     def _overlap_prepare(self, source: str, n: int, texts: bool) -> None:
         """The benchmark side (`_lk_bs` sentences, `_lk_bg` n-grams, `_lk_bm` mentions), then
-        one pass over the corpus, `CHUNK` sentences at a time (`_overlap_chunk`), which keeps
-        only what the corpus has of the benchmarks: the pairs (`_lk_p`), their training
-        sentences (`_lk_ts`) and those sentences' labels (`_lk_tl`), and the training mentions
-        whose surface some benchmark mention has (`_lk_tm`). Memory grows with the hits, not
-        with the corpus, and the corpus is read once."""
+        one pass over the corpus, `CHUNK` sentences at a time (`_overlap_chunk`), keeping only
+        its hits: the pairs (`_lk_p`), their training sentences and labels (`_lk_ts`, `_lk_tl`)
+        and the training mentions of a benchmark surface (`_lk_tm`)."""
         con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_bs AS "
@@ -187,16 +185,12 @@ class OverlapQueries:
         )
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_p(bno INTEGER, split VARCHAR, idx INTEGER, "
-            "exact BOOLEAN, positions INTEGER[])"
-        )
-        con.execute(
+            "exact BOOLEAN, positions INTEGER[]); "
             "CREATE OR REPLACE TEMP TABLE _lk_ts(split VARCHAR, idx INTEGER, sentence_id VARCHAR, "
-            "tokens VARCHAR[])"
+            "tokens VARCHAR[]); "
+            "CREATE OR REPLACE TEMP TABLE _lk_tl(split VARCHAR, idx INTEGER, labels VARCHAR[]); "
+            "CREATE OR REPLACE TEMP TABLE _lk_tm(mh UBIGINT, label VARCHAR)"
         )
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_tl(split VARCHAR, idx INTEGER, labels VARCHAR[])"
-        )
-        con.execute("CREATE OR REPLACE TEMP TABLE _lk_tm(mh UBIGINT, label VARCHAR)")
         ranges = con.execute(
             "SELECT split, min(idx), max(idx) FROM sentences WHERE source = ? "
             "GROUP BY split ORDER BY split",

@@ -1,5 +1,4 @@
-"""What an ingest did (`writer.prepare_source(...).write()`, `ingest.ingest`): per split and for the source,
-its status, counts and notes, as the `ingest` command prints them and `--json` holds them."""
+"""What an ingest did, per split and for the source, as `ingest` prints it and `--json` holds it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The embedding cache `Store` inherits: label vectors per cache key (`model|backend|precision|
-device|rows|weights`), read by label, written in one statement, or (a shared store) held in
-memory until `flush_vectors` writes them in one short transaction."""
+device|rows|weights`); a shared store holds new ones in memory until `flush_vectors`."""
 
 from __future__ import annotations
 
