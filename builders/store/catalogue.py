@@ -265,11 +265,8 @@ class CatalogueQueries:
             f"list(split ORDER BY {SPLIT_ORDER_SQL.format(col='split')}, split), "
             "sum(n_negative_spans) FROM sources GROUP BY source ORDER BY source"
         ).fetchall()
-        types = dict(
-            self.con.execute(
-                "SELECT source, count(DISTINCT label) FROM mentions GROUP BY source"
-            ).fetchall()
-        )
+        sql = "SELECT source, count(DISTINCT label) FROM mentions GROUP BY source"
+        types = dict(self.con.execute(sql).fetchall())
         emb = self.con.execute(
             "SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY model"
         ).fetchall()
