@@ -1,10 +1,6 @@
-"""Validated rows on their way into the store: one check for every reader, Arrow batches.
-
-`Validator` checks every example the same way whatever its reader (tokens, span bounds, labels),
-verbalises raw labels through the source's spec (the label map, then the packaged table;
-METHOD.md section 6), counts what each input gave and what the verbalisation changed;
-`Buffers` holds the rows column by column and flushes them to DuckDB as Arrow tables (no
-row-by-row INSERTs).
+"""Validated rows on their way into the store: `Validator` checks every example the same way
+whatever its reader and verbalises its labels (METHOD.md section 6); `Buffers` holds the rows
+column by column and flushes them to DuckDB as Arrow tables (no row-by-row INSERTs).
 """
 
 from __future__ import annotations
@@ -111,14 +107,9 @@ class Validator:
 
     def settle(self, con: duckdb.DuckDBPyConnection) -> None:
         """A natural-language key of the table (`organisation`) is the benchmark tag when
-        another label of the split is a tag the table verbalises (`misc`, `PER`): a source of
-        natural-language labels then reads it as the tag too (its stored rows relabelled).
-
-        Raises:
-            SourceFormatError: a tag source holds one, no tag of the table, and labels of
-                natural language (`field of study`): tag or label of its own is ambiguous,
-                and `--label-map` says which.
-        """
+        another label of the split is a tag the table verbalises (`misc`, `PER`): its stored
+        rows are relabelled. A tag source with no such tag and labels of natural language
+        (`field of study`) is ambiguous: refused, naming `--label-map`."""
         tags = [r for r in self.labels if self._table_tag(r)]
         text = sorted(r for r in self.labels if " " in r.strip())
         for raw, (label, coarse) in list(self.labels.items()):

@@ -1,6 +1,5 @@
 """The catalogue queries `Store` inherits: which sources and splits it holds and how they were
-read (`StoredSplit`), label and sentence counts, a source's rows in corpus order, polars frames
-for notebooks, checksums and the `stats` summary."""
+read (`StoredSplit`), counts, rows in corpus order, polars frames, checksums, `stats`."""
 
 from __future__ import annotations
 
@@ -163,24 +162,16 @@ class CatalogueQueries:
 
     def label_coarse(self, source: str) -> dict[str, str | None]:
         """label -> its coarse type (Few-NERD) or None, for every label of a source."""
-        rows = self.con.execute(
-            "SELECT label, any_value(coarse) FROM mentions WHERE source = ? GROUP BY label",
-            [source],
-        ).fetchall()
-        return {r[0]: r[1] for r in rows}
+        sql = "SELECT label, any_value(coarse) FROM mentions WHERE source = ? GROUP BY label"
+        return dict(self.con.execute(sql, [source]).fetchall())
 
     def count_types(self, source: str, split: str | None = None) -> int:
         """Distinct labels of a source (or of one of its splits)."""
-        where, params = (
-            ("source = ? AND split = ?", [source, split]) if split else ("source = ?", [source])
-        )
-        return int(
-            one(
-                self.con.execute(
-                    f"SELECT count(DISTINCT label) FROM mentions WHERE {where}", params
-                )
-            )[0]
-        )
+        where, params = "source = ?", [source]
+        if split:
+            where, params = "source = ? AND split = ?", [source, split]
+        sql = f"SELECT count(DISTINCT label) FROM mentions WHERE {where}"
+        return int(one(self.con.execute(sql, params))[0])
 
     def count_sentences(self, source: str) -> int:
         return int(
@@ -206,10 +197,10 @@ class CatalogueQueries:
             r[0]: StoredSplit(
                 fingerprint=r[1],
                 options=json.loads(r[2]),
-                sentences=int(r[3]),
-                mentions=int(r[4]),
-                negatives=int(r[5]),
-                negative_spans=int(r[6]),
+                sentences=r[3],
+                mentions=r[4],
+                negatives=r[5],
+                negative_spans=r[6],
                 report=json.loads(r[7]),
                 inputs=json.loads(r[8]),
                 origin=r[9],
@@ -231,13 +222,8 @@ class CatalogueQueries:
     def fingerprints(self, source: str | None = None) -> list[tuple[str, str, str]]:
         """(source, split, fingerprint) of every stored split (of one source), sorted."""
         where, params = ("WHERE source = ?", [source]) if source else ("", [])
-        return [
-            (r[0], r[1], r[2])
-            for r in self.con.execute(
-                f"SELECT source, split, fingerprint FROM sources {where} ORDER BY source, split",
-                params,
-            ).fetchall()
-        ]
+        sql = f"SELECT source, split, fingerprint FROM sources {where} ORDER BY source, split"
+        return self.con.execute(sql, params).fetchall()
 
     def sentence_labels(self, source: str) -> list[tuple[str, int, list[str]]]:
         """(split, idx, distinct labels) of every sentence with a mention, in corpus order."""
@@ -279,11 +265,8 @@ class CatalogueQueries:
             f"list(split ORDER BY {SPLIT_ORDER_SQL.format(col='split')}, split), "
             "sum(n_negative_spans) FROM sources GROUP BY source ORDER BY source"
         ).fetchall()
-        types = dict(
-            self.con.execute(
-                "SELECT source, count(DISTINCT label) FROM mentions GROUP BY source"
-            ).fetchall()
-        )
+        sql = "SELECT source, count(DISTINCT label) FROM mentions GROUP BY source"
+        types = dict(self.con.execute(sql).fetchall())
         emb = self.con.execute(
             "SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY model"
         ).fetchall()

@@ -31,11 +31,9 @@ def _connect(
     wait: float | None = None,
     on_wait: Callable[[str], None] | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """DuckDB's connection to the store file, its refusals said in one line with the fix.
-
-    While another process holds a lock that excludes this connection (a writer; or, for a
-    read-write connection, any reader), it is tried again for up to `wait` seconds (default:
-    `lock_wait()`); `on_wait` is told once who holds the store."""
+    """DuckDB's connection to the store file, its refusals said in one line with the fix. While
+    another process holds a lock that excludes it, it is tried again for up to `wait` seconds
+    (default: `lock_wait()`); `on_wait` is told once who holds the store."""
     deadline = None
     while True:
         try:
@@ -85,11 +83,8 @@ _READER_HINT = "would be able to open this database in read-only mode"
 
 
 def open_failure(path: Path, exc: Exception, *, writing: bool = True, waited: float = 0) -> str:
-    """Why DuckDB could not open the store, in one line, with what to do.
-
-    Args:
-        writing: whether the connection was to write (a lock held by a reader excludes it).
-        waited: how long the lock was waited for."""
+    """Why DuckDB could not open the store, in one line, with what to do (`writing`: the
+    connection was to write; `waited`: how long the lock was waited for)."""
     text = str(exc)
     if _LOCKED.search(text):
         who, reads = _holders(path, exc, writing)

@@ -1,26 +1,11 @@
-"""The DuckDB span store: one schema for every corpus and benchmark.
-
-Tables (token offsets, `stop` exclusive; a sentence is keyed by (source, split, idx)):
-
-    sources(source, split, kind, origin, fingerprint, loader_version, options, ingested_at,
-            n_sentences, n_mentions, n_negatives, n_negative_spans, report, inputs)
-    sentences(source, split, idx, sentence_id, tokens VARCHAR[], raw_id)
-    mentions(source, split, idx, start, stop, label, raw_label, coarse)
-    negatives(source, split, idx, label, raw_label)                -- label-level negatives
-    negative_spans(source, split, idx, start, stop, label, raw_label)  -- span-level negatives
-    embeddings(model, label, vector FLOAT[])          -- the embedding cache
-    label_counts (view): source, label, mentions, sentences
-
-`sources.inputs` is a JSON list of the split's inputs in reading order, `[{input,
-fingerprint, sentences}]`: what `--append` adds to and what a refusal names.
+"""The DuckDB span store: one schema for every corpus and benchmark (`schema`; its tables in
+docs/DESIGN.md, "The span store").
 
 This module owns the `Store`'s lifecycle: opening (with the schema made or checked), closing,
 transactions whose refused writes are undone, and a shared store's swap of connections. Its
 rooms: `settings` (the environment), `connection` (opening, lock waits), `failures` (one-line
-messages, typed errors, the undo), and the queries it inherits: `catalogue` (what it holds),
-`vectors` (the embedding cache), `subsets` (a level's sentences and rows) and `overlap`
-(leakage). `builders.store.writer` writes a source into it (one transaction per ingest) and
-`builders.store.ingest` decides where it is read from.
+messages, typed errors, the undo), and the queries it inherits: `catalogue`, `vectors`,
+`subsets` and `overlap`. `writer` writes a source into it, `ingest` decides where from.
 """
 
 from __future__ import annotations
@@ -44,7 +29,7 @@ from builders.errors import (
     opt,
 )
 from builders.store.catalogue import CatalogueQueries, StoredSplit
-from builders.store.connection import _connect, lock_holders, open_error, open_failure
+from builders.store.connection import _connect, open_error, open_failure
 from builders.store.failures import (
     FileState,
     as_store_error,
@@ -59,27 +44,22 @@ from builders.store.failures import (
     write_failure,
 )
 from builders.store.overlap import OverlapQueries
-from builders.store.schema import SCHEMA_VERSION, TABLES, one, stored_version
+from builders.store.schema import TABLES, one, stored_version
 from builders.store.schema import create as create_schema
 from builders.store.settings import default_db_path, lock_wait, memory_limit, usable_memory
-from builders.store.subsets import Selection, SubsetQueries
+from builders.store.subsets import SubsetQueries
 from builders.store.vectors import VectorQueries
 
 __all__ = [
     "DB_ENV",
     "DEFAULT_DB",
-    "SCHEMA_VERSION",
-    "Selection",
     "Store",
     "StoredSplit",
     "default_db_path",
-    "lock_holders",
     "lock_wait",
     "memory_limit",
-    "one",
     "open_failure",
     "usable_memory",
-    "wal_holds_writes",
     "wal_path",
 ]
 
@@ -91,12 +71,8 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
     store reads through a read-only connection, so that other commands can read beside it
     during a long computation: each write (`transaction()`) takes the write lock only while it
     runs, and label vectors (`add_vectors`) are held in memory until `flush_vectors()` writes
-    them in one short transaction.
-
-    What it holds comes from `CatalogueQueries`, the embedding cache from `VectorQueries`, the
-    leakage queries and the decontaminated view from `OverlapQueries`, a level's sentences and
-    rows from `SubsetQueries`. A DuckDB error that leaves a `with Store(...)` block as one the
-    store knows (damage, a refused write, memory) leaves it as its typed `StoreError`."""
+    them in one short transaction. A DuckDB error that leaves a `with Store(...)` block as one
+    the store knows (damage, a refused write, memory) leaves it as its typed `StoreError`."""
 
     def __init__(
         self,
@@ -112,12 +88,9 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
 
         Args:
             read_only: share the store with other readers; nothing can be written.
-            create: make a new store when there is none at `path` (only where something
-                will be ingested: a command that only reads never leaves an empty store).
-            shared: read with a read-only connection; write only for the length of each
-                write (see the class).
-            wait: seconds to wait for a store another process holds (default: `lock_wait()`,
-                read when one is found held).
+            create: make a new store when there is none at `path` (a command that only reads
+                never leaves an empty store).
+            wait: seconds to wait for a store another process holds (default: `lock_wait()`).
             on_wait: told once, in words, who holds a store that is waited for.
         """
         self.path = Path(path) if path is not None else default_db_path()
@@ -177,10 +150,8 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
                 wal.unlink()
 
     def check(self) -> dict[str, int]:
-        """Read every row of every table, so that DuckDB verifies every block's checksum.
-
-        Returns: table -> rows. Raises StoreError naming the damaged table.
-        """
+        """Read every row of every table, so that DuckDB verifies every block's checksum: table
+        -> rows, or a StoreError naming the damaged table."""
         rows = {}
         for table in TABLES:
             sql = f"SELECT count(*), sum(hash(t)) FROM {table} t"
@@ -209,13 +180,9 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """All of the block's writes, or (on any error, a full disk included) none. A shared
-        store holds the write lock for the block only (waiting for readers to finish).
-
-        The write is folded from the .wal into the store file before the block ends: a disk
-        that takes the .wal but not the file's growth (a full disk, a file size limit), at the
-        commit or at its checkpoint, is refused like one that takes neither (`_refused`).
-        A block inside another is part of it: its writes land with the outer block's or, on
-        an error, are undone with them (regenerate's inputs: every source or none)."""
+        store holds the write lock for the block only. The write is folded from the .wal into
+        the store file before the block ends (a disk refusing that is undone: `_refused`).
+        A block inside another is part of it: its writes land or are undone with the outer's."""
         if self._in_transaction:
             self.__dict__.pop("_per_label_cache", None)
             yield self.con
@@ -254,11 +221,8 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
             self._in_transaction = False
 
     def checkpoint(self) -> None:
-        """Fold what the store's .wal holds into the store file.
-
-        Raises:
-            StoreError: the disk refused it (the writes stay in the .wal).
-        """
+        """Fold what the store's .wal holds into the store file; a `StoreError` where the disk
+        refused it (the writes stay in the .wal)."""
         try:
             self.con.execute("CHECKPOINT")
         except duckdb.Error as exc:
@@ -270,9 +234,7 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
         """The store file's state before a write, when its .wal holds nothing: what a write
         the disk cannot fold in is undone to. None: a store in memory, on Windows (no POSIX
         locks, no truncating an open file), or whose .wal holds earlier writes."""
-        if os.name == "nt" or self.path.name == ":memory:":
-            return None
-        if wal_holds_writes(self.path):
+        if os.name == "nt" or self.path.name == ":memory:" or wal_holds_writes(self.path):
             return None
         if self._fd is None:
             try:
@@ -289,18 +251,14 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
             self._fd = None
 
     def _refused(self, exc: duckdb.Error, before: FileState | None, committed: bool) -> NoReturn:
-        """The machine refused the write at its commit or its checkpoint, or DuckDB stopped
-        the database at its checkpoint (`committed`: the .wal holds it).
+        """Raise the `StoreError` of a write the machine refused at its commit or checkpoint,
+        or DuckDB stopped at its checkpoint (`committed`: the .wal holds it).
 
         While the store file's headers are `before`'s, the .wal is dropped and the file cut
-        back, before the connection lets go of the file's lock: the store as it was, and
-        "nothing was written". Else a committed write stays in the .wal, and the error says
-        to keep it. A refused write of a database DuckDB did not stop is not undone under
-        it (its close would fold the .wal in): its rollback already left the data as it was.
-
-        Raises:
-            StoreError: always.
-        """
+        back before the connection lets go of the file's lock: "nothing was written". Else a
+        committed write stays in the .wal, and the error says to keep it. A database DuckDB
+        did not stop is not undone under it (its close would fold the .wal in): its rollback
+        already left the data as it was."""
         stopped = isinstance(exc, duckdb.FatalException)
         undone = (
             (stopped or not committed)

@@ -1,8 +1,7 @@
-"""NumPy over a level's (sentence, label) rows, what `builders.store.subsets` reads them for:
-the walk that fits a level to its size (`walk`), the seeded draw that keeps a capped label's
-sentences within its cap (`draw`, `selection`), and the rows a fitted level keeps for both
-(`LevelRows`, counted from its sorted mentions by `count_runs`). `Selection` is what a level
-keeps. The rules are in `subsets`' docstring and METHOD.md section 4.
+"""NumPy over a level's (sentence, label) rows (`LevelRows`), for `builders.store.subsets`:
+the walk that fits a level to its size (`walk`) and the seeded draw that keeps a capped label's
+sentences within its cap (`draw`, `selection`), both METHOD.md section 4. `Selection` is what a
+level keeps.
 """
 
 from __future__ import annotations
@@ -92,8 +91,7 @@ def sentence_starts(table: pa.Table) -> np.ndarray:
 
 def _changes(table: pa.Table, column: str, end: np.ndarray) -> np.ndarray:
     """Whether each row's split or `column` differs from the row before's (the first row's
-    does), then `end` (the splits compared by Arrow: as NumPy objects, they took most of
-    the time at NuNER's 2.4M rows)."""
+    does), then `end` (splits compared by Arrow: as NumPy objects, most of the time)."""
     split, key = table.column("split"), table.column(column).to_numpy()
     new = np.empty(key.size + end.size, dtype=bool)
     new[: min(key.size, 1)] = True
@@ -166,17 +164,12 @@ def walk(
 ) -> tuple[list[int], dict[int, int]]:
     """`fit_level`'s walk over the labels in order: each taken as planned where the size
     allows it, else capped at what is left of the size (when its forced mentions leave
-    room), else left out.
+    room), else left out (METHOD.md section 4, a level's size on what it writes).
 
-    The level's size is counted as it grows: a whole label's every mention, a capped label's
-    cap or, where more, its forced mentions (those in the sentences kept for whole labels: a
-    draw never cuts them). Taking a label whole keeps its sentences not yet kept; they grow
-    the size by its mentions and by the capped labels' forced mentions that pass their caps
-    with them. Only a sentence holding a capped label (`capped_in`) can do the latter, and a
-    label's forced mentions are only read at its turn or once it is capped, so they are
-    counted then (`pos`, `n`: each (sentence, label) row's label and mentions, a sentence's
-    rows together from `first[i]` to `first[i + 1]`; `index`: their `walk_index`, made
-    here when not given). `_Walk` holds the state."""
+    A capped label's forced mentions (those in the sentences kept for whole labels) are read
+    at its turn; later only a sentence holding a capped label (`capped_in`) can add to them.
+    `pos`, `n`: each (sentence, label) row's label and mentions, a sentence's rows from
+    `first[i]` to `first[i + 1]`; `index`: their `walk_index`, made here when not given."""
     labels = take.size
     if index is None or len(index.totals) != labels:
         index = walk_index(pos, n, first, labels)
@@ -197,10 +190,9 @@ SMALL_LABEL = 64
 
 
 class _Walk:
-    """`walk`'s state: the sentences kept (of whole labels) and those holding a capped label
-    (`bytearray`s with NumPy views on the same memory), the capped labels in the order they
-    were capped (slot k >= 1 of `cap` and `forced`, each one's cap and forced mentions),
-    each label's slot (0: not capped), the labels taken whole and the size grown."""
+    """`walk`'s state. The sentences kept and those holding a capped label are `bytearray`s with
+    NumPy views on the same memory; capped label k >= 1 (in the order capped) has its cap and
+    forced mentions in slot k of `cap` and `forced`, each label its slot in `slot` (0: none)."""
 
     def __init__(
         self, pos: np.ndarray, n: np.ndarray, first: np.ndarray, index: WalkIndex, size: int
@@ -329,21 +321,17 @@ def selection(
 
 def per_sentence_selection(table: pa.Table, labels: list[str], cap: np.ndarray) -> Selection:
     """`select_sentences` from the rows of `_PER_SENTENCE`."""
-    first = sentence_starts(table)
-    starts = pa.array(first[:-1])
-    forced = table.column("forced").to_numpy(zero_copy_only=False)[first[:-1]].astype(bool)
-    keys = pa.table({"split": table.column("split").take(starts), "idx": table["idx"].take(starts)})
-    pos = table.column("pos").to_numpy().astype(np.int64)
-    n = table.column("n").to_numpy().astype(np.int64)
-    return selection(pos, n, first, forced, keys, labels, cap)
+    rows = LevelRows.of(table, len(labels))
+    forced = table.column("forced").to_numpy(zero_copy_only=False)[rows.first[:-1]].astype(bool)
+    keys = pa.table({"split": rows.split, "idx": rows.idx})
+    return selection(rows.pos, rows.n, rows.first, forced, keys, labels, cap)
 
 
 @dataclass
 class LevelRows:
-    """A level order's (sentence, label) rows as `Store._level_rows` reads them (`pos`: each
-    row's place in the order, `n`: its mentions, int64; a sentence's rows from `first[i]` to
-    `first[i + 1]`; `split`, `idx`: each sentence's key), with what walks and draws over
-    them derive, made once (`Store.fit_level` and `Store.select_fitted` share them)."""
+    """A level order's (sentence, label) rows (`pos`: each row's place in the order, `n`: its
+    mentions; a sentence's rows from `first[i]` to `first[i + 1]`; `split`, `idx`: each
+    sentence's key), and what walks and draws over them derive, made once."""
 
     pos: np.ndarray
     n: np.ndarray

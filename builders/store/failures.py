@@ -1,8 +1,6 @@
 """What the store says when DuckDB or the machine refuses: one line per failure, naming the
-store and the fix, and the typed `StoreError` each becomes (`as_store_error`, the store's
-boundary: no caller needs DuckDB to tell a damaged store from a full disk). Also the undo of a
-write the disk refused (`FileState`: the store file's size and headers, restored with its
-`.wal` dropped).
+store and the fix, and the typed `StoreError` each becomes (`as_store_error`). Also the undo
+of a write the disk refused (`FileState`).
 """
 
 from __future__ import annotations
@@ -160,10 +158,8 @@ def machine_refused(exc: Exception) -> bool:
 
 
 def as_store_error(path: Path | str, exc: BaseException) -> StoreError | None:
-    """The typed `StoreError` a DuckDB error met while using the store at `path` becomes: a
-    damaged file (`StoreDamaged`), a write the machine refused (`StoreWriteRefused`), DuckDB
-    out of its memory limit (`StoreOutOfMemory`). None for any other error (a bug: it is
-    left as it is)."""
+    """The typed `StoreError` a DuckDB error met while using the store at `path` becomes; None
+    for any other error (a bug: it is left as it is)."""
     if not isinstance(exc, duckdb.Error):
         return None
     if is_damage(exc):

@@ -1,10 +1,8 @@
 """Ingest a named source from `--path`s, its local copy (`$LABELSHIFT_DATA`), or its Hub origin.
 
-Where to read and with which reader is the registry's decision (`SourceSpec.plan`); writing
-is `builders.store.writer`. `plan_ingest` makes that decision without touching a store, so
-that a command can refuse bad arguments before it creates a store file; `ingest` is that plan
-through `writer.prepare_source`, written (a caller writing several sources prepares each
-first: `scenarios.inputs`).
+`plan_ingest` decides what to read (`SourceSpec.plan`) without touching a store, so that a
+command can refuse bad arguments before it creates a store file; `ingest` writes that plan
+through `writer.prepare_source`.
 """
 
 from __future__ import annotations
@@ -54,12 +52,9 @@ def ingest(
 ) -> IngestResult:
     """Read a source into the store in one transaction; a no-op when nothing changed.
 
-    `path` is one or more files, folders or globs. A split that already holds a different
-    input is refused unless `replace` (replace it) or `append` (add the new inputs) is set.
-    `label_map` (raw tag -> label; `--label-map`) is read before the packaged table; each
-    split's report counts the labels it and the table verbalised (METHOD.md section 6).
-    `exact` and `allow_shrink`: see `writer.prepare_source`. A Hub dataset is read at
-    `revision` (default its main branch), and its commit recorded with each input.
+    `path` is one or more files, folders or globs; `label_map` (raw tag -> label) is read
+    before the packaged table (METHOD.md section 6); a Hub dataset is read at `revision`
+    (default its main branch). The other arguments: `writer.prepare_source`.
     """
     spec, plan = plan_ingest(
         source, path, split=split, options=options, label_map=label_map, revision=revision

@@ -3,14 +3,10 @@
     tables = store.overlap_tables("pilener", pa.table({"benchmark", "source", "split"}), n=13)
     with store.without_sentences("pilener", ids):   every query sees the corpus without them
 
-Tokens are compared normalised (NFC, lower-cased, METHOD.md section 7). The corpus is read
-once: every token is normalised and hashed (64-bit); a sentence is keyed by the hash of its
-token hashes, an n-gram and a mention by the hash of theirs, and these are joined with the
-benchmarks' keys. Exact hits are checked token by token. N-gram and mention hits are not: a
-false one needs a 64-bit collision, about one in 10^7 scans of a NuNER-sized corpus against
-the seven zero-shot test sets (30M x 70k keys / 2^64), while checking every hit doubles the
-time of a corpus that holds many copies.
-`Store` inherits these methods (`builders.store.db`).
+Tokens are compared normalised (NFC, lower-cased, METHOD.md section 7) and hashed; how, and why
+n-gram and mention hits are not checked token by token: docs/DESIGN.md, "Leakage". A false hit
+needs a 64-bit collision, about one in 10^7 scans of a NuNER-sized corpus against the seven
+zero-shot test sets (30M x 70k keys / 2^64). `Store` inherits these methods.
 """
 
 from __future__ import annotations
@@ -97,11 +93,9 @@ class OverlapQueries:
     _shadowing: int = 0
 
     def scan_inputs(self, source: str, benchmarks: pa.Table) -> dict[str, Any] | None:
-        """What `overlap_tables(source, benchmarks, ...)` reads: for the corpus's splits and
-        the benchmarks' splits, their stored fingerprints (the input), when they were ingested
-        (`--replace` reads the same input again, with what the reader makes of it now) and
-        their counts (the scan cache's key, `builders.shift.scan_cache`); None inside
-        `without_sentences`."""
+        """What `overlap_tables(source, benchmarks, ...)` reads: the corpus's and benchmarks'
+        splits' fingerprints, ingest times and counts (the key of `builders.shift.scan_cache`);
+        None inside `without_sentences`."""
         if self._shadowing:
             return None
         rows = self.con.execute(
@@ -119,12 +113,11 @@ class OverlapQueries:
 
     def raw_labels(self, source: str, split: str) -> list[tuple[str, str, str | None]]:
         """Distinct (raw_label, label, coarse) of a split's mentions, by label."""
-        rows = self.con.execute(
+        return self.con.execute(
             "SELECT DISTINCT raw_label, label, coarse FROM mentions "
             "WHERE source = ? AND split = ? ORDER BY label, raw_label",
             [source, split],
         ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
 
     def overlap_tables(
         self, source: str, benchmarks: pa.Table, n: int, texts: bool = True
@@ -164,11 +157,9 @@ class OverlapQueries:
 
     def _overlap_prepare(self, source: str, n: int, texts: bool) -> None:
         """The benchmark side (`_lk_bs` sentences, `_lk_bg` n-grams, `_lk_bm` mentions), then
-        one pass over the corpus, `CHUNK` sentences at a time (`_overlap_chunk`), which keeps
-        only what the corpus has of the benchmarks: the pairs (`_lk_p`), their training
-        sentences (`_lk_ts`) and those sentences' labels (`_lk_tl`), and the training mentions
-        whose surface some benchmark mention has (`_lk_tm`). Memory grows with the hits, not
-        with the corpus, and the corpus is read once."""
+        one pass over the corpus, `CHUNK` sentences at a time (`_overlap_chunk`), keeping only
+        its hits: the pairs (`_lk_p`), their training sentences and labels (`_lk_ts`, `_lk_tl`)
+        and the training mentions of a benchmark surface (`_lk_tm`)."""
         con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_bs AS "
@@ -194,16 +185,12 @@ class OverlapQueries:
         )
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _lk_p(bno INTEGER, split VARCHAR, idx INTEGER, "
-            "exact BOOLEAN, positions INTEGER[])"
-        )
-        con.execute(
+            "exact BOOLEAN, positions INTEGER[]); "
             "CREATE OR REPLACE TEMP TABLE _lk_ts(split VARCHAR, idx INTEGER, sentence_id VARCHAR, "
-            "tokens VARCHAR[])"
+            "tokens VARCHAR[]); "
+            "CREATE OR REPLACE TEMP TABLE _lk_tl(split VARCHAR, idx INTEGER, labels VARCHAR[]); "
+            "CREATE OR REPLACE TEMP TABLE _lk_tm(mh UBIGINT, label VARCHAR)"
         )
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _lk_tl(split VARCHAR, idx INTEGER, labels VARCHAR[])"
-        )
-        con.execute("CREATE OR REPLACE TEMP TABLE _lk_tm(mh UBIGINT, label VARCHAR)")
         ranges = con.execute(
             "SELECT split, min(idx), max(idx) FROM sentences WHERE source = ? "
             "GROUP BY split ORDER BY split",
@@ -277,11 +264,8 @@ class OverlapQueries:
     @contextmanager
     def without_sentences(self, source: str, sentence_ids: Sequence[str]) -> Iterator[int]:
         """Within the block, every query of this connection sees `source` without these
-        sentences, their mentions and their negatives (a decontaminated corpus); nothing is
-        deleted. Yields how many stored sentences are left out.
-
-        Temporary views named like the tables shadow them for this connection only.
-        """
+        sentences, their mentions and their negatives (temporary views named like the tables
+        shadow them); nothing is deleted. Yields how many stored sentences are left out."""
         ids = pa.table({"sentence_id": pa.array(list(sentence_ids), pa.string())})
         db = self.con.execute("SELECT current_database()").fetchall()[0][0]
         main = '"' + str(db).replace('"', '""') + '".main'

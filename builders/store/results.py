@@ -1,10 +1,14 @@
-"""What an ingest did (`writer.prepare_source(...).write()`, `ingest.ingest`): per split and for the source,
-its status, counts and notes, as the `ingest` command prints them and `--json` holds them."""
+"""What an ingest did, per split and for the source, as `ingest` prints it and `--json` holds it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def _total(count: str) -> Any:
+    """A property: the splits' sum of `count`."""
+    return property(lambda self: sum(getattr(s, count) for s in self.splits))
 
 
 @dataclass
@@ -29,21 +33,10 @@ class IngestResult:
     types: int = 0
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def sentences(self) -> int:
-        return sum(s.sentences for s in self.splits)
-
-    @property
-    def mentions(self) -> int:
-        return sum(s.mentions for s in self.splits)
-
-    @property
-    def negatives(self) -> int:
-        return sum(s.negatives for s in self.splits)
-
-    @property
-    def negative_spans(self) -> int:
-        return sum(s.negative_spans for s in self.splits)
+    sentences = _total("sentences")
+    mentions = _total("mentions")
+    negatives = _total("negatives")
+    negative_spans = _total("negative_spans")
 
     def to_dict(self) -> dict[str, Any]:
         keys = ("sentences", "mentions", "negatives", "negative_spans", "types")

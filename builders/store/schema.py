@@ -1,8 +1,5 @@
-"""The span store's schema: its tables, its version, and the check that refuses another one.
-
-A store file holds `meta.schema_version`; a new file gets the tables of this version, a file of
-another version is refused before anything in it is touched (no migration: ingest again).
-"""
+"""The span store's schema: its tables and its version (`meta.schema_version`); a store of
+another version is refused before anything in it is touched (no migration: ingest again)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def lock_wait() -> float:
     try:
         seconds = float(text)
     except ValueError:
-        raise StoreError(f"{LOCK_WAIT_ENV}={text!r}: give the seconds to wait, e.g. 60") from None
+        seconds = -1.0
     if not seconds >= 0:  # NaN too
         raise StoreError(f"{LOCK_WAIT_ENV}={text!r}: give the seconds to wait, e.g. 60")
     return seconds

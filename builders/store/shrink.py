@@ -1,12 +1,9 @@
 """The guard of an ingest that replaces a source's whole input (`prepare_source(exact=True)`).
 
-A scenario's `ingest = "replace"` takes its `path` as the whole input, so files gone from it
-leave the store too. That is how a shard is retired; it is also what a folder copied in part
-(a sync not finished, a mount missing) looks like, and then a published dataset would shrink
-without anyone asking. So a split removed whole, or a source whose sentences fall by more
-than half, is refused unless the caller accepts it (regenerate's `--allow-shrink SOURCE`).
-Regenerate checks every source (`writer.prepare_source`) before it writes any, and writes
-them in one transaction, so one source refused leaves the others unwritten too.
+Files gone from a scenario's `path` leave the store too: that is how a shard is retired, and
+also what a folder copied in part (a sync not finished, a mount missing) looks like. So a
+split removed whole, or a source whose sentences fall by more than half, is refused unless the
+caller accepts it (regenerate's `--allow-shrink SOURCE`).
 """
 
 from __future__ import annotations
@@ -21,9 +18,8 @@ from builders.store.catalogue import StoredSplit
 
 @dataclass
 class ShrinkGuard:
-    """The refusal of an `exact` ingest that would shrink what is stored past belief: a split
-    removed whole, or the source's sentences falling by more than half (a folder copied in
-    part, a sync not finished). `fix` names what accepts it."""
+    """The refusal of an `exact` ingest that would shrink what is stored past belief; `fix`
+    names what accepts it."""
 
     source: str
     fix: str
@@ -37,14 +33,10 @@ class ShrinkGuard:
     ) -> None:
         """Refuse what is known before reading: splits gone, and the sentences left when
         every input to read (`jobs`: split -> its (input, fingerprint)s) is one already
-        stored unchanged, whose count the store has.
-
-        Raises:
-            BuildersError: one line per split gone, or the fall, naming `fix`.
-        """
+        stored unchanged, whose count the store has."""
         lines = [
             f"{self.source}/{split}: no longer in the input; it holds "
-            f"{stored[split].sentences:,} sentences from {_listing(stored[split])}, "
+            f"{stored[split].sentences:,} sentences from {_inputs(stored[split])}, "
             "which replacing what is stored would remove"
             for split in dropped
         ]
@@ -63,11 +55,7 @@ class ShrinkGuard:
 
     def after_reading(self, stored: Mapping[str, StoredSplit], read: Mapping[str, int]) -> None:
         """Refuse a fall by more than half once the changed inputs are read (`read`: the
-        sentences of each split written; the others keep theirs).
-
-        Raises:
-            BuildersError: naming the fall and `fix` (the caller's transaction is undone).
-        """
+        sentences of each split written; the others keep theirs)."""
         after = {s: v.sentences for s, v in stored.items()} | dict(read)  # none dropped
         fall = self._fall(stored, after)
         if fall:
@@ -94,9 +82,13 @@ class ShrinkGuard:
         )
 
 
-def _listing(old: StoredSplit, shown: int = 3) -> str:
-    names = [
-        f"{i['input'].rstrip('/').rsplit('/', 1)[-1]} ({i['sentences']:,})" for i in old.inputs
-    ]
+def _inputs(old: StoredSplit) -> str:
+    return listing(
+        [f"{i['input'].rstrip('/').rsplit('/', 1)[-1]} ({i['sentences']:,})" for i in old.inputs], 3
+    )
+
+
+def listing(names: list[str], shown: int) -> str:
+    """The first `shown` names, and how many more."""
     more = len(names) - shown
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")

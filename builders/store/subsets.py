@@ -4,28 +4,17 @@
     rows = store.subset_rows("pilener", labels, chosen=chosen)        # every row, in memory
     with store.subset_reader("pilener", labels, chosen=chosen) as reader: ...   # streamed
 
-A level keeps a sentence whole: every mention the corpus has in it of the level's labels
-(METHOD.md section 4). A label the level keeps in part (`caps`: label -> mentions) is cut by
-keeping fewer of its sentences, never fewer of its mentions:
-
-1. the sentences with a mention of a label kept whole are kept (the label needs all of them);
-   the mentions they hold of capped labels count towards those labels' caps;
-2. the other sentences (they hold capped labels only) are walked in a seeded random order
-   (the md5 of the seed and the sentence's key, so the order is the same on every machine
-   and DuckDB version, and not the corpus's own, which is often sorted by topic or source);
-   a sentence is kept when its mentions keep every capped label it holds within its cap.
-
-A capped label therefore ends at its cap, or a little under it where no sentence left fits
-(each would pass its cap or another label's), or above it where the sentences of whole labels
-already hold more of it than its cap (that part is counted, not cut).
-`Store` inherits these methods (`builders.store.db`).
+A level keeps a sentence whole; a label it keeps in part (`caps`: label -> mentions) is cut by
+a seeded draw of its sentences (the md5 of the seed and the sentence's key: the same order on
+every machine and DuckDB version), after the sentences of the labels kept whole (METHOD.md
+section 4). `Store` inherits these methods (`builders.store.db`).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from builders.defaults import SEED
 from builders.deferred import duckdb, np, pa
@@ -195,13 +184,8 @@ class SubsetQueries:
         chosen: Selection | None = None,
         seed: int = SEED,
     ) -> pa.Table:
-        """The rows of a label subset, in corpus order (METHOD.md section 4).
-
-        A sentence is kept if it has a mention of one of `labels` (or, with `caps` or
-        `chosen`, if `select_sentences` keeps it), with every mention it has of the labels
-        (whole and capped), and the negatives among them: label-level ones (types asked
-        about with no answer) and span-level ones (spans that are NOT of their label; one
-        equal to a stored mention is left out).
+        """The rows of a label subset, in corpus order (METHOD.md section 4): the sentences
+        with a mention of `labels` (with `caps` or `chosen`: those `select_sentences` keeps).
         Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives,
         negative_spans [{start, end, label}] (`end` exclusive).
         """
@@ -222,16 +206,11 @@ class SubsetQueries:
         """`subset_rows` as a reader of record batches (up to `batch_rows` rows each, in the
         same order): a subset of a large corpus is written out without holding it in memory.
         Read it whole inside the block."""
-        with self._rows(source, labels, caps, chosen, seed) as sql:
-            rel = self.con.sql(sql, params=[source])
-            # DuckDB 2 names it to_arrow_reader (its fetch_arrow_reader is deprecated); 1.x has
-            # only fetch_arrow_reader
-            to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
-            reader = to_reader(batch_rows)
-            try:
-                yield reader
-            finally:  # the connection takes no other work while a result is open
-                reader.close()
+        with (
+            self._rows(source, labels, caps, chosen, seed) as sql,
+            self._reader(sql, [source], batch_rows) as reader,
+        ):
+            yield reader
 
     def fit_level(
         self,
@@ -241,14 +220,11 @@ class SubsetQueries:
         size: int,
         members: Mapping[str, Sequence[str]] | None = None,
     ) -> tuple[list[str], dict[str, int]]:
-        """The labels of a level cut to `size` (`order`: its labels in the order it takes
-        them, `take`: the mentions planned of each), taken so that the level holds `size`
-        mentions counted on what it writes (METHOD.md section 4): whole (every mention) or
-        capped, or left out where even its mentions in the sentences already kept would pass
-        the size. Returns (whole labels, capped labels -> cap); `select_fitted` then draws.
-        `members`: the stored labels a label of `order` stands for, where a protocol spells
-        labels otherwise than the store (`LabelTable.members`; absent: itself), counted as
-        one label.
+        """The labels of a level cut to `size` mentions counted on what it writes (`order`: its
+        labels in the order it takes them, `take`: the mentions planned of each; METHOD.md
+        section 4). Returns (whole labels, capped labels -> cap); `select_fitted` then draws.
+        `members`: the stored labels a label of `order` stands for (`LabelTable.members`;
+        absent: itself), counted as one label.
         """
         rows = self._level_rows(source, order, take, members)
         take = np.asarray(take, dtype=np.int64)
@@ -266,10 +242,8 @@ class SubsetQueries:
         members: Mapping[str, Sequence[str]] | None = None,
     ) -> Selection:
         """`select_sentences` for a level `fit_level` fitted (same `order`, `take` and
-        `members`; `whole` and `caps` spelled as `order` is): the same selection, drawn from
-        the level's rows `fit_level` read (no query but the seeded order of their sentences,
-        once per level); its counts by the labels of `order`. Labels outside `order` are
-        selected by `select_sentences`."""
+        `members`): the same selection, drawn from the rows `fit_level` read; its counts by
+        the labels of `order`. Labels outside `order` go through `select_sentences`."""
         labels, cap = labels_table(whole, caps)
         if not set(labels) <= set(order):
             return self.select_sentences(source, whole, caps, seed)
@@ -319,16 +293,20 @@ class SubsetQueries:
         take: object,
         members: Mapping[str, Sequence[str]] | None = None,
     ) -> LevelRows:
-        """`_PER_LABEL`'s rows for `order` (`LevelRows`). They are kept while the plan
-        `take` (the same array) lives: a level fitted again to a smaller size (the
-        `splits.fitting.equal_sizes`) has the same order and plan, and its rows are read once
-        per build (about 27 MB for a NuNER level of 2.4M rows). A write to the store and
-        `without_sentences` (entered or left) forget them all."""
+        """`_PER_LABEL`'s rows for `order` (`LevelRows`), kept while the plan `take` (the same
+        array) lives: a level fitted again to a smaller size (`splits.fitting.equal_sizes`)
+        reads them once per build (about 27 MB for a NuNER level of 2.4M rows). A write to the
+        store and `without_sentences` (entered or left) forget them all."""
         stored = _stored(order, members)
-        rows = self._kept_rows(source, take, stored)
-        if rows is None:
-            rows = LevelRows.of(self._per_label(source, *stored), len(order))
-            self._keep_rows(source, take, stored, rows)
+        cache: dict[int, tuple[str, _Stored, LevelRows]]
+        cache = self.__dict__.setdefault("_per_label_cache", {})
+        hit = cache.get(id(take))
+        if hit is not None and hit[0] == source and hit[1] == stored:
+            return hit[2]
+        rows = LevelRows.of(self._per_label(source, *stored), len(order))
+        if isinstance(take, np.ndarray):  # an array can be watched: forgotten when it is
+            cache[id(take)] = (source, stored, rows)
+            weakref.finalize(take, cache.pop, id(take), None)
         return rows
 
     def _per_label(self, source: str, labels: Sequence[str], pos: Sequence[int]) -> pa.Table:
@@ -341,21 +319,6 @@ class SubsetQueries:
         with self._registered("_selected", selected):
             return count_runs(self.con.sql(_PER_LABEL, params=[source]).to_arrow_table())
 
-    def _kept_rows(self, source: str, take: object, stored: _Stored) -> LevelRows | None:
-        """The rows kept for the plan `take`, where they were read for the same labels."""
-        hit = self.__dict__.get("_per_label_cache", {}).get(id(take))
-        if hit is not None and hit[0] == source and hit[1] == stored:
-            return hit[2]
-        return None
-
-    def _keep_rows(self, source: str, take: object, stored: _Stored, rows: LevelRows) -> None:
-        """Keeps a level's rows while its plan lives (`_level_rows`)."""
-        cache: dict[int, tuple[str, _Stored, LevelRows]]
-        cache = self.__dict__.setdefault("_per_label_cache", {})
-        if isinstance(take, np.ndarray):  # an array can be watched: forgotten when it is
-            cache[id(take)] = (source, stored, rows)
-            weakref.finalize(take, cache.pop, id(take), None)
-
     @contextmanager
     def source_reader(
         self, source: str, split: str, batch_rows: int = 100_000
@@ -363,12 +326,20 @@ class SubsetQueries:
         """Every sentence of one stored split, in corpus order, in `subset_rows`' columns: its
         mentions, label-level and span-level negatives as stored (none left out), as record
         batches. Read it whole inside the block."""
-        rel = self.con.sql(_SOURCE_SQL.format(empty_spans=_EMPTY_SPANS), params=[source, split])
-        to_reader = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader
-        reader = to_reader(batch_rows)
+        sql = _SOURCE_SQL.format(empty_spans=_EMPTY_SPANS)
+        with self._reader(sql, [source, split], batch_rows) as reader:
+            yield reader
+
+    @contextmanager
+    def _reader(
+        self, sql: str, params: list[str], batch_rows: int
+    ) -> Iterator[pa.RecordBatchReader]:
+        rel = self.con.sql(sql, params=params)
+        # DuckDB 2 names it to_arrow_reader (fetch_arrow_reader deprecated); 1.x has only that
+        reader = (getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader)(batch_rows)
         try:
             yield reader
-        finally:
+        finally:  # the connection takes no other work while a result is open
             reader.close()
 
     def split_labels(self, source: str, split: str) -> list[str]:
@@ -399,12 +370,11 @@ class SubsetQueries:
             s_order=SPLIT_ORDER_SQL.format(col="s.split"),
             empty_spans=_EMPTY_SPANS,
         )
-        with self._registered("_selected", selected):
-            if sentences is None:
-                yield sql
-                return
-            with self._registered("_chosen", sentences):
-                yield sql
+        chosen_table = (
+            nullcontext() if sentences is None else self._registered("_chosen", sentences)
+        )
+        with self._registered("_selected", selected), chosen_table:
+            yield sql
 
     @contextmanager
     def _registered(self, name: str, table: pa.Table) -> Iterator[None]:

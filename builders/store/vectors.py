@@ -1,6 +1,5 @@
 """The embedding cache `Store` inherits: label vectors per cache key (`model|backend|precision|
-device|rows|weights`), read by label, written in one statement, or (a shared store) held in
-memory until `flush_vectors` writes them in one short transaction."""
+device|rows|weights`); a shared store holds new ones in memory until `flush_vectors`."""
 
 from __future__ import annotations
 
@@ -40,11 +39,7 @@ class VectorQueries:
 
     def cached_vectors(self, model: str, labels: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """(positions into `labels`, float32 vectors) of the labels cached for `model` (in
-        the store, or held in memory to be written: `add_vectors` on a shared store).
-
-        Raises:
-            StoreError: when the cache holds vectors of several lengths for the model.
-        """
+        the store, or held in memory to be written: `add_vectors` on a shared store)."""
         pos, vectors = self._stored_vectors(model, labels)
         held = self._held(model)
         if held is None or len(pos) == len(labels):
@@ -115,12 +110,7 @@ class VectorQueries:
     def flush_vectors(self, *, close: bool = False) -> int:
         """Write the label vectors held in memory in one transaction (those another process
         cached meanwhile are kept as they are); returns how many were held. With `close`, the
-        store is closed after the write (a shared store does not open to read again).
-
-        Raises:
-            StoreError: the store stayed locked for the wait, or the write failed; the vectors
-                are still held then.
-        """
+        store is closed after the write. On a `StoreError` the vectors are still held."""
         models = [m for m in self._pending if self._held(m) is not None]
         n = self.pending_vectors
         if not models:
