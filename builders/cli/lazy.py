@@ -1,7 +1,5 @@
 """A click group that imports a command's module only when the command is used (click's
-`LazyGroup` pattern), so that each command module imports the library at its top and
-`builders --help` loads none of them: the group lists its commands from a table of names,
-where they live and the first sentence of their help."""
+`LazyGroup` pattern): `builders --help` lists the commands from a table."""
 
 from __future__ import annotations
 
@@ -13,8 +11,7 @@ import click
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are named in `lazy`: name -> (`module:attribute`, summary),
-    the summary being the first sentence of the command's help (what `--help` lists)."""
+    """A group whose commands are named in `lazy`: name -> (`module:attribute`, summary)."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, tuple[str, str]], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -34,7 +31,7 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list, as click writes it, from the summaries (no module imported)."""
+        """The command list, as click writes it, from the summaries."""
         rows = [
             (name, self._summary(ctx, name))
             for name in self.list_commands(ctx)
