@@ -1,12 +1,11 @@
 """`builders fewnerd-splits` and `builders fewnerd-episodes`: thin commands over
-`builders.fewnerd.splits`, `builders.fewnerd.folder` and `builders.fewnerd.episodes`."""
+`builders.fewnerd`."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -31,19 +30,15 @@ from builders.sources import SOURCES
 from builders.store.ingest import ingest
 
 if TYPE_CHECKING:
-    from builders.fewnerd.episodes import Episode
     from builders.fewnerd.splits import SplitBuild
     from builders.shift.report import FamiliarityReport
     from builders.shift.specs import EmbeddingSpec, MetricSpec
-    from builders.sources.base import Example
     from builders.store import Store
 
 
 def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> None:
-    """Ingest the source when it is missing (or when files are given); a no-op if unchanged.
-
-    A name the registry does not know is stored as a Few-NERD source under that name."""
-
+    """Ingest the source when it is missing or files are given; a name the registry does not
+    know is stored as a Few-NERD source."""
     if path is None and store.has_source(source):
         warn_older_reads(store, source)
         return
@@ -120,14 +115,12 @@ def fewnerd_splits_cmd(
 ) -> None:
     """Rebuild Few-NERD INTRA / INTER train/validation/test parts from a stored source.
 
-    Every sentence of the source (all its splits) goes to one part owning one of its types,
-    picked at random (seeded); other parts' entities become O; sentences without entities are
-    dropped (METHOD.md section 5). Writes OUT/fewnerd-{mode}/ (parquet per part, README card,
-    summary.json) with the Familiarity of the dev and test labels against the train labels.
+    Each sentence goes to one part owning one of its types (seeded); other parts' entities
+    become O (METHOD.md section 5). Writes OUT/fewnerd-{mode}/ with the Familiarity of the dev
+    and test labels against the train labels.
 
     Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
     """
-
     request = FewnerdRequest(
         mode,
         assignment,
@@ -274,15 +267,17 @@ def fewnerd_episodes_cmd(
 ) -> None:
     """Sample N-way K~2K-shot episodes (greedy, Few-NERD's Algorithm 1) from one part.
 
-    Writes the official episode JSONL ({"support": {"word", "label"}, "query": ..., "types"})
-    and checks every episode: each support type has K..2K mentions, no other type, the query
-    (drawn from the other sentences) has Q..2Q of each.
+    Writes the official episode JSONL and checks every episode: each support type has K..2K
+    mentions, the query (from the other sentences) Q..2Q.
 
     Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
     """
-
     part = canonical_split(part)
-    examples, where = _read_part(split_dir, source, part, db)
+    if split_dir is not None:
+        examples, where = read_part(split_dir, part), f"{split_dir}:{part}"
+    else:
+        with open_store(db, read_only=True) as store:
+            examples, where = store_examples(store, source, part), f"{source}/{part}"
     start = time.perf_counter()
     with progress_bar(f"episodes {where}", quiet, total=n_episodes, unit=" ep") as bar:
         eps = sample_episodes(
@@ -294,9 +289,22 @@ def fewnerd_episodes_cmd(
         name = f"{part}_{n_way}_{k_shot}.jsonl"
         out = split_dir / "episode-data" / name if split_dir is not None else Path(name)
     write_jsonl(out, (episode_record(ep, examples, lowercase) for ep in eps))
-    summary = _episodes_summary(
-        eps, seconds, out, where, len(examples), (n_way, k_shot, q_shot or k_shot), seed
-    )
+    n = max(len(eps), 1)
+    summary = {
+        "out": str(out),
+        "part": where,
+        "sentences": len(examples),
+        "n_way": n_way,
+        "k_shot": k_shot,
+        "q_shot": q_shot or k_shot,
+        "episodes": len(eps),
+        "seed": seed,
+        "checked": True,
+        "seconds": round(seconds, 3),
+        "episodes_per_s": round(len(eps) / seconds, 1) if seconds > 0 else None,
+        "mean_support_sentences": round(sum(len(e.support) for e in eps) / n, 3),
+        "mean_query_sentences": round(sum(len(e.query) for e in eps) / n, 3),
+    }
     if as_json:
         emit_json(summary)
         return
@@ -304,43 +312,3 @@ def fewnerd_episodes_cmd(
         f"{len(eps):,} episodes ({n_way}-way {k_shot}~{2 * k_shot}-shot) from {where} -> {out}; "
         f"all checked; {summary['episodes_per_s']} episodes/s"
     )
-
-
-def _episodes_summary(
-    eps: Sequence[Episode],
-    seconds: float,
-    out: Path,
-    where: str,
-    sentences: int,
-    shots: tuple[int, int, int],
-    seed: int,
-) -> dict[str, Any]:
-    """fewnerd-episodes' JSON summary: where the episodes went, the setting `shots` = (N, K, Q),
-    the sampling rate and the mean support and query sizes."""
-    n_way, k_shot, q_shot = shots
-    return {
-        "out": str(out),
-        "part": where,
-        "sentences": sentences,
-        "n_way": n_way,
-        "k_shot": k_shot,
-        "q_shot": q_shot,
-        "episodes": len(eps),
-        "seed": seed,
-        "checked": True,
-        "seconds": round(seconds, 3),
-        "episodes_per_s": round(len(eps) / seconds, 1) if seconds > 0 else None,
-        "mean_support_sentences": round(sum(len(e.support) for e in eps) / max(len(eps), 1), 3),
-        "mean_query_sentences": round(sum(len(e.query) for e in eps) / max(len(eps), 1), 3),
-    }
-
-
-def _read_part(
-    split_dir: Path | None, source: str, part: str, db: Path
-) -> tuple[list[Example], str]:
-    """The part's sentences from a written split folder, or from a stored source's split."""
-    if split_dir is not None:
-        return read_part(split_dir, part), f"{split_dir}:{part}"
-
-    with open_store(db, read_only=True) as store:
-        return store_examples(store, source, part), f"{source}/{part}"

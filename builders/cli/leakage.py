@@ -1,5 +1,5 @@
 """`leakage`: benchmark sentences and mentions inside a training corpus; and the leakage
-tables `familiarity` and `build-splits` print beside Familiarity."""
+tables `familiarity` and `build-splits` print."""
 
 from __future__ import annotations
 
@@ -94,8 +94,7 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
         rows.append(_row("union", rep["union"]))
     if rows:
         print_table(title, COLUMNS, rows)
-    # one line per reason: seven benchmarks without a local copy are one note, not seven;
-    # the first is said in full (a command to copy), the others named after it
+    # one line per reason: the first benchmark said in full, the others named after it
     by_reason: dict[str, list[tuple[str, str]]] = {}
     for name, why in rep["not_scanned"].items():
         by_reason.setdefault(_template(why, name), []).append((name, why))
@@ -106,8 +105,7 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
 
 
 def _template(why: str, name: str) -> str:
-    """`why` with `name` as a whole word taken out (a name inside a longer one is kept): the
-    key that groups the benchmarks left out for one reason. Never printed."""
+    """`why` with `name` as a whole word taken out: the key grouping benchmarks by reason."""
     return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "\x00", why)
 
 
@@ -167,11 +165,8 @@ def leakage_cmd(
 ) -> None:
     """Is my zero-shot score zero-shot? Benchmark sentences and mentions in a training corpus.
 
-    Per benchmark and over their union: exact sentence overlap (normalised tokens), n-gram
-    overlap with its containment ratio, and seen mentions (and how many of those carry a
-    familiar training label). Benchmarks are read from the store (packaged ones are ingested
-    from $LABELSHIFT_DATA when missing). The overlapping (benchmark sentence, training
-    sentence) pairs go to a parquet file with --pairs; nothing else is written.
+    Per benchmark and over their union: exact and n-gram sentence overlap and seen mentions
+    (METHOD.md section 7). --pairs writes the overlapping sentence pairs; nothing else is.
 
     Example: builders leakage --source pilener --benchmarks crossner-ai,crossner-music
     """

@@ -17,8 +17,7 @@ from builders.hub.publish import plan_publishes, publish
 from builders.scenarios.book import load_scenarios
 from builders.scenarios.regenerate import regenerate
 
-#: How wide regenerate's table is when not printed to a terminal (a pipe, a CI log): its
-#: changes column wraps there, as it does in a terminal (`--json` holds them whole).
+#: How wide regenerate's table is when not printed to a terminal (its changes column wraps).
 TABLE_WIDTH = 100
 
 
@@ -34,8 +33,7 @@ def _log_to_stderr(quiet: bool) -> None:
 
 
 def publish_options(f: Callable) -> Callable:
-    """`--private/--public`, `--tag`, `--dry-run`: the options of `publish`, shared with
-    `regenerate --publish`."""
+    """`--private/--public`, `--tag`, `--dry-run`: `publish`'s, and `regenerate --publish`'s."""
     f = click.option(
         "--dry-run", is_flag=True, help="Show what would be pushed (on stdout); push nothing."
     )(f)
@@ -71,16 +69,10 @@ def publish_cmd(
 ) -> None:
     """Push dataset repo folders to the Hugging Face Hub, one commit per repo.
 
-    Each FOLDER (written by build-splits or fewnerd-splits) becomes the dataset repo
-    ORG/FOLDER-NAME, created if needed; the commit holds every file of the folder, its card
-    rendered for ORG/FOLDER-NAME, and removes remote files the folder no longer has. With
-    --tag the commit is tagged. huggingface_hub retries 429 and 5xx answers (Retry-After
-    honoured). The token comes from HF_TOKEN or `hf auth login`; HF_ENDPOINT selects
-    another Hub.
-
-    First the folders are checked against the manifest their build wrote in its --out: an
-    interrupted build, a file the build did not write or levels of two builds stop it before
-    anything is pushed; a folder without manifest is pushed with a note.
+    Each FOLDER (written by build-splits or fewnerd-splits, checked against its build's
+    manifest first) becomes the dataset repo ORG/FOLDER-NAME; the commit holds every file of
+    the folder and removes remote files it no longer has. The token comes from HF_TOKEN or
+    `hf auth login`; HF_ENDPOINT selects another Hub.
 
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
@@ -165,16 +157,9 @@ def regenerate_cmd(
 ) -> None:
     """Rebuild the published scenarios listed in scenarios.toml; reuse what has not changed.
 
-    Each scenario's input (`path`) is read again where it changed: with `ingest = "replace"`
-    (the default) files added, removed or changed replace what is stored, with `ingest =
-    "append"` new files are added; an input that loses a split, or more than half of its
-    sentences, is refused (a copy made in part?) unless --allow-shrink names it. A scenario
-    is reused when its source fingerprints and parameters match the last build (nothing is
-    loaded or embedded); otherwise it is rebuilt, with every scenario that reads the same
-    source or evaluates against it, and the change (files, sentences, mentions; rows, labels
-    moved, Familiarity) is reported and added to the folder's changelog. Scenarios whose
-    input is absent are skipped (an error with --only). --publish ORG pushes what this run
-    rebuilt, one commit per repo with its changelog entry.
+    A scenario whose input and parameters match its last build is reused; otherwise it is
+    rebuilt (with every scenario reading the same source), and the change is reported and
+    added to its changelog (docs/GUIDE.md). --publish ORG pushes what this run rebuilt.
 
     Example: builders regenerate --publish my-org --tag v1.1 --dry-run
     """
