@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from builders.cli.errors import handle_errors, os_error_message
-from builders.cli.options import common_options, embedding_options, metric_options, model_option
+from builders.cli.options import (
+    common_options,
+    embedding_options,
+    metric_options,
+    model_option,
+    option,
+)
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store
 from builders.evaluate import EvaluateRequest, evaluate
@@ -37,11 +43,10 @@ if TYPE_CHECKING:
     "only the scores.",
 )
 @click.option("--config", help="The level folder's config, where it holds several.")
-@click.option(
+@option(
     "--misc",
     type=click.Choice(MISC_POLICIES),
     default="keep",
-    show_default=True,
     help="`else` / `misc` kept as a label (GLiNER's published evaluation) or dropped from gold "
     "and predictions (UniversalNER's).",
 )
@@ -154,17 +159,11 @@ def _written(path: Path) -> Iterator[Any]:
 @click.argument("model", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The predictions folder to write (replaced whole).")  # fmt: skip
-@click.option("--benchmarks", default="all", show_default=True,
+@option("--benchmarks", default="all",
               help="Comma-separated: `all` (the seven zero-shot benchmarks), a packaged name, a stored source.")  # fmt: skip
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1),
-    default=0.5,
-    show_default=True,
-    help="GLiNER's threshold.",
-)
+@option("--threshold", type=click.FloatRange(0, 1), default=0.5, help="GLiNER's threshold.")
 @click.option("--nested", is_flag=True, help="Keep overlapping spans (GLiNER's flat_ner off).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@option("--batch-size", type=click.IntRange(min=1), default=8)
 @click.option(
     "--limit", type=click.IntRange(min=1), help="Predict only the first N test sentences of each."
 )

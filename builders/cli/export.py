@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options
+from builders.cli.options import common_options, option
 from builders.cli.output import emit_json, note
 from builders.cli.session import open_store
 from builders.errors import ConflictingOptions
@@ -22,9 +22,7 @@ from builders.splits.strategies import NAMES
 
 
 def _limit(name: str, default: int, what: str) -> Callable:
-    return click.option(
-        name, type=click.IntRange(min=1), default=default, show_default=True, help=what
-    )
+    return option(name, type=click.IntRange(min=1), default=default, help=what)
 
 
 def _options(out_help: str) -> Callable:
@@ -35,10 +33,9 @@ def _options(out_help: str) -> Callable:
             "--config",
             help=f"Config (strategy) to export: {', '.join(NAMES)}. Default: the folder's default.",
         ),
-        click.option(
+        option(
             "--split",
             default="train",
-            show_default=True,
             help="Split (Few-NERD folders: validation, test too; --source: any stored split).",
         ),
         click.option(
@@ -118,11 +115,10 @@ def export_gliner_cmd(**options: Any) -> None:
 
 
 @click.command("export", context_settings=_CONTEXT)
-@click.option(
+@option(
     "--format",
     type=click.Choice(FORMATS),
     default="gliner",
-    show_default=True,
     help="gliner: export-gliner's json (its options, its bytes); flair: flair's column files.",
 )
 @_options("The file to write (--benchmark, --format flair: the folder).")

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING
 import click
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, embedding_options, metric_options, model_option
+from builders.cli.options import (
+    common_options,
+    embedding_options,
+    metric_options,
+    model_option,
+    option,
+)
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store, warn_older_reads
 from builders.defaults import (
@@ -61,34 +67,27 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
     required=True,
     help="INTRA (by coarse type) or INTER (by fine type).",
 )
-@click.option(
+@option(
     "--assignment",
     type=click.Choice(FEWNERD_ASSIGNMENTS),
     default="official",
-    show_default=True,
     help="INTER type assignment: the official 36/13/17, or a seeded random 60/20/20 per coarse type.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=SEED,
-    show_default=True,
-    help="Seed of the sentence picks and the random assignment.",
+@option(
+    "--seed", type=int, default=SEED, help="Seed of the sentence picks and the random assignment."
 )
-@click.option(
+@option(
     "--source",
     default="fewnerd",
-    show_default=True,
     help="The stored source to split; ingested first when missing (from --path, or its default origin).",
 )
 @click.option(
     "--path", help="Few-NERD files (IO coarse-fine or BIO coarse_fine) to ingest as the source."
 )
-@click.option(
+@option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out"),
-    show_default=True,
     help="Where the fewnerd-{intra|inter}/ folder is written.",
 )
 @click.option(
@@ -189,18 +188,11 @@ def _report_split(
     required=True,
     help="The part to sample from.",
 )
-@click.option(
-    "--n-way",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="N: types per episode.",
-)
-@click.option(
+@option("--n-way", type=click.IntRange(min=1), default=5, help="N: types per episode.")
+@option(
     "--k-shot",
     type=click.IntRange(min=1),
     default=1,
-    show_default=True,
     help="K: K~2K mentions per type in the support set.",
 )
 @click.option(
@@ -209,24 +201,18 @@ def _report_split(
     default=None,
     help="Q: Q~2Q mentions per type in the query set [default: K].",
 )
-@click.option(
-    "--episodes",
-    "n_episodes",
-    type=click.IntRange(min=0),
-    default=1000,
-    show_default=True,
-    help="Number of episodes.",
+@option(
+    "--episodes", "n_episodes", type=click.IntRange(min=0), default=1000, help="Number of episodes."
 )
-@click.option("--seed", type=int, default=SEED, show_default=True)
+@option("--seed", type=int, default=SEED)
 @click.option(
     "--split-dir",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="A folder written by fewnerd-splits; read the part from it.",
 )
-@click.option(
+@option(
     "--source",
     default="fewnerd",
-    show_default=True,
     help="Without --split-dir: the stored source whose split of that name is the part "
     "(e.g. the official INTER files, ingested as `fewnerd`).",
 )
@@ -235,11 +221,10 @@ def _report_split(
     is_flag=True,
     help="Lower-case words and labels, as the official episode files are.",
 )
-@click.option(
+@option(
     "--max-attempts",
     type=click.IntRange(min=1),
     default=1000,
-    show_default=True,
     help="Type draws per episode before giving up.",
 )
 @click.option(

@@ -16,6 +16,7 @@ from builders.cli.options import (
     common_options,
     embedding_options,
     model_option,
+    option,
     source_options,
 )
 from builders.cli.output import emit_json, note, print_table
@@ -31,11 +32,10 @@ if TYPE_CHECKING:
 
 def ngram_option(f: Callable) -> Callable:
     """`--ngram`: the n-gram length of the leakage scan."""
-    return click.option(
+    return option(
         "--ngram",
         type=click.IntRange(min=1),
         default=NGRAM,
-        show_default=True,
         help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
     )(f)
 
@@ -44,10 +44,9 @@ def leakage_options(f: Callable) -> Callable:
     """`--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside
     Familiarity."""
     f = ngram_option(f)
-    return click.option(
+    return option(
         "--leakage/--no-leakage",
         default=True,
-        show_default=True,
         help="Scan the corpus for the benchmarks' sentences and mentions (METHOD.md section 7).",
     )(f)
 
@@ -133,11 +132,10 @@ def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> Non
 @source_options
 @benchmarks_option
 @ngram_option
-@click.option(
+@option(
     "--threshold",
     type=click.FloatRange(0, 1),
     default=FAMILIAR_SIM,
-    show_default=True,
     help="A seen mention's training label is familiar at this similarity to its benchmark label.",
 )
 @model_option

@@ -33,6 +33,9 @@ from builders.labels import ZERO_SHOT, benchmarks
 from builders.names import valid_org, valid_tag
 from builders.shift.specs import SPECS, spec_fields
 
+#: `click.option` with its default shown in `--help`.
+option = functools.partial(click.option, show_default=True)
+
 
 def output_options(f: Callable) -> Callable:
     """`--json` and `--quiet`, shared by every command (sqlite-utils style)."""
@@ -47,12 +50,11 @@ def output_options(f: Callable) -> Callable:
 
 def common_options(f: Callable) -> Callable:
     """`--db`, `--json` and `--quiet`: what every command that opens the store takes."""
-    return click.option(
+    return option(
         "--db",
         type=click.Path(dir_okay=False, path_type=Path),
         default=DEFAULT_DB,
         envvar=DB_ENV,
-        show_default=True,
         help=f"The DuckDB span store (env {DB_ENV}).",
     )(output_options(f))
 
@@ -98,27 +100,24 @@ def _making_specs(f: Callable) -> Callable:
 
 #: The options of `EmbeddingSpec`'s fields, in the order `--help` lists them.
 _EMBEDDING_OPTIONS = {
-    "model": click.option(
+    "model": option(
         "--model",
         default=DEFAULT_MODEL,
-        show_default=True,
         help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
         "a local folder or a Hub name.",
     ),
-    "backend": click.option(
+    "backend": option(
         "--backend",
         type=click.Choice(BACKENDS),
         default=DEFAULT_BACKEND,
-        show_default=True,
         help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
         "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
         "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
     ),
-    "precision": click.option(
+    "precision": option(
         "--precision",
         type=click.Choice(PRECISIONS),
         default=DEFAULT_PRECISION,
-        show_default=True,
         help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
     ),
 }
@@ -137,42 +136,36 @@ def embedding_options(f: Callable) -> Callable:
 
 #: The options of `MetricSpec`'s fields, in the order `--help` lists them.
 _METRIC_OPTIONS = {
-    "protocol": click.option(
+    "protocol": option(
         "--protocol",
         type=click.Choice(PROTOCOLS),
         default=DEFAULT_PROTOCOL,
-        show_default=True,
         help="`ours` (METHOD.md: our verbalised label sets, the union macro, scores against "
         "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
         "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
         "Both headline figures are reported either way.",
     ),
-    "k": click.option(
+    "k": option(
         "--k",
         "-k",
         "k",
         type=click.IntRange(min=1),
         default=K,
-        show_default=True,
         help="Familiarity keeps the top K similarities (repeated by their mentions).",
     ),
-    "weighting": click.option(
+    "weighting": option(
         "--weighting",
         type=click.Choice(WEIGHTINGS),
         default=WEIGHTING,
-        show_default=True,
         help="Weights of the top K: zipf (1/k, the paper's), linear decay, or none.",
     ),
-    "temperature": click.option(
+    "temperature": option(
         "--temperature",
         type=click.FloatRange(min=0, min_open=True),
         default=TEMPERATURE,
-        show_default=True,
         help="Entropy softmax T.",
     ),
-    "seed": click.option(
-        "--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed."
-    ),
+    "seed": option("--seed", type=int, default=SEED, help="Bootstrap seed."),
 }
 
 
@@ -208,10 +201,9 @@ def benchmarks_option(f: Callable) -> Callable:
         help="Verbalisation map (raw tag -> label) for the benchmarks' tags: a JSON object or "
         "a TOML [verbalise] table; it comes before the packaged table.",
     )(f)
-    return click.option(
+    return option(
         "--benchmarks",
         default="all",
-        show_default=True,
         help="Comma-separated: `all` ("
         + ", ".join(ZERO_SHOT)
         + "), a packaged name ("

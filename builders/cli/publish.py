@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, org_option, output_options, tag_option
+from builders.cli.options import common_options, option, org_option, output_options, tag_option
 from builders.cli.output import emit_json, human_size, note, print_table
 from builders.cli.session import open_store
 from builders.hub.publish import plan_publishes, publish
@@ -113,12 +113,11 @@ def print_plans(plans: list[Any], tag: str | None, private: bool | None, as_json
 
 
 @click.command("regenerate")
-@click.option(
+@option(
     "--scenarios",
     "scenarios_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("scenarios.toml"),
-    show_default=True,
     help="The scenarios file.",
 )
 @click.option("--only", "only", multiple=True, help="Only this scenario (repeatable).")
