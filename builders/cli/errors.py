@@ -45,7 +45,7 @@ COMMAND_LINE = CommandLine()
 
 def handle_errors(f: Callable) -> Callable:
     """The library's errors and the OSErrors a user's machine causes as one-line
-    `click.ClickException`s; anything else is a bug (`_bug`)."""
+    `click.ClickException`s; anything else is a bug."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -61,8 +61,12 @@ def handle_errors(f: Callable) -> Callable:
             if message is None:
                 raise
             raise click.ClickException(message) from exc
-        except Exception as exc:
-            raise _bug(exc) from exc
+        except Exception as exc:  # a bug: its traceback, then a request to report it
+            traceback.print_exception(exc, file=sys.stderr)
+            raise click.ClickException(
+                f"unexpected {type(exc).__name__} (a bug in builders {__version__}): please "
+                "report it with the command line and the traceback above"
+            ) from exc
 
     return wrapper
 
@@ -70,15 +74,6 @@ def handle_errors(f: Callable) -> Callable:
 def failure(exc: BuildersError) -> click.ClickException:
     """A library error, of whatever type, as the command's one printable line (exit status 1)."""
     return click.ClickException(printable_message(str(exc)))
-
-
-def _bug(exc: Exception) -> click.ClickException:
-    """An unexpected exception: its traceback on stderr, then one line asking for a report."""
-    traceback.print_exception(exc, file=sys.stderr)
-    return click.ClickException(
-        f"unexpected {type(exc).__name__} (a bug in builders {__version__}): please report it "
-        "with the command line and the traceback above"
-    )
 
 
 #: What the user can do about an OSError they can cause, by errno name.

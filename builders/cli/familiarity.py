@@ -25,7 +25,6 @@ from builders.shift.survey import FamiliarityRequest, survey
 if TYPE_CHECKING:
     from builders.shift.report import FamiliarityReport
     from builders.shift.specs import EmbeddingSpec, MetricSpec
-    from builders.shift.survey import FamiliaritySurvey
 
 
 @click.command("familiarity")
@@ -93,42 +92,28 @@ def familiarity_cmd(
             on_warning=lambda s: click.echo(f"warning: {s}", err=True),
             progress=not quiet,
         )
-        _print_survey(found, reference or source, authors, per_label, as_json, quiet)
-
-
-def _print_survey(
-    found: FamiliaritySurvey,
-    corpus: str,
-    authors: dict[str, float] | None,
-    per_label: bool,
-    as_json: bool,
-    quiet: bool,
-) -> None:
-    """The command's output: the JSON envelope, or the tables and notes."""
-    req = found.request
-    if as_json:
-        ref = None
-        if authors is not None:
-            ref = {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
-        emit_json({**found.to_dict(), "reference": ref})
-        return
-    emb, metric = req.embedding, req.metric
-    title = (
-        f"Familiarity of {req.source} ({emb.model}, K={metric.k}, {metric.weighting}, "
-        f"{metric.protocol} protocol)"
-    )
-    _print_familiarity(title, found.report, per_label, authors)
-    if authors:
-        note(
-            f"authors: the Familiarity paper's figures for its corpus {corpus!r} "
-            "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours only "
-            "when this source holds that same corpus and the same options are used",
-            quiet,
+        req, corpus = found.request, reference or source
+        if as_json:
+            ref = None
+            if authors is not None:
+                ref = {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
+            emit_json({**found.to_dict(), "reference": ref})
+            return
+        title = (
+            f"Familiarity of {req.source} ({req.embedding.model}, K={req.metric.k}, "
+            f"{req.metric.weighting}, {req.metric.protocol} protocol)"
         )
-    if found.leakage is not None:
-        print_leakage(
-            f"Leakage of {req.source} (n = {req.ngram}; --no-leakage skips)", found.leakage, quiet
-        )
+        _print_familiarity(title, found.report, per_label, authors)
+        if authors:
+            note(
+                f"authors: the Familiarity paper's figures for its corpus {corpus!r} "
+                "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours "
+                "only when this source holds that same corpus and the same options are used",
+                quiet,
+            )
+        if found.leakage is not None:
+            title = f"Leakage of {req.source} (n = {req.ngram}; --no-leakage skips)"
+            print_leakage(title, found.leakage, quiet)
 
 
 def _print_familiarity(

@@ -36,8 +36,6 @@ from builders.sources import SOURCES
 from builders.store.ingest import ingest
 
 if TYPE_CHECKING:
-    from builders.fewnerd.splits import SplitBuild
-    from builders.shift.report import FamiliarityReport
     from builders.shift.specs import EmbeddingSpec, MetricSpec
     from builders.store import Store
 
@@ -141,13 +139,7 @@ def fewnerd_splits_cmd(
             progress=lambda desc: progress_bar(desc, quiet, unit=" sent"),
             on_stage=lambda s: note(s, quiet),
         )
-    _report_split(made.build, made.familiarity, made.folder, as_json, quiet)
-
-
-def _report_split(
-    build: SplitBuild, fam: FamiliarityReport | None, folder: Path, as_json: bool, quiet: bool
-) -> None:
-    """fewnerd-splits' output: the summary as JSON, or a table of the parts and a note."""
+    build, fam, folder = made.build, made.familiarity, made.folder
     summary = build.summary()
     if fam is not None:
         summary["familiarity"] = fam.to_dict()

@@ -26,7 +26,6 @@ from builders.files import atomic_open
 from builders.shift.survey import LeakageRequest, leakage_survey
 
 if TYPE_CHECKING:
-    from builders.shift.leakage import LeakageReport
     from builders.shift.specs import EmbeddingSpec
 
 
@@ -201,14 +200,10 @@ def leakage_cmd(
             }
         )
         return
-    _print_report(rep, quiet)
-    kept = f"-> {pairs_path}" if pairs_path is not None else "(--pairs FILE.parquet keeps them)"
-    note(f"{pairs.num_rows:,} overlapping sentence pairs {kept}", quiet)
-
-
-def _print_report(rep: LeakageReport, quiet: bool) -> None:
     title = (
         f"Leakage of {rep.source} into the benchmarks (n = {rep.n}; familiar: sim >= "
         f"{rep.threshold:g} with {rep.model} or the same label)"
     )
     print_leakage(title, rep.to_dict(), quiet)
+    kept = f"-> {pairs_path}" if pairs_path is not None else "(--pairs FILE.parquet keeps them)"
+    note(f"{pairs.num_rows:,} overlapping sentence pairs {kept}", quiet)

@@ -78,8 +78,19 @@ def publish_cmd(
     """
 
     plans = plan_publishes(folders, org, note=lambda text: note(f"note: {text}", quiet), tag=tag)
+    if dry_run and as_json:
+        repos = [p.to_dict() for p in plans]
+        emit_json({"dry_run": True, "tag": tag, "private": private, "repos": repos})
+        return
     if dry_run:
-        print_plans(plans, tag, private, as_json)
+        visibility = {True: " (private)", False: " (public)", None: ""}[private]
+        for plan in plans:
+            click.echo(
+                f"would push {plan.repo_id}: {len(plan.files)} files, "
+                f"{human_size(plan.total_bytes)}" + (f", tag {tag}" if tag else "") + visibility
+            )
+            for f in plan.to_dict()["files"]:
+                click.echo(f"  {f['path']}  {human_size(f['size'])}")
         return
     _log_to_stderr(quiet)
     results = publish(plans, private=private, tag=tag)
@@ -93,23 +104,6 @@ def publish_cmd(
             + (f", tag {r.tag}" if r.tag else "")
             + (f"\n  {r.commit_url}" if r.commit_url else "")
         )
-
-
-def print_plans(plans: list[Any], tag: str | None, private: bool | None, as_json: bool) -> None:
-    """What a dry run would push, all on stdout (JSON with --json)."""
-    if as_json:
-        repos = [p.to_dict() for p in plans]
-        emit_json({"dry_run": True, "tag": tag, "private": private, "repos": repos})
-        return
-    visibility = {True: " (private)", False: " (public)", None: ""}[private]
-    for plan in plans:
-        click.echo(
-            f"would push {plan.repo_id}: {len(plan.files)} files, {human_size(plan.total_bytes)}"
-            + (f", tag {tag}" if tag else "")
-            + visibility
-        )
-        for f in plan.to_dict()["files"]:
-            click.echo(f"  {f['path']}  {human_size(f['size'])}")
 
 
 @click.command("regenerate")
