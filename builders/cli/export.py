@@ -92,10 +92,7 @@ def _options(out_help: str) -> Callable:
     return decorate
 
 
-_CONTEXT = {"help_option_names": ["-h", "--help"]}
-
-
-@click.command("export-gliner", context_settings=_CONTEXT)
+@click.command("export-gliner")
 @_options("The GLiNER json file to write (with --benchmark: the folder).")
 def export_gliner_cmd(**options: Any) -> None:
     """Export a built FOLDER or a stored corpus as GLiNER training json.
@@ -114,7 +111,7 @@ def export_gliner_cmd(**options: Any) -> None:
     _export("gliner", **options)
 
 
-@click.command("export", context_settings=_CONTEXT)
+@click.command("export")
 @option(
     "--format",
     type=click.Choice(FORMATS),

@@ -98,40 +98,39 @@ def _making_specs(f: Callable) -> Callable:
     return command
 
 
-#: The options of `EmbeddingSpec`'s fields, in the order `--help` lists them.
-_EMBEDDING_OPTIONS = {
-    "model": option(
-        "--model",
-        default=DEFAULT_MODEL,
-        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
-        "a local folder or a Hub name.",
-    ),
-    "backend": option(
-        "--backend",
-        type=click.Choice(BACKENDS),
-        default=DEFAULT_BACKEND,
-        help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
-        "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
-        "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
-    ),
-    "precision": option(
-        "--precision",
-        type=click.Choice(PRECISIONS),
-        default=DEFAULT_PRECISION,
-        help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
-    ),
-}
+#: --model, the `EmbeddingSpec`'s model (the runtime's options: `embedding_options`).
+model_option = _spec_options(
+    "embedding",
+    {
+        "model": option(
+            "--model",
+            default=DEFAULT_MODEL,
+            help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 "
+            "(fast), a local folder or a Hub name.",
+        )
+    },
+)
 
-
-def model_option(f: Callable) -> Callable:
-    """--model, the `EmbeddingSpec`'s model (the runtime's options: `embedding_options`)."""
-    return _spec_options("embedding", {"model": _EMBEDDING_OPTIONS["model"]})(f)
-
-
-def embedding_options(f: Callable) -> Callable:
-    """--backend, --precision: every `EmbeddingSpec` field but the model."""
-    runtime = {name: opt for name, opt in _EMBEDDING_OPTIONS.items() if name != "model"}
-    return _spec_options("embedding", runtime)(f)
+#: --backend, --precision: every `EmbeddingSpec` field but the model.
+embedding_options = _spec_options(
+    "embedding",
+    {
+        "backend": option(
+            "--backend",
+            type=click.Choice(BACKENDS),
+            default=DEFAULT_BACKEND,
+            help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
+            "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
+            "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
+        ),
+        "precision": option(
+            "--precision",
+            type=click.Choice(PRECISIONS),
+            default=DEFAULT_PRECISION,
+            help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
+        ),
+    },
+)
 
 
 #: The options of `MetricSpec`'s fields, in the order `--help` lists them.
