@@ -33,20 +33,12 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list, as click writes it, from the summaries."""
         rows = [
-            (name, self._summary(ctx, name))
+            (name, self.commands.get(name) or click.Command(name, help=self.lazy[name][1]))
             for name in self.list_commands(ctx)
-            if name in self.lazy or not self.commands[name].hidden
         ]
+        rows = [(name, c) for name, c in rows if name in self.lazy or not c.hidden]
         if not rows:
             return
         limit = formatter.width - 6 - max(len(name) for name, _ in rows)
         with formatter.section("Commands"):
-            formatter.write_dl([(name, summary(limit)) for name, summary in rows])
-
-    def _summary(self, ctx: click.Context, name: str) -> Any:
-        if name in self.lazy and name not in self.commands:
-            stand_in = click.Command(name, help=self.lazy[name][1])
-            return stand_in.get_short_help_str
-        command = self.get_command(ctx, name)
-        assert command is not None
-        return command.get_short_help_str
+            formatter.write_dl([(name, c.get_short_help_str(limit)) for name, c in rows])

@@ -119,9 +119,8 @@ embedding_options = _spec_options(
             "--backend",
             type=click.Choice(BACKENDS),
             default=DEFAULT_BACKEND,
-            help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
-            "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
-            "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
+            help="Embedding runtime: auto (the fastest installed one whose vectors equal "
+            "torch's; LABELSHIFT_BACKEND pins it), torch, onnx or openvino (CPU).",
         ),
         "precision": option(
             "--precision",
@@ -139,10 +138,8 @@ _METRIC_OPTIONS = {
         "--protocol",
         type=click.Choice(PROTOCOLS),
         default=DEFAULT_PROTOCOL,
-        help="`ours` (METHOD.md: our verbalised label sets, the union macro, scores against "
-        "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
-        "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
-        "Both headline figures are reported either way.",
+        help="`ours` (METHOD.md) or `paper` (the Familiarity authors' code and label lists); "
+        "both headline figures are reported either way.",
     ),
     "k": option(
         "--k",
