@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -20,9 +20,6 @@ from builders.sources import SOURCES, check_split, reader_options
 from builders.store import wal_holds_writes, wal_path
 from builders.store.ingest import plan_ingest
 from builders.store.writer import prepare_source
-
-if TYPE_CHECKING:
-    from builders.store.writer import IngestResult
 
 
 @click.command("sources")
@@ -191,10 +188,6 @@ def ingest_cmd(
     if as_json:
         emit_json(result.to_dict())
         return
-    _print_result(result, quiet)
-
-
-def _print_result(result: IngestResult, quiet: bool) -> None:
     keys = ["sentences", "mentions", "negatives"]
     if result.negative_spans:
         keys.append("negative_spans")
@@ -297,7 +290,6 @@ def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, qu
 
     Example: builders stats --db labelshift.duckdb
     """
-
     pending = db.is_file() and wal_holds_writes(db)  # a write the disk refused to fold in
     with open_store(db, read_only=not (drop or pending)) as store:
         if pending:
