@@ -1,5 +1,4 @@
-"""`builders cache`: the per-user embedding cache (`builders.shift.vector_cache`), shown and
-cleared."""
+"""`builders cache`: the per-user embedding cache shown and cleared."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from builders.shift.vector_cache import EMBEDDINGS_ENV, VectorCache
 
 
 def _cache() -> Any:
-
     cache = VectorCache.default()
     if cache is None:
         raise CacheError(f"the embedding cache is switched off ({EMBEDDINGS_ENV}=off)")
@@ -30,16 +28,11 @@ def _cache() -> Any:
 @click.pass_context
 @handle_errors
 def cache_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
-    """Show the per-user embedding cache: where it is, its bound, and per model and runtime
-    how many label vectors it holds.
+    """Show the per-user embedding cache and the label vectors it holds.
 
-    Every store and `familiarity_of` read label vectors from it before embedding, and add
-    what they embed. LABELSHIFT_EMBEDDINGS moves it (`off`: none); LABELSHIFT_EMBEDDINGS_MAX
-    bounds it (default 4G; the least recently used models' vectors go first).
-
-    Beside it, the leakage-scan cache: the tables of each scan, read back while the corpus and
-    the benchmarks are unchanged (LABELSHIFT_SCANS moves it, `off`: none;
-    LABELSHIFT_SCANS_MAX bounds it, default 2G).
+    Where it is, its bound, and per model and runtime how many label vectors it holds; then
+    the leakage-scan cache. LABELSHIFT_EMBEDDINGS / LABELSHIFT_SCANS move them (`off`: none),
+    LABELSHIFT_EMBEDDINGS_MAX / LABELSHIFT_SCANS_MAX bound them (4G, 2G).
 
     Example: builders cache && builders cache clear --model all-MiniLM-L6-v2
     """
@@ -67,7 +60,6 @@ def cache_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
 
 def _scans_summary() -> dict[str, Any] | None:
     """Where the leakage-scan cache is, how many scans it holds and their size (None: off)."""
-
     scans = ScanCache.default()
     if scans is None:
         return None
@@ -101,22 +93,14 @@ def _row(entry: Any) -> dict[str, Any]:
 def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:
     """Remove the cache's vectors: all of them, or one model's (stores keep their own); without
     --model, the cached leakage scans too."""
-
     cache = _cache()
     cached = sorted({e.parts.get("model", e.key) for e in cache.entries()})
     keys, removed = cache.clear(canonical_name(model) if model else None)
     scans = ScanCache.default() if model is None else None
     n_scans, scan_bytes = scans.clear() if scans is not None else (0, 0)
     if as_json:
-        emit_json(
-            {
-                "path": str(cache.root),
-                "keys": keys,
-                "bytes": removed,
-                "scans": n_scans,
-                "scan_bytes": scan_bytes,
-            }
-        )
+        doc = {"path": str(cache.root), "keys": keys, "bytes": removed}
+        emit_json({**doc, "scans": n_scans, "scan_bytes": scan_bytes})
         return
     if model and not keys:  # a misspelt name removes nothing: say so, with what is there
         here = ", ".join(cached) if cached else "none"

@@ -1,10 +1,5 @@
-"""How a command fails: the library's errors (`BuildersError`, the store's typed errors
-among them) and the OSErrors a user's machine causes become one line naming what, where and
-the fix; anything else is a bug, shown with its traceback and a request to report it.
-
-A command runs on the command line's `Surface` (`COMMAND_LINE`): the settings a library
-message names (`opt("min_labels")`) read as the options that set them (`--min-labels`).
-"""
+"""How a command fails: a library error or an OSError the user's machine causes is one line
+naming what, where and the fix; anything else is a bug, shown with its traceback."""
 
 from __future__ import annotations
 
@@ -23,10 +18,8 @@ from builders.errors import BuildersError, Surface, shown_on
 
 
 class CommandLine(Surface):
-    """The command line's names for the library's settings: `--` and the name with dashes
-    (`min_labels` -> `--min-labels`: every command's option is its parameter's name), a flag
-    alone where it is switched on (`--replace`), and a reader option as `-o key=value` unless
-    `ingest` has an option of its own for it."""
+    """The library's settings as options: `min_labels` -> `--min-labels`, a flag alone where it
+    is switched on, a reader option as `-o key=value` unless `ingest` has an option for it."""
 
     #: Reader options `ingest` takes as options of its own (`--columns X` for `-o columns=X`).
     READER_FLAGS: ClassVar[Mapping[str, str]] = {
@@ -51,10 +44,8 @@ COMMAND_LINE = CommandLine()
 
 
 def handle_errors(f: Callable) -> Callable:
-    """Turn the library's errors (`BuildersError`: the store's typed errors too, which it makes
-    of DuckDB's damage, full-disk and memory errors) and the OSErrors a user's machine causes
-    into one-line `click.ClickException`s. Anything else is a bug: its traceback is printed,
-    with a request to report it."""
+    """The library's errors and the OSErrors a user's machine causes as one-line
+    `click.ClickException`s; anything else is a bug."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -70,36 +61,19 @@ def handle_errors(f: Callable) -> Callable:
             if message is None:
                 raise
             raise click.ClickException(message) from exc
-        except Exception as exc:
-            raise _bug(exc) from exc
+        except Exception as exc:  # a bug: its traceback, then a request to report it
+            traceback.print_exception(exc, file=sys.stderr)
+            raise click.ClickException(
+                f"unexpected {type(exc).__name__} (a bug in builders {__version__}): please "
+                "report it with the command line and the traceback above"
+            ) from exc
 
     return wrapper
 
 
-class _Failure(click.ClickException):
-    """A library error as the command line shows it: one line, its message as made on the
-    command line's surface (naming options as `--min-labels`), made printable. Every type
-    exits with status 1, as any failed command does (click's usage errors exit with 2); the
-    error itself stays at hand (`error`) for a caller of the command's function."""
-
-    def __init__(self, error: BuildersError):
-        super().__init__(printable_message(str(error)))
-        self.error = error
-
-
 def failure(exc: BuildersError) -> click.ClickException:
-    """The one place a library error, of whatever type, becomes the command's failure."""
-    return _Failure(exc)
-
-
-def _bug(exc: Exception) -> click.ClickException:
-    """An exception the toolkit did not expect: its traceback on stderr, then one line asking
-    for a report."""
-    traceback.print_exception(exc, file=sys.stderr)
-    return click.ClickException(
-        f"unexpected {type(exc).__name__} (a bug in builders {__version__}): please report it "
-        "with the command line and the traceback above"
-    )
+    """A library error, of whatever type, as the command's one printable line (exit status 1)."""
+    return click.ClickException(printable_message(str(exc)))
 
 
 #: What the user can do about an OSError they can cause, by errno name.
@@ -116,8 +90,8 @@ _OS_FIXES = {
 
 
 def os_error_message(exc: OSError) -> str | None:
-    """One line for an OSError the user's machine caused (disk full, read-only, permission):
-    what, where and the fix; None for others (they are bugs: a traceback is shown)."""
+    """One line for an OSError the user's machine caused (disk full, read-only, permission);
+    None for others (bugs)."""
     name = errno.errorcode.get(exc.errno or -1)
     if name not in _OS_FIXES:
         return None

@@ -1,5 +1,5 @@
-"""`evaluate`: a model's zero-shot predictions scored, and its F1 set beside the Familiarity
-of what it learned from (one model, or several runs at once)."""
+"""`evaluate` and `predict`: a model's zero-shot predictions made, scored and set beside the
+Familiarity of what it learned from."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from builders.cli.errors import handle_errors, os_error_message
-from builders.cli.options import common_options, embedding_options, metric_options, model_option
+from builders.cli.options import (
+    common_options,
+    embedding_options,
+    metric_options,
+    model_option,
+    option,
+)
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store
 from builders.evaluate import EvaluateRequest, evaluate
@@ -37,11 +43,10 @@ if TYPE_CHECKING:
     "only the scores.",
 )
 @click.option("--config", help="The level folder's config, where it holds several.")
-@click.option(
+@option(
     "--misc",
     type=click.Choice(MISC_POLICIES),
     default="keep",
-    show_default=True,
     help="`else` / `misc` kept as a label (GLiNER's published evaluation) or dropped from gold "
     "and predictions (UniversalNER's).",
 )
@@ -92,17 +97,22 @@ def evaluate_cmd(
     """Score a model's predictions on the benchmarks and put each label's F1 in context.
 
     PREDICTIONS: files or folders of predictions on stored benchmarks' test sets, one file per
-    benchmark named after it (`crossner-ai.json`, or NAME=FILE): GLiNER json (`tokenized_text`
-    + `ner` [start, end, label], end inclusive; or `sentence` + `entities` with character
-    `pos`), or per-label score tables (.csv/.tsv: benchmark, label, and tp, fp, fn, or f1, or
-    f1_pct). Scores are exact-match spans: per label, micro per benchmark, macro over
-    benchmarks. With --source, each label's Familiarity, whether training saw it, its training
-    mentions and closest training labels; then seen/unseen F1, the fit of F1 on log10
-    mentions and Pearson/Spearman r (docs/METHOD.md section 9).
+    benchmark named after it (`crossner-ai.json`, or NAME=FILE): GLiNER json or per-label score
+    tables (.csv/.tsv). With --source, each label's Familiarity and training mentions beside
+    its F1 (docs/GUIDE.md, METHOD.md section 9).
 
     Example: builders evaluate preds/ --source out/demo/pilener-sample-low-shift --plot f1.png
     """
-    _check_usage(predictions, training, config, runs_file, record, plot_out)
+    if bool(predictions) == bool(runs_file):
+        raise click.UsageError("give PREDICTIONS, or --runs FILE")
+    if runs_file and (training or config or plot_out):
+        raise click.UsageError(
+            "--source, --config and --plot go with PREDICTIONS (a run names its own)"
+        )
+    if record and not runs_file:
+        raise click.UsageError("--record goes with --runs")
+    if plot_out is not None and not training:
+        raise click.UsageError("--plot goes with --source (the labels' context)")
     request = EvaluateRequest(predictions, training, config, misc, embedding, metric)
     with open_store(db, create=True, shared=True) as store:
         emb, say = Embedder.of(embedding), (lambda s: note(s, quiet))
@@ -133,27 +143,6 @@ def evaluate_cmd(
         note(f"measured difficulty written into {p}/README.md and its build.json", quiet)
 
 
-def _check_usage(
-    predictions: tuple[str, ...],
-    training: str | None,
-    config: str | None,
-    runs_file: Path | None,
-    record: bool,
-    plot_out: Path | None,
-) -> None:
-    """`evaluate`'s options that go together: PREDICTIONS or --runs, and what goes with each."""
-    if bool(predictions) == bool(runs_file):
-        raise click.UsageError("give PREDICTIONS, or --runs FILE")
-    if runs_file and (training or config or plot_out):
-        raise click.UsageError(
-            "--source, --config and --plot go with PREDICTIONS (a run names its own)"
-        )
-    if record and not runs_file:
-        raise click.UsageError("--record goes with --runs")
-    if plot_out is not None and not training:
-        raise click.UsageError("--plot goes with --source (the labels' context)")
-
-
 @contextmanager
 def _written(path: Path) -> Iterator[Any]:
     """`atomic_open(path, binary=True)`, an OSError it meets said in one line naming `path`."""
@@ -170,17 +159,11 @@ def _written(path: Path) -> Iterator[Any]:
 @click.argument("model", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The predictions folder to write (replaced whole).")  # fmt: skip
-@click.option("--benchmarks", default="all", show_default=True,
+@option("--benchmarks", default="all",
               help="Comma-separated: `all` (the seven zero-shot benchmarks), a packaged name, a stored source.")  # fmt: skip
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1),
-    default=0.5,
-    show_default=True,
-    help="GLiNER's threshold.",
-)
+@option("--threshold", type=click.FloatRange(0, 1), default=0.5, help="GLiNER's threshold.")
 @click.option("--nested", is_flag=True, help="Keep overlapping spans (GLiNER's flat_ner off).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@option("--batch-size", type=click.IntRange(min=1), default=8)
 @click.option(
     "--limit", type=click.IntRange(min=1), help="Predict only the first N test sentences of each."
 )
@@ -192,11 +175,9 @@ def predict_cmd(
 ) -> None:  # fmt: skip
     """Predict the benchmarks' test sets with a local GLiNER model, for `builders evaluate`.
 
-    Runs MODEL (a GLiNER folder: gliner_config.json and weights) over each benchmark's stored
-    test sentences with the benchmark's own labels, batched, on the CPU or the device
-    $LABELSHIFT_DEVICE names, and writes OUT/<benchmark>.json (GLiNER's layout) and
-    OUT/manifest.json (model, weights' hash, threshold, flat or nested, sentences). Needs GLiNER
-    (`make gliner`: .venv-gliner). The test sets come from the store, or from $LABELSHIFT_DATA.
+    Runs MODEL (a GLiNER folder) over each benchmark's stored test sentences with its own
+    labels, on the CPU or $LABELSHIFT_DEVICE, and writes OUT/<benchmark>.json and
+    OUT/manifest.json. Needs GLiNER (`make gliner`: .venv-gliner).
 
     Example: .venv-gliner/bin/builders predict runs/low-s1 --out preds/low-s1
     """

@@ -1,6 +1,5 @@
-"""`builders export` (and `export-gliner`, its GLiNER format): a built folder or a stored corpus as
-GLiNER training json (in windows GLiNER keeps whole), a stored benchmark as GLiNER's evaluation
-folder, or a built folder as flair's column files."""
+"""`builders export` and `export-gliner` (its GLiNER format): GLiNER json or flair's column
+files."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options
+from builders.cli.options import common_options, option
 from builders.cli.output import emit_json, note
 from builders.cli.session import open_store
 from builders.errors import ConflictingOptions
@@ -23,9 +22,7 @@ from builders.splits.strategies import NAMES
 
 
 def _limit(name: str, default: int, what: str) -> Callable:
-    return click.option(
-        name, type=click.IntRange(min=1), default=default, show_default=True, help=what
-    )
+    return option(name, type=click.IntRange(min=1), default=default, help=what)
 
 
 def _options(out_help: str) -> Callable:
@@ -36,10 +33,9 @@ def _options(out_help: str) -> Callable:
             "--config",
             help=f"Config (strategy) to export: {', '.join(NAMES)}. Default: the folder's default.",
         ),
-        click.option(
+        option(
             "--split",
             default="train",
-            show_default=True,
             help="Split (Few-NERD folders: validation, test too; --source: any stored split).",
         ),
         click.option(
@@ -70,10 +66,8 @@ def _options(out_help: str) -> Callable:
         click.option(
             "--tokenizer",
             metavar="PATH",
-            help="Count tokens with this Hugging Face tokenizer (a local folder, or a Hub name in the "
-            "local cache: the encoder's, e.g. microsoft/deberta-v3-large). Default: an estimate that "
-            "counts high (on the bundled sample 1.8 times what a 30k WordPiece vocabulary counts, and "
-            "at least that on every passage; METHOD.md section 4), so rows are cut more than needed.",
+            help="Count tokens with this Hugging Face tokenizer (the encoder's: a local folder or "
+            "a cached Hub name). Default: an estimate that counts high (METHOD.md section 4).",
         ),
         click.option(
             "--no-windows",
@@ -98,30 +92,15 @@ def _options(out_help: str) -> Callable:
     return decorate
 
 
-_CONTEXT = {"help_option_names": ["-h", "--help"]}
-
-
-@click.command("export-gliner", context_settings=_CONTEXT)
+@click.command("export-gliner")
 @_options("The GLiNER json file to write (with --benchmark: the folder).")
 def export_gliner_cmd(**options: Any) -> None:
-    """Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME), or a
-    stored corpus (--source), to GLiNER training json; or a stored benchmark to GLiNER's
-    evaluation folder.
+    """Export a built FOLDER or a stored corpus as GLiNER training json.
 
-    Training json is a list of {"tokenized_text", "ner": [[start, end_inclusive, label], ...],
-    "ner_negatives", "negative_ner"} (the keys GLiNER's trainer reads; `ner_negatives` only on
-    rows that have negatives; `negative_ner`, span-level negatives in the layout of `ner`, only
-    on rows that have them: `builders ingest gliner` reads them back, GLiNER ignores them).
-    FOLDER that is not a local folder is downloaded from the Hub. A local FOLDER is first
-    checked against the manifest its build wrote (see publish).
-
-    Rows GLiNER would truncate are cut into windows it keeps whole: never inside an entity or a
-    negative span, each within --max-words words and --max-tokens tokens with the largest label
-    prompt GLiNER can give it (its labels, its row's negatives or one sampled label per
-    mention, up to --max-types); a row's negatives go with each of its windows. What GLiNER
-    still cannot keep (an entity wider than --max-width, a piece no window holds) is counted
-    and printed (--json: not_kept), as is what it could have lost of the rows written whole
-    (whole_rows).
+    FOLDER is written by build-splits or fewnerd-splits (checked against its manifest) or its
+    Hub repo ORG/NAME; --benchmark writes a stored benchmark as GLiNER's evaluation folder.
+    Rows GLiNER would truncate are cut into windows it keeps whole (docs/GUIDE.md); what it
+    still cannot keep is counted (--json: not_kept, whole_rows).
 
     Example: builders export-gliner out/pilener-low-shift --config max --out pilener-low-max.json
 
@@ -132,27 +111,21 @@ def export_gliner_cmd(**options: Any) -> None:
     _export("gliner", **options)
 
 
-@click.command("export", context_settings=_CONTEXT)
-@click.option(
+@click.command("export")
+@option(
     "--format",
     type=click.Choice(FORMATS),
     default="gliner",
-    show_default=True,
     help="gliner: export-gliner's json (its options, its bytes); flair: flair's column files.",
 )
 @_options("The file to write (--benchmark, --format flair: the folder).")
 def export_cmd(format: str, **options: Any) -> None:
-    """Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME) as
-    GLiNER json (--format gliner, the default: see export-gliner --help), or each of its splits
-    as flair's column files (--format flair).
+    """Export a built FOLDER as GLiNER json or flair's column files.
 
-    flair: --out is a folder of train.txt, dev.txt, test.txt (the splits FOLDER has; flair
-    samples a missing one from train) for flair's ColumnCorpus(OUT, {0: "text", 1: "ner"}):
-    TOKEN<TAB>TAG lines (a tab: flair reads "# O" as a comment), BIO tags, a blank line after
-    each sentence. A word holds one tag: the outermost mention is kept (mentions taken by start,
-    the longest first); one inside it (nested) or crossing it (overlapping) is not written, and
-    is counted (--json: not_kept), as are negatives. A label's whitespace is written _. A token
-    that is empty or holds whitespace is refused, naming its row; so are GLiNER's options.
+    --format gliner is export-gliner (see its --help). --format flair writes a folder of
+    train.txt, dev.txt, test.txt (TOKEN<TAB>TAG, BIO) for flair's ColumnCorpus(OUT, {0: "text",
+    1: "ner"}); a word holds one tag, the outermost mention's: the others are counted
+    (--json: not_kept), as are negatives.
 
     Example: builders export out/pilener-low-shift --config max --format flair --out flair/low-max
     """
@@ -207,8 +180,7 @@ def _flair_summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> 
 
 
 def _summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> None:
-    """The counts written, then what GLiNER still cannot keep and what windows saved (of a
-    benchmark: `_benchmark_summary`)."""
+    """The counts written, then what GLiNER still cannot keep and what windows saved."""
     what, out = request.folder or request.source, request.out
     if request.benchmark is not None:
         _benchmark_summary(request.benchmark, res, out, quiet)

@@ -25,7 +25,6 @@ from builders.shift.survey import FamiliarityRequest, survey
 if TYPE_CHECKING:
     from builders.shift.report import FamiliarityReport
     from builders.shift.specs import EmbeddingSpec, MetricSpec
-    from builders.shift.survey import FamiliaritySurvey
 
 
 @click.command("familiarity")
@@ -65,13 +64,10 @@ def familiarity_cmd(
     """How familiar is a training corpus with the benchmarks? (before you report zero-shot F1)
 
     Familiarity per benchmark and over the union of their labels, with VB robustness, a
-    bootstrap CI, exact label overlap and the most familiar training labels. With
-    `--protocol paper` the numbers are computed as the Familiarity paper's authors did; the
-    authors' own figures are shown beside ours where they measured the corpus.
+    bootstrap CI and label overlap; the paper's figures beside ours where it measured the corpus.
 
     Example: builders familiarity --source pilener-sample --benchmarks crossner-ai,mit-movie
     """
-
     authors = reference_familiarity(reference or source)
     if reference and authors is None:
         raise click.BadParameter(
@@ -87,8 +83,6 @@ def familiarity_cmd(
         embedding=embedding,
         metric=metric,
     )
-    # shared: the store is only read while labels are embedded and figures computed (other
-    # commands read beside it); new label vectors are written when the block ends
     with open_store(db, create=True, shared=True) as store:
         ensure_ingested(store, source, path, quiet)
         found = survey(
@@ -98,54 +92,35 @@ def familiarity_cmd(
             on_warning=lambda s: click.echo(f"warning: {s}", err=True),
             progress=not quiet,
         )
-        _print_survey(found, reference or source, authors, per_label, as_json, quiet)
-
-
-def _print_survey(
-    found: FamiliaritySurvey,
-    corpus: str,
-    authors: dict[str, float] | None,
-    per_label: bool,
-    as_json: bool,
-    quiet: bool,
-) -> None:
-    """The command's output: the JSON envelope, or the tables and notes."""
-    req = found.request
-    if as_json:
-        emit_json({**found.to_dict(), "reference": _reference_json(authors, corpus)})
-        return
-    emb, metric = req.embedding, req.metric
-    title = (
-        f"Familiarity of {req.source} ({emb.model}, K={metric.k}, {metric.weighting}, "
-        f"{metric.protocol} protocol)"
-    )
-    _print_familiarity(title, found.report, per_label, authors)
-    if authors:
-        note(
-            f"authors: the Familiarity paper's figures for its corpus {corpus!r} "
-            "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours only "
-            "when this source holds that same corpus and the same options are used",
-            quiet,
+        req, corpus = found.request, reference or source
+        if as_json:
+            ref = None
+            if authors is not None:
+                ref = {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
+            emit_json({**found.to_dict(), "reference": ref})
+            return
+        title = (
+            f"Familiarity of {req.source} ({req.embedding.model}, K={req.metric.k}, "
+            f"{req.metric.weighting}, {req.metric.protocol} protocol)"
         )
-    if found.leakage is not None:
-        print_leakage(
-            f"Leakage of {req.source} (n = {req.ngram}; --no-leakage skips)", found.leakage, quiet
-        )
-
-
-def _reference_json(authors: dict[str, float] | None, corpus: str) -> dict[str, Any] | None:
-    """The authors' figures for the corpus with their source, for `--json`."""
-    if authors is None:
-        return None
-
-    return {"corpus": corpus, **paper_table()["source"], "familiarity": authors}
+        _print_familiarity(title, found.report, per_label, authors)
+        if authors:
+            note(
+                f"authors: the Familiarity paper's figures for its corpus {corpus!r} "
+                "(K=1000, Zipf, all-mpnet-base-v2, --protocol paper); they compare with ours "
+                "only when this source holds that same corpus and the same options are used",
+                quiet,
+            )
+        if found.leakage is not None:
+            title = f"Leakage of {req.source} (n = {req.ngram}; --no-leakage skips)"
+            print_leakage(title, found.leakage, quiet)
 
 
 def _print_familiarity(
     title: str, rep: FamiliarityReport, per_label: bool, authors: dict[str, float] | None = None
 ) -> None:
-    """A report as a table: one row per benchmark, then both headline figures (and the
-    authors' figures beside ours when given); optionally F(z) per label."""
+    """A report as a table: a row per benchmark, then both headline figures (the authors'
+    beside ours when given); optionally F(z) per label."""
     ref = (lambda key: authors.get(key)) if authors else (lambda key: None)
     rows: list[list[Any]] = []
     for name, b in rep.per_benchmark.items():

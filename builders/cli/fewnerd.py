@@ -1,17 +1,22 @@
 """`builders fewnerd-splits` and `builders fewnerd-episodes`: thin commands over
-`builders.fewnerd.splits`, `builders.fewnerd.folder` and `builders.fewnerd.episodes`."""
+`builders.fewnerd`."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, embedding_options, metric_options, model_option
+from builders.cli.options import (
+    common_options,
+    embedding_options,
+    metric_options,
+    model_option,
+    option,
+)
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import open_store, warn_older_reads
 from builders.defaults import (
@@ -31,19 +36,13 @@ from builders.sources import SOURCES
 from builders.store.ingest import ingest
 
 if TYPE_CHECKING:
-    from builders.fewnerd.episodes import Episode
-    from builders.fewnerd.splits import SplitBuild
-    from builders.shift.report import FamiliarityReport
     from builders.shift.specs import EmbeddingSpec, MetricSpec
-    from builders.sources.base import Example
     from builders.store import Store
 
 
 def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> None:
-    """Ingest the source when it is missing (or when files are given); a no-op if unchanged.
-
-    A name the registry does not know is stored as a Few-NERD source under that name."""
-
+    """Ingest the source when it is missing or files are given; a name the registry does not
+    know is stored as a Few-NERD source."""
     if path is None and store.has_source(source):
         warn_older_reads(store, source)
         return
@@ -66,34 +65,27 @@ def _ensure_source(store: Store, source: str, path: str | None, quiet: bool) -> 
     required=True,
     help="INTRA (by coarse type) or INTER (by fine type).",
 )
-@click.option(
+@option(
     "--assignment",
     type=click.Choice(FEWNERD_ASSIGNMENTS),
     default="official",
-    show_default=True,
     help="INTER type assignment: the official 36/13/17, or a seeded random 60/20/20 per coarse type.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=SEED,
-    show_default=True,
-    help="Seed of the sentence picks and the random assignment.",
+@option(
+    "--seed", type=int, default=SEED, help="Seed of the sentence picks and the random assignment."
 )
-@click.option(
+@option(
     "--source",
     default="fewnerd",
-    show_default=True,
     help="The stored source to split; ingested first when missing (from --path, or its default origin).",
 )
 @click.option(
     "--path", help="Few-NERD files (IO coarse-fine or BIO coarse_fine) to ingest as the source."
 )
-@click.option(
+@option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out"),
-    show_default=True,
     help="Where the fewnerd-{intra|inter}/ folder is written.",
 )
 @click.option(
@@ -120,14 +112,12 @@ def fewnerd_splits_cmd(
 ) -> None:
     """Rebuild Few-NERD INTRA / INTER train/validation/test parts from a stored source.
 
-    Every sentence of the source (all its splits) goes to one part owning one of its types,
-    picked at random (seeded); other parts' entities become O; sentences without entities are
-    dropped (METHOD.md section 5). Writes OUT/fewnerd-{mode}/ (parquet per part, README card,
-    summary.json) with the Familiarity of the dev and test labels against the train labels.
+    Each sentence goes to one part owning one of its types (seeded); other parts' entities
+    become O (METHOD.md section 5). Writes OUT/fewnerd-{mode}/ with the Familiarity of the dev
+    and test labels against the train labels.
 
     Example: builders fewnerd-splits --mode inter --path data/fewnerd/inter --out build --no-familiarity
     """
-
     request = FewnerdRequest(
         mode,
         assignment,
@@ -149,13 +139,7 @@ def fewnerd_splits_cmd(
             progress=lambda desc: progress_bar(desc, quiet, unit=" sent"),
             on_stage=lambda s: note(s, quiet),
         )
-    _report_split(made.build, made.familiarity, made.folder, as_json, quiet)
-
-
-def _report_split(
-    build: SplitBuild, fam: FamiliarityReport | None, folder: Path, as_json: bool, quiet: bool
-) -> None:
-    """fewnerd-splits' output: the summary as JSON, or a table of the parts and a note."""
+    build, fam, folder = made.build, made.familiarity, made.folder
     summary = build.summary()
     if fam is not None:
         summary["familiarity"] = fam.to_dict()
@@ -196,18 +180,11 @@ def _report_split(
     required=True,
     help="The part to sample from.",
 )
-@click.option(
-    "--n-way",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="N: types per episode.",
-)
-@click.option(
+@option("--n-way", type=click.IntRange(min=1), default=5, help="N: types per episode.")
+@option(
     "--k-shot",
     type=click.IntRange(min=1),
     default=1,
-    show_default=True,
     help="K: K~2K mentions per type in the support set.",
 )
 @click.option(
@@ -216,24 +193,18 @@ def _report_split(
     default=None,
     help="Q: Q~2Q mentions per type in the query set [default: K].",
 )
-@click.option(
-    "--episodes",
-    "n_episodes",
-    type=click.IntRange(min=0),
-    default=1000,
-    show_default=True,
-    help="Number of episodes.",
+@option(
+    "--episodes", "n_episodes", type=click.IntRange(min=0), default=1000, help="Number of episodes."
 )
-@click.option("--seed", type=int, default=SEED, show_default=True)
+@option("--seed", type=int, default=SEED)
 @click.option(
     "--split-dir",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="A folder written by fewnerd-splits; read the part from it.",
 )
-@click.option(
+@option(
     "--source",
     default="fewnerd",
-    show_default=True,
     help="Without --split-dir: the stored source whose split of that name is the part "
     "(e.g. the official INTER files, ingested as `fewnerd`).",
 )
@@ -242,11 +213,10 @@ def _report_split(
     is_flag=True,
     help="Lower-case words and labels, as the official episode files are.",
 )
-@click.option(
+@option(
     "--max-attempts",
     type=click.IntRange(min=1),
     default=1000,
-    show_default=True,
     help="Type draws per episode before giving up.",
 )
 @click.option(
@@ -274,15 +244,17 @@ def fewnerd_episodes_cmd(
 ) -> None:
     """Sample N-way K~2K-shot episodes (greedy, Few-NERD's Algorithm 1) from one part.
 
-    Writes the official episode JSONL ({"support": {"word", "label"}, "query": ..., "types"})
-    and checks every episode: each support type has K..2K mentions, no other type, the query
-    (drawn from the other sentences) has Q..2Q of each.
+    Writes the official episode JSONL and checks every episode: each support type has K..2K
+    mentions, the query (from the other sentences) Q..2Q.
 
     Example: builders fewnerd-episodes --split-dir build/fewnerd-inter --part test --n-way 5 --k-shot 1 --episodes 1000
     """
-
     part = canonical_split(part)
-    examples, where = _read_part(split_dir, source, part, db)
+    if split_dir is not None:
+        examples, where = read_part(split_dir, part), f"{split_dir}:{part}"
+    else:
+        with open_store(db, read_only=True) as store:
+            examples, where = store_examples(store, source, part), f"{source}/{part}"
     start = time.perf_counter()
     with progress_bar(f"episodes {where}", quiet, total=n_episodes, unit=" ep") as bar:
         eps = sample_episodes(
@@ -294,9 +266,22 @@ def fewnerd_episodes_cmd(
         name = f"{part}_{n_way}_{k_shot}.jsonl"
         out = split_dir / "episode-data" / name if split_dir is not None else Path(name)
     write_jsonl(out, (episode_record(ep, examples, lowercase) for ep in eps))
-    summary = _episodes_summary(
-        eps, seconds, out, where, len(examples), (n_way, k_shot, q_shot or k_shot), seed
-    )
+    n = max(len(eps), 1)
+    summary = {
+        "out": str(out),
+        "part": where,
+        "sentences": len(examples),
+        "n_way": n_way,
+        "k_shot": k_shot,
+        "q_shot": q_shot or k_shot,
+        "episodes": len(eps),
+        "seed": seed,
+        "checked": True,
+        "seconds": round(seconds, 3),
+        "episodes_per_s": round(len(eps) / seconds, 1) if seconds > 0 else None,
+        "mean_support_sentences": round(sum(len(e.support) for e in eps) / n, 3),
+        "mean_query_sentences": round(sum(len(e.query) for e in eps) / n, 3),
+    }
     if as_json:
         emit_json(summary)
         return
@@ -304,43 +289,3 @@ def fewnerd_episodes_cmd(
         f"{len(eps):,} episodes ({n_way}-way {k_shot}~{2 * k_shot}-shot) from {where} -> {out}; "
         f"all checked; {summary['episodes_per_s']} episodes/s"
     )
-
-
-def _episodes_summary(
-    eps: Sequence[Episode],
-    seconds: float,
-    out: Path,
-    where: str,
-    sentences: int,
-    shots: tuple[int, int, int],
-    seed: int,
-) -> dict[str, Any]:
-    """fewnerd-episodes' JSON summary: where the episodes went, the setting `shots` = (N, K, Q),
-    the sampling rate and the mean support and query sizes."""
-    n_way, k_shot, q_shot = shots
-    return {
-        "out": str(out),
-        "part": where,
-        "sentences": sentences,
-        "n_way": n_way,
-        "k_shot": k_shot,
-        "q_shot": q_shot,
-        "episodes": len(eps),
-        "seed": seed,
-        "checked": True,
-        "seconds": round(seconds, 3),
-        "episodes_per_s": round(len(eps) / seconds, 1) if seconds > 0 else None,
-        "mean_support_sentences": round(sum(len(e.support) for e in eps) / max(len(eps), 1), 3),
-        "mean_query_sentences": round(sum(len(e.query) for e in eps) / max(len(eps), 1), 3),
-    }
-
-
-def _read_part(
-    split_dir: Path | None, source: str, part: str, db: Path
-) -> tuple[list[Example], str]:
-    """The part's sentences from a written split folder, or from a stored source's split."""
-    if split_dir is not None:
-        return read_part(split_dir, part), f"{split_dir}:{part}"
-
-    with open_store(db, read_only=True) as store:
-        return store_examples(store, source, part), f"{source}/{part}"

@@ -1,7 +1,5 @@
 """A click group that imports a command's module only when the command is used (click's
-`LazyGroup` pattern), so that each command module imports the library at its top and
-`builders --help` loads none of them: the group lists its commands from a table of names,
-where they live and the first sentence of their help."""
+`LazyGroup` pattern): `builders --help` lists the commands from a table."""
 
 from __future__ import annotations
 
@@ -13,8 +11,7 @@ import click
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are named in `lazy`: name -> (`module:attribute`, summary),
-    the summary being the first sentence of the command's help (what `--help` lists)."""
+    """A group whose commands are named in `lazy`: name -> (`module:attribute`, summary)."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, tuple[str, str]], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -34,22 +31,14 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list, as click writes it, from the summaries (no module imported)."""
+        """The command list, as click writes it, from the summaries."""
         rows = [
-            (name, self._summary(ctx, name))
+            (name, self.commands.get(name) or click.Command(name, help=self.lazy[name][1]))
             for name in self.list_commands(ctx)
-            if name in self.lazy or not self.commands[name].hidden
         ]
+        rows = [(name, c) for name, c in rows if name in self.lazy or not c.hidden]
         if not rows:
             return
         limit = formatter.width - 6 - max(len(name) for name, _ in rows)
         with formatter.section("Commands"):
-            formatter.write_dl([(name, summary(limit)) for name, summary in rows])
-
-    def _summary(self, ctx: click.Context, name: str) -> Any:
-        if name in self.lazy and name not in self.commands:
-            stand_in = click.Command(name, help=self.lazy[name][1])
-            return stand_in.get_short_help_str
-        command = self.get_command(ctx, name)
-        assert command is not None
-        return command.get_short_help_str
+            formatter.write_dl([(name, c.get_short_help_str(limit)) for name, c in rows])

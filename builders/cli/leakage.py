@@ -1,5 +1,5 @@
 """`leakage`: benchmark sentences and mentions inside a training corpus; and the leakage
-tables `familiarity` and `build-splits` print beside Familiarity."""
+tables `familiarity` and `build-splits` print."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from builders.cli.options import (
     common_options,
     embedding_options,
     model_option,
+    option,
     source_options,
 )
 from builders.cli.output import emit_json, note, print_table
@@ -25,17 +26,15 @@ from builders.files import atomic_open
 from builders.shift.survey import LeakageRequest, leakage_survey
 
 if TYPE_CHECKING:
-    from builders.shift.leakage import LeakageReport
     from builders.shift.specs import EmbeddingSpec
 
 
 def ngram_option(f: Callable) -> Callable:
     """`--ngram`: the n-gram length of the leakage scan."""
-    return click.option(
+    return option(
         "--ngram",
         type=click.IntRange(min=1),
         default=NGRAM,
-        show_default=True,
         help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
     )(f)
 
@@ -44,10 +43,9 @@ def leakage_options(f: Callable) -> Callable:
     """`--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside
     Familiarity."""
     f = ngram_option(f)
-    return click.option(
+    return option(
         "--leakage/--no-leakage",
         default=True,
-        show_default=True,
         help="Scan the corpus for the benchmarks' sentences and mentions (METHOD.md section 7).",
     )(f)
 
@@ -94,8 +92,7 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
         rows.append(_row("union", rep["union"]))
     if rows:
         print_table(title, COLUMNS, rows)
-    # one line per reason: seven benchmarks without a local copy are one note, not seven;
-    # the first is said in full (a command to copy), the others named after it
+    # one line per reason: the first benchmark said in full, the others named after it
     by_reason: dict[str, list[tuple[str, str]]] = {}
     for name, why in rep["not_scanned"].items():
         by_reason.setdefault(_template(why, name), []).append((name, why))
@@ -106,8 +103,7 @@ def print_leakage(title: str, rep: Mapping[str, Any], quiet: bool = False) -> No
 
 
 def _template(why: str, name: str) -> str:
-    """`why` with `name` as a whole word taken out (a name inside a longer one is kept): the
-    key that groups the benchmarks left out for one reason. Never printed."""
+    """`why` with `name` as a whole word taken out: the key grouping benchmarks by reason."""
     return re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "\x00", why)
 
 
@@ -135,11 +131,10 @@ def print_build_leakage(source: str, rec: Mapping[str, Any], quiet: bool) -> Non
 @source_options
 @benchmarks_option
 @ngram_option
-@click.option(
+@option(
     "--threshold",
     type=click.FloatRange(0, 1),
     default=FAMILIAR_SIM,
-    show_default=True,
     help="A seen mention's training label is familiar at this similarity to its benchmark label.",
 )
 @model_option
@@ -167,11 +162,8 @@ def leakage_cmd(
 ) -> None:
     """Is my zero-shot score zero-shot? Benchmark sentences and mentions in a training corpus.
 
-    Per benchmark and over their union: exact sentence overlap (normalised tokens), n-gram
-    overlap with its containment ratio, and seen mentions (and how many of those carry a
-    familiar training label). Benchmarks are read from the store (packaged ones are ingested
-    from $LABELSHIFT_DATA when missing). The overlapping (benchmark sentence, training
-    sentence) pairs go to a parquet file with --pairs; nothing else is written.
+    Per benchmark and over their union: exact and n-gram sentence overlap and seen mentions
+    (METHOD.md section 7). --pairs writes the overlapping sentence pairs; nothing else is.
 
     Example: builders leakage --source pilener --benchmarks crossner-ai,crossner-music
     """
@@ -208,14 +200,10 @@ def leakage_cmd(
             }
         )
         return
-    _print_report(rep, quiet)
-    kept = f"-> {pairs_path}" if pairs_path is not None else "(--pairs FILE.parquet keeps them)"
-    note(f"{pairs.num_rows:,} overlapping sentence pairs {kept}", quiet)
-
-
-def _print_report(rep: LeakageReport, quiet: bool) -> None:
     title = (
         f"Leakage of {rep.source} into the benchmarks (n = {rep.n}; familiar: sim >= "
         f"{rep.threshold:g} with {rep.model} or the same label)"
     )
     print_leakage(title, rep.to_dict(), quiet)
+    kept = f"-> {pairs_path}" if pairs_path is not None else "(--pairs FILE.parquet keeps them)"
+    note(f"{pairs.num_rows:,} overlapping sentence pairs {kept}", quiet)

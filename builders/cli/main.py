@@ -1,12 +1,5 @@
-"""The `builders` command line: a thin click layer over the library.
-
-One module per command group: `store` (sources, ingest, labels, stats), `familiarity`, `splits`
-(build-splits), `evaluate`, `leakage` (leakage), `fewnerd` (fewnerd-splits, fewnerd-episodes), `export`
-(export, export-gliner), `publish` (publish, regenerate) and `cache`; what they share is in `options`
-(the shared options), `output` (JSON, notes, tables), `errors` (one-line failures) and
-`session` (the store opened and closed). The group is lazy (`lazy.LazyGroup`): a command's
-module, and the library it imports at its top, loads only when that command is used.
-"""
+"""The `builders` command line: a thin click layer over the library, one module per command
+group. The group is lazy (`lazy.LazyGroup`): a command's module loads only when it is used."""
 
 from __future__ import annotations
 
@@ -20,9 +13,8 @@ from builders.cli.lazy import LazyGroup
 from builders.cli.output import printable_message
 from builders.errors import BuildersWarning
 
-#: Every command: name -> (`module:attribute`, the first sentence of its help). A command's
-#: module is imported only when the command runs or its own help is asked for; `builders
-#: --help` lists them from this table (tests/cli/test_lazy.py keeps it equal to the commands).
+#: Every command: name -> (`module:attribute`, the first sentence of its help), which `builders
+#: --help` lists without importing the module (tests/cli/test_lazy.py keeps it true).
 COMMANDS = {
     "sources": (
         "builders.cli.store:sources_cmd",
@@ -34,14 +26,11 @@ COMMANDS = {
     ),
     "labels": (
         "builders.cli.store:labels_cmd",
-        "List SOURCE's labels with the raw tags they were verbalised from (`PER` -> person) "
-        "and their mention and sentence counts, most frequent first.",
+        "List SOURCE's labels, their raw tags and counts, most frequent first.",
     ),
     "stats": (
         "builders.cli.store:stats_cmd",
-        "Show what the store holds: sources, splits, counts and cached embeddings, after "
-        "reading every row so that DuckDB verifies the store's checksums (`--no-check` skips "
-        "it).",
+        "Show what the store holds and verify its checksums.",
     ),
     "familiarity": (
         "builders.cli.familiarity:familiarity_cmd",
@@ -73,15 +62,11 @@ COMMANDS = {
     ),
     "export": (
         "builders.cli.export:export_cmd",
-        "Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME) as "
-        "GLiNER json (--format gliner, the default: see export-gliner --help), or each of its "
-        "splits as flair's column files (--format flair).",
+        "Export a built FOLDER as GLiNER json or flair's column files.",
     ),
     "export-gliner": (
         "builders.cli.export:export_gliner_cmd",
-        "Export FOLDER (built by build-splits or fewnerd-splits, or its Hub repo ORG/NAME), or "
-        "a stored corpus (--source), to GLiNER training json; or a stored benchmark to "
-        "GLiNER's evaluation folder.",
+        "Export a built FOLDER or a stored corpus as GLiNER training json.",
     ),
     "publish": (
         "builders.cli.publish:publish_cmd",
@@ -93,8 +78,7 @@ COMMANDS = {
     ),
     "cache": (
         "builders.cli.cache:cache_cmd",
-        "Show the per-user embedding cache: where it is, its bound, and per model and runtime "
-        "how many label vectors it holds.",
+        "Show the per-user embedding cache and the label vectors it holds.",
     ),
 }
 
@@ -116,9 +100,8 @@ def cli() -> None:
 
 
 def _exit_on_sigterm() -> None:
-    """SIGTERM (a `kill`, a job scheduler's stop) ends the run as Ctrl-C does: through every
-    `finally`, so temporary folders and a half-made store are removed (kill -9 cannot be
-    caught: the next run that takes the folder's lock cleans up after it)."""
+    """SIGTERM ends the run as Ctrl-C does: through every `finally` (temporary folders and a
+    half-made store removed)."""
 
     def stop(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -127,8 +110,8 @@ def _exit_on_sigterm() -> None:
 
 
 def _print_our_warnings() -> None:
-    """The toolkit's warnings (`BuildersWarning`: what a run went on without) print as one
-    line, `warning: ...` or `note: ...`; others as Python prints them."""
+    """The toolkit's warnings (`BuildersWarning`) print as one line, `warning: ...` or
+    `note: ...`; others as Python prints them."""
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
@@ -154,7 +137,7 @@ def build_splits_main() -> None:
 
 
 def __getattr__(name: str) -> click.Command:
-    """`from builders.cli.main import build_splits`: the command, its module loaded now."""
+    """`from builders.cli.main import build_splits`, loaded now."""
     if name == "build_splits":
         return load_command("build-splits")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -168,5 +151,5 @@ def load_command(name: str) -> click.Command:
 
 
 def all_commands() -> dict[str, click.Command]:
-    """Every command of `builders` by name, their modules imported (for tests and docs)."""
+    """Every command of `builders` by name, their modules imported."""
     return {name: load_command(name) for name in cli.list_commands(click.Context(cli))}

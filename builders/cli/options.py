@@ -1,10 +1,5 @@
-"""The options commands share: where the store is (`--db`), how a command prints (`--json`,
-`-q`), the embedding and Familiarity settings, the training source, the benchmarks and a Hub
-organisation. Each is a decorator; the values are checked when the command line is parsed.
-
-The embedding and metric options make one spec each (`model_option` with `embedding_options`,
-`metric_options`): the command gets the spec (`embedding`, `metric`), not its fields, so a new
-embedding field is one option in `_EMBEDDING_OPTIONS` and nothing in the commands."""
+"""The options commands share, as decorators, checked when the command line is parsed. The
+embedding and metric options reach the command as one spec each (`embedding`, `metric`)."""
 
 from __future__ import annotations
 
@@ -38,6 +33,9 @@ from builders.labels import ZERO_SHOT, benchmarks
 from builders.names import valid_org, valid_tag
 from builders.shift.specs import SPECS, spec_fields
 
+#: `click.option` with its default shown in `--help`.
+option = functools.partial(click.option, show_default=True)
+
 
 def output_options(f: Callable) -> Callable:
     """`--json` and `--quiet`, shared by every command (sqlite-utils style)."""
@@ -52,26 +50,19 @@ def output_options(f: Callable) -> Callable:
 
 def common_options(f: Callable) -> Callable:
     """`--db`, `--json` and `--quiet`: what every command that opens the store takes."""
-    f = output_options(f)
-    f = click.option(
+    return option(
         "--db",
         type=click.Path(dir_okay=False, path_type=Path),
         default=DEFAULT_DB,
         envvar=DB_ENV,
-        show_default=True,
         help=f"The DuckDB span store (env {DB_ENV}).",
-    )(f)
-    return f
+    )(output_options(f))
 
 
 def _spec_options(spec: str, options: dict[str, Callable]) -> Callable:
-    """A decorator declaring `options` (field name -> its option) of the spec a request holds
-    as `spec` (`embedding`, `metric`: `SPECS`). The command gets each spec whole, made of the
-    fields its options declared (the others at their defaults) and checked before it runs (a
-    refusal is its one-line error), never the fields one by one. A spec's options may be
-    declared in several places (`--help` lists them where they are declared; `--json` keeps
-    that order); an option of the command's own of the same name (fewnerd-splits' `--seed`)
-    stays its own."""
+    """A decorator declaring `options` (field name -> its option) of the spec `spec` (`SPECS`):
+    the command gets the spec whole, its other fields at their defaults. A spec's options may
+    be declared in several places (`--help` lists them there)."""
     kind = SPECS[spec]
     assert set(options) <= set(spec_fields(kind)), f"not fields of {kind.__name__}"
 
@@ -86,8 +77,7 @@ def _spec_options(spec: str, options: dict[str, Callable]) -> Callable:
 
 
 def _making_specs(f: Callable) -> Callable:
-    """`f` wrapped once (however many spec options are declared) to get its specs whole: the
-    spec options' values are taken out of its arguments and given as one spec each."""
+    """`f` wrapped once to get the spec options' values as one spec each."""
     if hasattr(f, "_spec_fields"):
         return f
     fields: dict[str, str] = {}  # option name -> the spec it is a field of
@@ -97,7 +87,7 @@ def _making_specs(f: Callable) -> Callable:
         given: dict[str, dict[str, Any]] = {}
         for name, spec in fields.items():
             given.setdefault(spec, {})[name] = kwargs.pop(name)
-        try:  # made before `handle_errors` runs the command: on its surface too
+        try:  # made before `handle_errors` runs the command
             with shown_on(COMMAND_LINE):
                 specs = {spec: SPECS[spec](**values) for spec, values in given.items()}
         except BuildersError as exc:
@@ -108,93 +98,76 @@ def _making_specs(f: Callable) -> Callable:
     return command
 
 
-#: The options of `EmbeddingSpec`'s fields, in the order `--help` lists them.
-_EMBEDDING_OPTIONS = {
-    "model": click.option(
-        "--model",
-        default=DEFAULT_MODEL,
-        show_default=True,
-        help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 (fast), "
-        "a local folder or a Hub name.",
-    ),
-    "backend": click.option(
-        "--backend",
-        type=click.Choice(BACKENDS),
-        default=DEFAULT_BACKEND,
-        show_default=True,
-        help="Embedding runtime: auto (the fastest installed one whose vectors equal torch's, "
-        "checked once per model; LABELSHIFT_BACKEND pins it), torch (any device), onnx or "
-        "openvino (CPU; pip install 'labelshift-builders[onnx]' / '[openvino]').",
-    ),
-    "precision": click.option(
-        "--precision",
-        type=click.Choice(PRECISIONS),
-        default=DEFAULT_PRECISION,
-        show_default=True,
-        help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
-    ),
-}
+#: --model, the `EmbeddingSpec`'s model (the runtime's options: `embedding_options`).
+model_option = _spec_options(
+    "embedding",
+    {
+        "model": option(
+            "--model",
+            default=DEFAULT_MODEL,
+            help="Sentence-transformer: all-mpnet-base-v2 (the paper's), all-MiniLM-L6-v2 "
+            "(fast), a local folder or a Hub name.",
+        )
+    },
+)
 
-
-def model_option(f: Callable) -> Callable:
-    """--model, the `EmbeddingSpec`'s model: declared where a command names what it measures
-    with (the runtime's options follow with `embedding_options`)."""
-    return _spec_options("embedding", {"model": _EMBEDDING_OPTIONS["model"]})(f)
-
-
-def embedding_options(f: Callable) -> Callable:
-    """--backend, --precision and every other `EmbeddingSpec` field but the model
-    (`model_option`): the runtime that embeds labels (cached apart per choice). With
-    `model_option` the command gets `embedding: EmbeddingSpec`."""
-    runtime = {name: opt for name, opt in _EMBEDDING_OPTIONS.items() if name != "model"}
-    return _spec_options("embedding", runtime)(f)
+#: --backend, --precision: every `EmbeddingSpec` field but the model.
+embedding_options = _spec_options(
+    "embedding",
+    {
+        "backend": option(
+            "--backend",
+            type=click.Choice(BACKENDS),
+            default=DEFAULT_BACKEND,
+            help="Embedding runtime: auto (the fastest installed one whose vectors equal "
+            "torch's; LABELSHIFT_BACKEND pins it), torch, onnx or openvino (CPU).",
+        ),
+        "precision": option(
+            "--precision",
+            type=click.Choice(PRECISIONS),
+            default=DEFAULT_PRECISION,
+            help="Embedding precision: fp16 / bf16 for a GPU (torch), bf16 with openvino.",
+        ),
+    },
+)
 
 
 #: The options of `MetricSpec`'s fields, in the order `--help` lists them.
 _METRIC_OPTIONS = {
-    "protocol": click.option(
+    "protocol": option(
         "--protocol",
         type=click.Choice(PROTOCOLS),
         default=DEFAULT_PROTOCOL,
-        show_default=True,
-        help="`ours` (METHOD.md: our verbalised label sets, the union macro, scores against "
-        "their union) or `paper` (the Familiarity authors' code: GLiNER's label lists with "
-        "`else`, lower-cased training labels, scores per benchmark with pooled quantiles). "
-        "Both headline figures are reported either way.",
+        help="`ours` (METHOD.md) or `paper` (the Familiarity authors' code and label lists); "
+        "both headline figures are reported either way.",
     ),
-    "k": click.option(
+    "k": option(
         "--k",
         "-k",
         "k",
         type=click.IntRange(min=1),
         default=K,
-        show_default=True,
         help="Familiarity keeps the top K similarities (repeated by their mentions).",
     ),
-    "weighting": click.option(
+    "weighting": option(
         "--weighting",
         type=click.Choice(WEIGHTINGS),
         default=WEIGHTING,
-        show_default=True,
         help="Weights of the top K: zipf (1/k, the paper's), linear decay, or none.",
     ),
-    "temperature": click.option(
+    "temperature": option(
         "--temperature",
         type=click.FloatRange(min=0, min_open=True),
         default=TEMPERATURE,
-        show_default=True,
         help="Entropy softmax T.",
     ),
-    "seed": click.option(
-        "--seed", type=int, default=SEED, show_default=True, help="Bootstrap seed."
-    ),
+    "seed": option("--seed", type=int, default=SEED, help="Bootstrap seed."),
 }
 
 
 def metric_options(*only: str) -> Callable:
-    """--protocol, --k, --weighting, --temperature and --seed (or `only` those, for a command
-    that reads only those; the others keep their defaults): how Familiarity and the label
-    scores are read, given to the command as `metric: MetricSpec`."""
+    """--protocol, --k, --weighting, --temperature and --seed (or `only` those), given to the
+    command as `metric: MetricSpec`."""
     chosen = only or tuple(_METRIC_OPTIONS)
     return _spec_options("metric", {name: _METRIC_OPTIONS[name] for name in chosen})
 
@@ -217,18 +190,16 @@ def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 
 def benchmarks_option(f: Callable) -> Callable:
-    """`--benchmarks` and `--label-map`: the evaluation label sets
-    (`builders.shift.benchmarks.resolve` reads them)."""
+    """`--benchmarks` and `--label-map`: the evaluation label sets."""
     f = click.option(
         "--label-map",
         type=click.Path(dir_okay=False, exists=True),
         help="Verbalisation map (raw tag -> label) for the benchmarks' tags: a JSON object or "
         "a TOML [verbalise] table; it comes before the packaged table.",
     )(f)
-    return click.option(
+    return option(
         "--benchmarks",
         default="all",
-        show_default=True,
         help="Comma-separated: `all` ("
         + ", ".join(ZERO_SHOT)
         + "), a packaged name ("
@@ -255,8 +226,7 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 
 def org_option(*decls: str, required: bool = False, help: str, metavar: str = "ORG") -> Callable:
-    """An option naming a Hub user or organisation (`--org` by default), checked when the
-    command line is parsed (before any model loads)."""
+    """An option naming a Hub user or organisation (`--org` by default), checked on parsing."""
     return click.option(
         *(decls or ("--org",)),
         required=required,
@@ -267,14 +237,12 @@ def org_option(*decls: str, required: bool = False, help: str, metavar: str = "O
 
 
 def tag_option(help: str) -> Callable:
-    """`--tag`, checked when the command line is parsed: a tag git would refuse fails before
-    anything is built or pushed (the Hub would refuse it only after the commit)."""
+    """`--tag`, checked on parsing: a tag git would refuse fails before anything is built."""
     return click.option("--tag", callback=_checked_by(valid_tag, "--tag"), help=help)
 
 
 def _checked_by(valid: Callable[[str], str], flag: str) -> Callable:
-    """A click callback that checks a value with `valid` (as the command line names options)
-    and reports its refusal as click's bad parameter, without `flag` (click names it)."""
+    """A click callback checking a value with `valid`; a refusal is click's bad parameter."""
 
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         try:

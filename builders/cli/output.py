@@ -1,5 +1,5 @@
-"""What commands print: the one `--json` envelope, notes on stderr, tables on stdout, sizes
-and messages with the data's control characters escaped."""
+"""What commands print: the `--json` envelope, notes on stderr, tables on stdout; the data's
+control characters escaped."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ LOCAL_OPTIONS = frozenset({"db", "as_json", "quiet"})
 
 
 def emit_json(result: Any, config: dict[str, Any] | None = None) -> None:
-    """The one `--json` envelope: `{command, version, config, result}`. `config` defaults to
-    the command's options as parsed (paths absolute; --db, --json and --quiet left out)."""
+    """The `--json` envelope `{command, version, config, result}`; `config` defaults to the
+    command's options (paths absolute, `LOCAL_OPTIONS` left out)."""
     ctx = click.get_current_context()
     if config is None:
         config = {k: _jsonable(v) for k, v in ctx.params.items() if k not in LOCAL_OPTIONS}
@@ -58,8 +58,7 @@ def note(msg: str, quiet: bool = False) -> None:
 
 
 def printable_message(text: str) -> str:
-    """An error message for the terminal: control characters from the data escaped (lines
-    of the message itself stay lines)."""
+    """A message with the data's control characters escaped (its own lines stay lines)."""
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
@@ -71,17 +70,9 @@ def print_table(
     wrap: int | None = None,
     text_columns: int | Collection[int] = 1,
 ) -> None:
-    """A rich table on stdout (plain text when not a terminal). A cell too long for its
-    column is wrapped (a word longer than the column folded), never cut short.
-
-    Args:
-        wrap: when not a terminal (a pipe, a CI log, `| less`), the table is at most this
-            wide (`$COLUMNS` when set) and its cells wrap, rather than as wide as its longest
-            line (a list of changes runs to hundreds of characters); a terminal's own width
-            applies there.
-        text_columns: how many columns, from the first, hold text (left-justified; the
-            others hold figures, right-justified), or which ones.
-    """
+    """A rich table on stdout; a long cell wraps, never cut short. When not a terminal the
+    table is as wide as its longest line, or at most `wrap` (`$COLUMNS` when set).
+    `text_columns`: how many columns, from the first, hold text (left-justified), or which."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

@@ -10,15 +10,14 @@ from typing import Any
 import click
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, org_option, output_options, tag_option
+from builders.cli.options import common_options, option, org_option, output_options, tag_option
 from builders.cli.output import emit_json, human_size, note, print_table
 from builders.cli.session import open_store
 from builders.hub.publish import plan_publishes, publish
 from builders.scenarios.book import load_scenarios
 from builders.scenarios.regenerate import regenerate
 
-#: How wide regenerate's table is when not printed to a terminal (a pipe, a CI log): its
-#: changes column wraps there, as it does in a terminal (`--json` holds them whole).
+#: How wide regenerate's table is when not printed to a terminal (its changes column wraps).
 TABLE_WIDTH = 100
 
 
@@ -34,8 +33,7 @@ def _log_to_stderr(quiet: bool) -> None:
 
 
 def publish_options(f: Callable) -> Callable:
-    """`--private/--public`, `--tag`, `--dry-run`: the options of `publish`, shared with
-    `regenerate --publish`."""
+    """`--private/--public`, `--tag`, `--dry-run`: `publish`'s, and `regenerate --publish`'s."""
     f = click.option(
         "--dry-run", is_flag=True, help="Show what would be pushed (on stdout); push nothing."
     )(f)
@@ -71,23 +69,28 @@ def publish_cmd(
 ) -> None:
     """Push dataset repo folders to the Hugging Face Hub, one commit per repo.
 
-    Each FOLDER (written by build-splits or fewnerd-splits) becomes the dataset repo
-    ORG/FOLDER-NAME, created if needed; the commit holds every file of the folder, its card
-    rendered for ORG/FOLDER-NAME, and removes remote files the folder no longer has. With
-    --tag the commit is tagged. huggingface_hub retries 429 and 5xx answers (Retry-After
-    honoured). The token comes from HF_TOKEN or `hf auth login`; HF_ENDPOINT selects
-    another Hub.
-
-    First the folders are checked against the manifest their build wrote in its --out: an
-    interrupted build, a file the build did not write or levels of two builds stop it before
-    anything is pushed; a folder without manifest is pushed with a note.
+    Each FOLDER (written by build-splits or fewnerd-splits, checked against its build's
+    manifest first) becomes the dataset repo ORG/FOLDER-NAME; the commit holds every file of
+    the folder and removes remote files it no longer has. The token comes from HF_TOKEN or
+    `hf auth login`; HF_ENDPOINT selects another Hub.
 
     Example: builders publish out/pilener-low-shift out/pilener-high-shift --org my-org --tag v1.0
     """
 
     plans = plan_publishes(folders, org, note=lambda text: note(f"note: {text}", quiet), tag=tag)
+    if dry_run and as_json:
+        repos = [p.to_dict() for p in plans]
+        emit_json({"dry_run": True, "tag": tag, "private": private, "repos": repos})
+        return
     if dry_run:
-        print_plans(plans, tag, private, as_json)
+        visibility = {True: " (private)", False: " (public)", None: ""}[private]
+        for plan in plans:
+            click.echo(
+                f"would push {plan.repo_id}: {len(plan.files)} files, "
+                f"{human_size(plan.total_bytes)}" + (f", tag {tag}" if tag else "") + visibility
+            )
+            for f in plan.to_dict()["files"]:
+                click.echo(f"  {f['path']}  {human_size(f['size'])}")
         return
     _log_to_stderr(quiet)
     results = publish(plans, private=private, tag=tag)
@@ -103,30 +106,12 @@ def publish_cmd(
         )
 
 
-def print_plans(plans: list[Any], tag: str | None, private: bool | None, as_json: bool) -> None:
-    """What a dry run would push, all on stdout (JSON with --json)."""
-    if as_json:
-        repos = [p.to_dict() for p in plans]
-        emit_json({"dry_run": True, "tag": tag, "private": private, "repos": repos})
-        return
-    visibility = {True: " (private)", False: " (public)", None: ""}[private]
-    for plan in plans:
-        click.echo(
-            f"would push {plan.repo_id}: {len(plan.files)} files, {human_size(plan.total_bytes)}"
-            + (f", tag {tag}" if tag else "")
-            + visibility
-        )
-        for f in plan.to_dict()["files"]:
-            click.echo(f"  {f['path']}  {human_size(f['size'])}")
-
-
 @click.command("regenerate")
-@click.option(
+@option(
     "--scenarios",
     "scenarios_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("scenarios.toml"),
-    show_default=True,
     help="The scenarios file.",
 )
 @click.option("--only", "only", multiple=True, help="Only this scenario (repeatable).")
@@ -165,16 +150,9 @@ def regenerate_cmd(
 ) -> None:
     """Rebuild the published scenarios listed in scenarios.toml; reuse what has not changed.
 
-    Each scenario's input (`path`) is read again where it changed: with `ingest = "replace"`
-    (the default) files added, removed or changed replace what is stored, with `ingest =
-    "append"` new files are added; an input that loses a split, or more than half of its
-    sentences, is refused (a copy made in part?) unless --allow-shrink names it. A scenario
-    is reused when its source fingerprints and parameters match the last build (nothing is
-    loaded or embedded); otherwise it is rebuilt, with every scenario that reads the same
-    source or evaluates against it, and the change (files, sentences, mentions; rows, labels
-    moved, Familiarity) is reported and added to the folder's changelog. Scenarios whose
-    input is absent are skipped (an error with --only). --publish ORG pushes what this run
-    rebuilt, one commit per repo with its changelog entry.
+    A scenario whose input and parameters match its last build is reused; otherwise it is
+    rebuilt (with every scenario reading the same source), and the change is reported and
+    added to its changelog (docs/GUIDE.md). --publish ORG pushes what this run rebuilt.
 
     Example: builders regenerate --publish my-org --tag v1.1 --dry-run
     """

@@ -1,10 +1,9 @@
-"""`sources`, `ingest`, `labels` and `stats`: what can be loaded, loading it, and what the
-store holds."""
+"""`sources`, `ingest`, `labels` and `stats`: loading the store and what it holds."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -22,9 +21,6 @@ from builders.store import wal_holds_writes, wal_path
 from builders.store.ingest import plan_ingest
 from builders.store.writer import prepare_source
 
-if TYPE_CHECKING:
-    from builders.store.writer import IngestResult
-
 
 @click.command("sources")
 @output_options
@@ -34,24 +30,22 @@ def sources_cmd(as_json: bool, quiet: bool) -> None:
 
     Example: builders sources --json
     """
-    rows: list[dict[str, Any]] = []
-    for spec in SOURCES.values():
-        local = spec.default_path()
-        rows.append(
-            {
-                "source": spec.name,
-                "kind": spec.kind,
-                "origin": spec.origin + (f" [{spec.origin_config}]" if spec.origin_config else "")
-                if spec.origin
-                else None,
-                "local": str(local) if local else None,
-                "license": spec.license,
-                "description": spec.description,
-                "reader": spec.module,
-                "options": dict(spec.options),
-                "reader_options": reader_options(spec.module).describe(),
-            }
-        )
+    rows: list[dict[str, Any]] = [
+        {
+            "source": spec.name,
+            "kind": spec.kind,
+            "origin": spec.origin + (f" [{spec.origin_config}]" if spec.origin_config else "")
+            if spec.origin
+            else None,
+            "local": str(local) if (local := spec.default_path()) else None,
+            "license": spec.license,
+            "description": spec.description,
+            "reader": spec.module,
+            "options": dict(spec.options),
+            "reader_options": reader_options(spec.module).describe(),
+        }
+        for spec in SOURCES.values()
+    ]
     if as_json:
         emit_json(rows)
         return
@@ -91,7 +85,7 @@ def _options_help() -> str:
 
 
 class _IngestCommand(click.Command):
-    """`ingest --help` ends with every reader's options (listed when help is asked for)."""
+    """`ingest --help` ends with every reader's options."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_paragraph()
@@ -161,10 +155,8 @@ def ingest_cmd(
 ) -> None:
     """Load SOURCE into the span store, all splits in one transaction.
 
-    Re-ingesting an unchanged input does nothing. A split that holds a different input is
-    refused: --replace replaces it, --append adds the new inputs to it. Raw tags are
-    verbalised as the benchmarks' are (PER -> person, RATINGS_AVERAGE -> average ratings);
-    the report counts them, and `builders labels` shows raw -> label.
+    Re-ingesting an unchanged input does nothing; a split holding a different input needs
+    --replace or --append. Raw tags are verbalised (PER -> person).
 
     Example: builders ingest columns --path conll/train.txt --name mine --label-map tags.toml
 
@@ -196,10 +188,6 @@ def ingest_cmd(
     if as_json:
         emit_json(result.to_dict())
         return
-    _print_result(result, quiet)
-
-
-def _print_result(result: IngestResult, quiet: bool) -> None:
     keys = ["sentences", "mentions", "negatives"]
     if result.negative_spans:
         keys.append("negative_spans")
@@ -226,9 +214,8 @@ def _print_result(result: IngestResult, quiet: bool) -> None:
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
-    """A split's reader report as lines: each count (`repaired tags: 156`) but those a note
-    spells out (`columns not read: 407,242` beside `train.txt: columns not read: chunk
-    (203,621), pos (203,621)`), then the notes."""
+    """A split's reader report as lines: each count a note does not spell out, then the
+    notes."""
     notes = report.get("notes", [])
     lines = [
         f"{key.replace('_', ' ')}: {n:,}"
@@ -249,8 +236,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 def labels_cmd(
     source: str, top: int | None, splits: tuple[str, ...], db: Path, as_json: bool, quiet: bool
 ) -> None:
-    """List SOURCE's labels with the raw tags they were verbalised from (`PER` -> person) and
-    their mention and sentence counts, most frequent first.
+    """List SOURCE's labels, their raw tags and counts, most frequent first.
 
     Example: builders labels pilener-sample --top 20
     """
@@ -296,17 +282,14 @@ def _verbalised(label: str, raws: list[str]) -> str:
 @common_options
 @handle_errors
 def stats_cmd(db: Path, drop: tuple[str, ...], no_check: bool, as_json: bool, quiet: bool) -> None:
-    """Show what the store holds: sources, splits, counts and cached embeddings, after reading
-    every row so that DuckDB verifies the store's checksums (`--no-check` skips it). Writes a
-    .wal beside the store still holds (the disk refused to fold them in) are folded in first.
+    """Show what the store holds and verify its checksums.
 
-    A cache key this version no longer writes (model|backend|precision|weights, before the
-    device and batch rows joined the key) is marked stale: its vectors are never read again,
-    and `--drop-embeddings KEY` frees their room.
+    Sources, splits, counts and cached embeddings, after reading every row so that DuckDB
+    verifies the checksums (`--no-check` skips it). A .wal's writes are folded in first; a
+    stale cache key is marked (`--drop-embeddings KEY` frees it).
 
     Example: builders stats --db labelshift.duckdb
     """
-
     pending = db.is_file() and wal_holds_writes(db)  # a write the disk refused to fold in
     with open_store(db, read_only=not (drop or pending)) as store:
         if pending:
