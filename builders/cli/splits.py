@@ -16,6 +16,7 @@ from builders.cli.options import (
     embedding_options,
     metric_options,
     model_option,
+    option,
     org_option,
     source_options,
 )
@@ -114,11 +115,10 @@ def _targets(
 @click.command("build-splits", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="build-splits")
 @source_options
-@click.option(
+@option(
     "--strategy",
     type=click.Choice(NAMES),
     default=DEFAULT_STRATEGY,
-    show_default=True,
     help="entropy, max: the paper's label scores cut at quantiles (the levels' order is not "
     "guaranteed); familiarity: levels of equal size placed by their Familiarity, ordered by "
     "construction (METHOD.md section 8); random: the control, levels of equal size whose labels "
@@ -131,11 +131,10 @@ def _targets(
     help="familiarity: the Familiarity asked of each level (union macro), each met within "
     f"{TARGET_TOLERANCE:g}; refused, naming the range the corpus reaches, when it cannot be.",
 )
-@click.option(
+@option(
     "--min-gap",
     type=click.FloatRange(0, 1, max_open=True),
     default=MIN_GAP,
-    show_default=True,
     help="familiarity: the smallest Familiarity gap between consecutive levels.",
 )
 @click.option(
@@ -160,7 +159,7 @@ def _targets(
     "draw of their sentences. Default: 0.3 for familiarity (its levels hold 13-26% of one "
     "label on the shared corpora), none for entropy and max (the paper's protocol); 1: none.",
 )
-@click.option("--levels", default=",".join(LEVELS), show_default=True, help="Subsets to build.")
+@option("--levels", default=",".join(LEVELS), help="Subsets to build.")
 @benchmarks_option
 @model_option
 @metric_options("protocol", "k", "weighting", "temperature")
@@ -178,25 +177,22 @@ def _targets(
 @click.option("--keep-misc", is_flag=True, help="Keep `misc` (as `else`) in benchmark label sets.")
 @metric_options("seed")
 @embedding_options
-@click.option(
+@option(
     "--min-labels",
     type=click.IntRange(min=1),
     default=MIN_LEVEL_LABELS,
-    show_default=True,
     help="Refuse a build whose smallest level has fewer labels.",
 )
-@click.option(
+@option(
     "--min-mentions",
     type=click.IntRange(min=1),
     default=MIN_LEVEL_MENTIONS,
-    show_default=True,
     help="Refuse a build whose smallest level has fewer mentions.",
 )
-@click.option(
+@option(
     "--match",
     type=click.Choice(MATCH_MODES),
     default="none",
-    show_default=True,
     help="Cut every level to the same number of mentions (or labels), in score order, so "
     "that the levels differ in label shift and not in size.",
 )
@@ -207,11 +203,10 @@ def _targets(
     help="Drop training sentences that overlap the benchmarks' sentences (exact or n-gram) "
     "before cutting; the card says how many.",
 )
-@click.option(
+@option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out"),
-    show_default=True,
     help="Where the dataset folders are written.",
 )
 @org_option(help="Hub user or organisation the folders are for: their cards name ORG/FOLDER.")
@@ -226,14 +221,9 @@ def build_splits(
     quiet: bool,
     **params: Any,
 ) -> None:
-    """Build low / medium / high label-shift subsets of a training corpus.
-
-    entropy / max (the paper's): scores every training label against the benchmark labels
-    (softmax entropy or max similarity) and cuts the scores at the paper's quantiles.
-    familiarity: ranks the labels by what they add to Familiarity and places levels of equal
-    size whose Familiarity falls from low to high by at least --min-gap, or meets --targets.
-    Writes each subset as a Hub-ready folder OUT/{source}-{level}-shift/{strategy}/ and
-    reports its Familiarity per benchmark, with verdicts on the order.
+    """Build low / medium / high label-shift subsets of a training corpus (--strategy says
+    how), each a Hub-ready folder OUT/{source}-{level}-shift/{strategy}/, and report their
+    Familiarity per benchmark with verdicts on the order (METHOD.md sections 2-4 and 8).
 
     Example: build-splits --source mine --strategy familiarity --targets 0.55,0.42,0.30
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
