@@ -250,25 +250,20 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
                 )
         labels = []
         for config, d in (entry.get("details") or {}).items():
-            for key, verb in (("labels_added", "added"), ("labels_removed", "removed")):
-                names = list(d.get(key) or [])
-                if names:
-                    shown = ", ".join(cell(quoted(n)) for n in names[:_MAX_LISTED])
-                    more = len(names) - _MAX_LISTED
-                    labels.append(
-                        f"`{config}`: {len(names):,} label{'s' if len(names) > 1 else ''} "
-                        f"{verb}: {shown}" + (f" and {more:,} more" if more > 0 else "")
-                    )
+            groups = [
+                (verb, [cell(quoted(n)) for n in d.get(f"labels_{verb}") or []])
+                for verb in ("added", "removed")
+            ]
             for key, verb in (("moved_in", "from"), ("moved_out", "to")):
-                pairs = sorted((d.get(key) or {}).items())
-                if pairs:
-                    shown = ", ".join(  # quoted: a label may be named `medium`
-                        f"{cell(quoted(n))} ({verb} {lv})" for n, lv in pairs[:_MAX_LISTED]
-                    )
-                    more = len(pairs) - _MAX_LISTED
+                pairs = sorted((d.get(key) or {}).items())  # quoted: a label may be `medium`
+                shown = [f"{cell(quoted(n))} ({verb} {lv})" for n, lv in pairs]
+                groups.append(("moved between levels", shown))
+            for what, shown in groups:
+                if shown:
+                    more = len(shown) - _MAX_LISTED
                     labels.append(
-                        f"`{config}`: {len(pairs):,} label{'s' if len(pairs) > 1 else ''} "
-                        f"moved between levels: {shown}"
+                        f"`{config}`: {len(shown):,} label{'s' if len(shown) > 1 else ''} "
+                        f"{what}: {', '.join(shown[:_MAX_LISTED])}"
                         + (f" and {more:,} more" if more > 0 else "")
                     )
         out.append(

@@ -114,11 +114,6 @@ class ExportRequest:
                 f"{opt('benchmark', 'SOURCE')}"
             )
 
-    @property
-    def reads_store(self) -> bool:
-        """Whether the export reads the span store (a stored source or benchmark)."""
-        return self.folder is None
-
 
 def export(
     request: ExportRequest,

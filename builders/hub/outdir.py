@@ -330,7 +330,6 @@ def exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically (Linux `renameat2` with RENAME_EXCHANGE); False if the
     system cannot."""
     import ctypes
-    import errno
 
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2

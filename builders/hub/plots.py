@@ -18,6 +18,8 @@ from typing import Any
 
 from builders.deferred import np
 
+_COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
+
 
 @contextmanager
 def figure(width: float, height: float, out: list[bytes]) -> Iterator[Any]:
@@ -54,7 +56,6 @@ def histogram_png(
     default style whatever the user's rc file says, and no `Software` metadata.
     """
     s = np.asarray(scores, dtype=np.float64)
-    colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
     png: list[bytes] = []
     with figure(7.0, 3.9, png) as fig:
         ax = fig.add_subplot(1, 1, 1)
@@ -63,14 +64,14 @@ def histogram_png(
         if level is not None and sides and level in sides and level in thresholds:
             own = [float(x) for x in thresholds[level]]
             span = {"ge": (own[0], hi), "le": (lo, own[0])}.get(sides[level], (own[0], own[-1]))
-            ax.axvspan(*span, color=colours.get(level, "black"), alpha=0.12, linewidth=0)
+            ax.axvspan(*span, color=_COLOURS.get(level, "black"), alpha=0.12, linewidth=0)
         for lv, ts in thresholds.items():
             this = level is None or lv == level
             cut = " to ".join(f"{float(t):.3g}" for t in ts)
             for i, t in enumerate(ts):
                 ax.axvline(
                     float(t),
-                    color=colours.get(lv, "black"),
+                    color=_COLOURS.get(lv, "black"),
                     linestyle="-" if this else "--",
                     linewidth=2.0 if this else 1.2,
                     label=f"{lv} shift cut ({cut})" if i == 0 else None,
@@ -142,9 +143,6 @@ def dial_png(
         ax.legend(fontsize=8, loc="upper right", frameon=False)
         fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.86)
     return png[0]
-
-
-_COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
 
 
 def _draw_window(
