@@ -97,23 +97,15 @@ def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     return {
         "source": first["config"]["source"],
         "level": first["subset"]["level"],
-        "cuts": {c: _cut_meta(b) for c, b in builds.items()},
+        # how each config chose its level: its strategy's `cut_meta`
+        "cuts": {c: dict(json.loads(str(_card(b).cut_meta(b)))) for c, b in builds.items()},
     }
-
-
-def _cut_meta(b: Mapping[str, Any]) -> dict[str, Any]:
-    """How the config chose its level, for the card's YAML: its strategy's `cut_meta`."""
-    return dict(json.loads(str(_card(b).cut_meta(b))))
 
 
 def _card(b: Mapping[str, Any]) -> Any:
     """The config's strategy's card text (`cards/_strategy_NAME.md.j2`), which alone reads the
     strategy's selection keys."""
     return environment().get_template(f"_strategy_{b['config']['strategy']}.md.j2").module
-
-
-def _level_order(item: tuple[str, Any]) -> int:
-    return LEVELS.index(item[0]) if item[0] in LEVELS else 9
 
 
 def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -131,7 +123,7 @@ def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
             "labels": (levels.get(lv) or {}).get("labels"),
             "mentions": (levels.get(lv) or {}).get("mentions"),
         }
-        for lv, c in sorted(cuts.items(), key=_level_order)
+        for lv, c in sorted(cuts.items(), key=lambda i: LEVELS.index(i[0]) if i[0] in LEVELS else 9)
     ]
 
 

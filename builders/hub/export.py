@@ -19,11 +19,7 @@ flair's column files, from a built folder (`export_flair`; flair's `ColumnCorpus
     DIR/train.txt, dev.txt, test.txt   TOKEN<TAB>TAG per line (BIO tags), a blank line after
                                        each sentence; one file per split the folder has
 
-One request says which to write (`ExportRequest`: its `format`, its source); `export` writes it.
-
-The folder's spans have `end` exclusive (as in the span store); GLiNER's `end` is inclusive,
-so it is written as `end - 1`. The same input gives the same bytes; files are written beside
-their target and moved in.
+The same input gives the same bytes; files are written beside their target and moved in.
 """
 
 from __future__ import annotations

@@ -28,12 +28,9 @@ _LEVEL_NAME = re.compile(rf"(.+)-(?:{'|'.join(LEVELS)})-shift")
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, read 1 MiB at a time."""
-    h = hashlib.sha256()
+    """The sha256 of a file's bytes."""
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def files_of(config_dir: Path) -> dict[str, str]:

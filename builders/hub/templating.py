@@ -49,8 +49,13 @@ def environment() -> jinja2.Environment:
         autoescape=False,
         finalize=_shown,
     )
-    env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=cell)
-    env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}"  # F1 as papers give it
+    env.filters.update(
+        f4=lambda x: "–" if x is None else f"{x:.4f}",
+        g4=lambda x: f"{x:.4g}",
+        n=lambda x: "–" if x is None else f"{x:,}",
+        pct=lambda x: "–" if x is None else f"{100 * x:.1f}",  # F1 as papers give it
+        cell=cell,
+    )
     env.policies["json.dumps_kwargs"] = {"sort_keys": False}  # a strategy's `cut_meta`: as written
     return env
 
@@ -71,14 +76,6 @@ def card_text(name: str) -> str:
     except ModuleNotFoundError:
         checkout = Path(__file__).resolve().parents[2] / "cards"
         return (checkout / name).read_text(encoding="utf-8")
-
-
-def _g4(x: float) -> str:
-    return f"{x:.4g}"
-
-
-def _n(x: int | None) -> str:
-    return "–" if x is None else f"{x:,}"
 
 
 def cell(text: str) -> str:
