@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -256,13 +257,17 @@ def gliner_record(row: Row) -> dict[str, Any]:
 
 
 def write_training(
-    rows: Iterator[Row], labels: Iterable[str], out: Path, limits: Limits, count: TokenCount
+    rows: Iterator[Row],
+    labels: Iterable[str],
+    out: Path,
+    limits: Limits | None = None,
+    count: TokenCount | None = None,
 ) -> dict[str, Any]:
     """Write rows as GLiNER training json (atomically), cut into windows GLiNER keeps whole.
     `labels`: the export's mention labels (the batch negatives GLiNER may sample). Returns
     the counts written, the limits, `not_kept` (what GLiNER still drops of the windows) and
     `whole_rows` (what it would drop of the rows written whole)."""
-
+    limits, count = limits or Limits(), count or TokenCount()
     budget = Budget(limits, count)
     budget.see_labels(iter(labels))
     counts = dict.fromkeys(
@@ -306,13 +311,7 @@ def export_gliner(
     """Write one config (None: the folder's default) and split of a subset or Few-NERD folder
     as GLiNER training json; returns `write_training`'s counts."""
     files = parquet_files(Path(folder), config, split)
-    return write_training(
-        parquet_rows(files),
-        parquet_labels(files),
-        out,
-        limits or Limits(),
-        count or TokenCount(),
-    )
+    return write_training(parquet_rows(files), parquet_labels(files), out, limits, count)
 
 
 def export_gliner_source(
@@ -337,13 +336,7 @@ def export_gliner_source(
         )
     labels = store.split_labels(source, name)  # before the reader: one open result at a time
     with store.source_reader(source, name) as reader:
-        return write_training(
-            _store_rows(reader),
-            labels,
-            out,
-            limits or Limits(),
-            count or TokenCount(),
-        )
+        return write_training(_store_rows(reader), labels, out, limits, count)
 
 
 def _store_rows(reader: Any) -> Iterator[Row]:
@@ -394,10 +387,7 @@ def eval_record(tokens: list[str], spans: list[tuple[int, int, str]], where: str
                 f"{where}: token {t!r} is empty or holds whitespace; GLiNER's evaluation layout "
                 "splits sentences on whitespace, so it cannot be written"
             )
-    starts, pos = [], 0
-    for t in tokens:
-        starts.append(pos)
-        pos += len(t) + 1
+    starts = list(accumulate((len(t) + 1 for t in tokens), initial=0))
     sentence = " ".join(tokens)
     entities = []
     for a, b, label in spans:

@@ -33,27 +33,16 @@ if TYPE_CHECKING:
 @cache
 def subset_features() -> datasets.Features:
     """The features of a subset config's rows (on first use: `datasets` is slow to import)."""
-    import datasets
+    from datasets import Features, List, Value
 
-    return datasets.Features(
+    span = {"start": Value("int32"), "end": Value("int32"), "label": Value("string")}
+    return Features(
         {
-            "id": datasets.Value("string"),
-            "tokens": datasets.List(datasets.Value("string")),
-            "spans": datasets.List(
-                {
-                    "start": datasets.Value("int32"),
-                    "end": datasets.Value("int32"),
-                    "label": datasets.Value("string"),
-                }
-            ),
-            "negatives": datasets.List(datasets.Value("string")),
-            "negative_spans": datasets.List(
-                {
-                    "start": datasets.Value("int32"),
-                    "end": datasets.Value("int32"),
-                    "label": datasets.Value("string"),
-                }
-            ),
+            "id": Value("string"),
+            "tokens": List(Value("string")),
+            "spans": List(span),
+            "negatives": List(Value("string")),
+            "negative_spans": List(span),
         }
     )
 
