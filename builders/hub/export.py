@@ -141,16 +141,28 @@ def export(
 
 def _built_folder(folder: str, config: str | None, note: Callable[[str], None]) -> Path:
     """The folder to export: a local one, checked against the manifest its build wrote (the
-    config to export, the folder's default when None), or its Hub repo's copy."""
-    where, repo_id = local_folder(folder, config)
-    if repo_id:
-        note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}")
+    config to export, the folder's default when None), else the parquet files (`config`'s
+    when given) of that Hub dataset repo, downloaded into the Hub cache."""
+    where = Path(folder)
+    if where.is_dir() or not is_hub_id(folder):
+        if config is None and where.is_dir():
+            config = next(iter(configs_of(where)), None)
+        if config is not None:
+            check_levels([where], config, note=lambda text: note(f"note: {text}"))
         return where
-    if config is None and where.is_dir():
-        config = next(iter(configs_of(where)), None)
-    if config is not None:
-        check_levels([where], config, note=lambda text: note(f"note: {text}"))
-    return where
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    patterns = [f"{config}/*.parquet", "data/*.parquet"] if config else ["*.parquet"]
+    try:
+        found = snapshot_download(folder, repo_type="dataset", allow_patterns=patterns)
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
+        raise InputError(
+            f"{folder}: no such local folder, and the Hub dataset repo {folder!r} could not be "
+            f"downloaded: {type(exc).__name__}: {exc}"
+        ) from None
+    note(f"{folder}: not a local folder; read from the Hub dataset repo {folder}")
+    return Path(found)
 
 
 def parquet_files(folder: Path, config: str | None = None, split: str = "train") -> list[Path]:
@@ -352,28 +364,6 @@ def _store_rows(reader: Any) -> Iterator[Row]:
                 list(neg) if neg else None,
                 [(s["start"], s["end"], s["label"]) for s in neg_spans],
             )
-
-
-def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, str | None]:
-    """A built folder on disk and the repo id it came from: `folder` itself when it exists
-    (None), else the parquet files (`config`'s when given) of that Hub dataset repo, downloaded
-    into the Hub cache."""
-    path = Path(folder)
-    if path.is_dir() or not is_hub_id(str(folder)):
-        return path, None
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    repo_id = str(folder)
-    patterns = [f"{config}/*.parquet", "data/*.parquet"] if config else ["*.parquet"]
-    try:
-        where = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        raise InputError(
-            f"{repo_id}: no such local folder, and the Hub dataset repo {repo_id!r} could not be "
-            f"downloaded: {type(exc).__name__}: {exc}"
-        ) from None
-    return Path(where), repo_id
 
 
 # ------------------------------------------------------------------------- evaluation layout
