@@ -2,10 +2,7 @@
 
     render_card(name, {config: build.json}, license=..., source_origin=...)  -> README.md text
 
-Rendering is pure: numbers in, markdown out (no clock, no files, no environment), so the same
-build gives the same card; writing and pushing happen elsewhere. The score histogram the card
-shows is drawn by `builders.hub.plots`; the Few-NERD card is `builders.hub.fewnerd_card`, what both
-share is `builders.hub.templating`, and changelog entries come from `builders.hub.changelog`.
+Pure (no clock, no files, no environment): the same build gives the same card.
 """
 
 from __future__ import annotations
@@ -46,8 +43,7 @@ _LABELS_SHOWN = 40  # a level's labels named in its card
 
 
 def rebuild_command(build: Mapping[str, Any]) -> str:
-    """The build's recorded command (redacted); every build records one
-    (`SplitConfig.command_line`, or the scenario's `regenerate` command)."""
+    """The build's recorded command, redacted."""
     command = build.get("command") or f"build-splits --source {build['config']['source']}"
     return redact(str(command))
 
@@ -57,8 +53,8 @@ def subset_yaml(
     license_: str = "other",
     source_origin: str | None = None,
 ) -> str:
-    """The card's YAML: Hub fields, configs (entropy default), `dataset_info` per config (typed
-    features, `num_bytes` as `datasets` computes it, recorded in build.json), Familiarity."""
+    """The card's YAML: Hub fields, configs (the first default), `dataset_info` per config,
+    Familiarity."""
     configs = list(builds)
     first = builds[configs[0]]
     header = card_header(
@@ -101,28 +97,19 @@ def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     return {
         "source": first["config"]["source"],
         "level": first["subset"]["level"],
-        "cuts": {c: _cut_meta(b) for c, b in builds.items()},
+        # how each config chose its level: its strategy's `cut_meta`
+        "cuts": {c: dict(json.loads(str(_card(b).cut_meta(b)))) for c, b in builds.items()},
     }
 
 
-def _cut_meta(b: Mapping[str, Any]) -> dict[str, Any]:
-    """How the config chose its level, for the card's YAML: its strategy's `cut_meta`."""
-    return dict(json.loads(str(_card(b).cut_meta(b))))
-
-
 def _card(b: Mapping[str, Any]) -> Any:
-    """The config's strategy's card text (`cards/_strategy_NAME.md.j2`: its macros read the
-    strategy's selection keys, which nothing here does)."""
+    """The config's strategy's card text (`cards/_strategy_NAME.md.j2`), which alone reads the
+    strategy's selection keys."""
     return environment().get_template(f"_strategy_{b['config']['strategy']}.md.j2").module
 
 
-def _level_order(item: tuple[str, Any]) -> int:
-    return LEVELS.index(item[0]) if item[0] in LEVELS else 9
-
-
 def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every level of the build: its cut (the strategy's selection, read by its card text),
-    its labels, mentions and Familiarity."""
+    """Every level of the build: its cut, labels, mentions and Familiarity."""
     sub = b["subset"]
     cuts = b.get("cuts") or {sub["level"]: sub["selection"]}
     levels = b.get("levels") or {}
@@ -136,7 +123,7 @@ def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
             "labels": (levels.get(lv) or {}).get("labels"),
             "mentions": (levels.get(lv) or {}).get("mentions"),
         }
-        for lv, c in sorted(cuts.items(), key=_level_order)
+        for lv, c in sorted(cuts.items(), key=lambda i: LEVELS.index(i[0]) if i[0] in LEVELS else 9)
     ]
 
 
@@ -208,9 +195,8 @@ def _checks(b: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] |
 
 
 def _runtime(b: Mapping[str, Any]) -> str:
-    """The runtime that embedded the labels and the weights it ran (`torch fp32, weights
-    cdaaf2fbbd76`: the content hash that ends the embedding cache's key), as build.json's
-    provenance says."""
+    """The runtime that embedded the labels and its weights' hash (`torch fp32, weights
+    cdaaf2fbbd76`: the end of the embedding cache's key)."""
     model = (b.get("provenance") or {}).get("model") or {}
     if not model.get("backend"):
         return "–"
@@ -250,25 +236,20 @@ def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[
                 )
         labels = []
         for config, d in (entry.get("details") or {}).items():
-            for key, verb in (("labels_added", "added"), ("labels_removed", "removed")):
-                names = list(d.get(key) or [])
-                if names:
-                    shown = ", ".join(cell(quoted(n)) for n in names[:_MAX_LISTED])
-                    more = len(names) - _MAX_LISTED
-                    labels.append(
-                        f"`{config}`: {len(names):,} label{'s' if len(names) > 1 else ''} "
-                        f"{verb}: {shown}" + (f" and {more:,} more" if more > 0 else "")
-                    )
+            groups = [
+                (verb, [cell(quoted(n)) for n in d.get(f"labels_{verb}") or []])
+                for verb in ("added", "removed")
+            ]
             for key, verb in (("moved_in", "from"), ("moved_out", "to")):
-                pairs = sorted((d.get(key) or {}).items())
-                if pairs:
-                    shown = ", ".join(  # quoted: a label may be named `medium`
-                        f"{cell(quoted(n))} ({verb} {lv})" for n, lv in pairs[:_MAX_LISTED]
-                    )
-                    more = len(pairs) - _MAX_LISTED
+                pairs = sorted((d.get(key) or {}).items())  # quoted: a label may be `medium`
+                shown = [f"{cell(quoted(n))} ({verb} {lv})" for n, lv in pairs]
+                groups.append(("moved between levels", shown))
+            for what, shown in groups:
+                if shown:
+                    more = len(shown) - _MAX_LISTED
                     labels.append(
-                        f"`{config}`: {len(pairs):,} label{'s' if len(pairs) > 1 else ''} "
-                        f"moved between levels: {shown}"
+                        f"`{config}`: {len(shown):,} label{'s' if len(shown) > 1 else ''} "
+                        f"{what}: {', '.join(shown[:_MAX_LISTED])}"
                         + (f" and {more:,} more" if more > 0 else "")
                     )
         out.append(
@@ -294,21 +275,12 @@ def render_card(
     load_from: str | None = None,
     year: int | None = None,
 ) -> str:
-    """The README.md of a subset repo folder (pure).
+    """The README.md of a subset repo folder `name` (or Hub repo id), pure.
 
-    Args:
-        name: the folder name (`pilener-low-shift`) or the Hub repo id (`org/pilener-low-shift`),
-            used in the title and the `load_dataset` example.
-        builds: config name -> that config's parsed `build.json`; the first is the default
-            (pass `entropy` first, as `hubfolder.configs_of` orders them).
-        license: the source's licence id, inherited; ids the Hub does not know become `other`.
-        source_origin: the source's Hub dataset id, listed in `source_datasets`, or None.
-        changelog: entries `{"version", "note", "changes": {config: {metric: [before, after]}},
-            "details": {config: {"labels_added": [...], "labels_removed": [...]}}}` (see
-            `changelog_entry`; `note` and `details` optional), newest first. Only version
-            strings are shown, never dates, so the card stays a function of its inputs.
-        load_from: what the `load_dataset` and `export-gliner` lines name
-            (`hub.readme.load_path`); default `name`.
+    `builds`: config -> its build.json, the default first (`configs_of` order); `license`:
+    the source's licence id (unknown to the Hub: `other`); `changelog`: `hub.changelog`'s
+    entries, newest first; `load_from`: what the `load_dataset` and `export-gliner` lines name
+    (default `name`).
     """
     if not builds:
         raise ValueError("render_card needs at least one config's build.json")
@@ -340,8 +312,8 @@ def render_card(
 def _attribution(
     first: Mapping[str, Any], license: str, source_origin: str | None
 ) -> tuple[str, str | None, list[str]]:
-    """The card's licence, Hub origin and citation keys. The build's own record of what was
-    read wins over the registry's defaults; without one, citations follow the source's name."""
+    """The card's licence, Hub origin and citation keys: the build's record of what was read,
+    else the registry's defaults."""
     src = _source(first)
     if src:
         origin = src.get("hub_dataset") if src.get("read_from_hub") else None
@@ -440,10 +412,8 @@ def _source_text(source: str, src: Mapping[str, Any]) -> str:
 
 
 def dataset_bibtex(name: str, build: Mapping[str, Any], year: int | None = None) -> str:
-    """A BibTeX entry for this dataset: its repo id (or folder name), the publishing
-    organisation as author and the Hub URL when the repo id is known, the year it is
-    published in (`publish` passes it: a build records no date, and a card is a pure
-    function of its inputs) and the toolkit version."""
+    """A BibTeX entry for this dataset; the organisation as author and the Hub URL when `name`
+    is a repo id, and the `year` `publish` passes (a build records no date)."""
     import re
 
     key = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit("/", 1)[-1]).strip("_").lower()

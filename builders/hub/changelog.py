@@ -9,10 +9,8 @@
       "details": {config: {"labels_added": [...], "labels_removed": [...],
                            "moved_in": {label: level}, "moved_out": {label: level}}}}, ...]
 
-Metrics come from a subset's `build.json` (rows, mentions, labels) or a Few-NERD folder's
-`summary.json` (per part), and from their Familiarity report (union macro and per benchmark,
-read by the one `report_metrics`). Pure: entries in, entries out; the scenarios' rebuild
-writes the file and the dataset cards show it.
+Metrics come from a subset's `build.json` or a Few-NERD folder's `summary.json`, and their
+Familiarity report. Pure: the scenarios' rebuild writes the file, the cards show it.
 """
 
 from __future__ import annotations
@@ -32,8 +30,8 @@ HEADLINE = ("rows", "mentions", "labels", "familiarity")
 
 
 def report_metrics(rep: Mapping[str, Any] | None, prefix: str = "") -> dict[str, Any]:
-    """`familiarity` (the union macro) and `familiarity <benchmark>` of a Familiarity report
-    (`FamiliarityReport.to_dict()`), rounded to 4 places; `prefix` names the part."""
+    """`familiarity` (the union macro) and `familiarity <benchmark>` of a Familiarity report,
+    rounded to 4 places; `prefix` names the part."""
     if not rep:
         return {}
     m: dict[str, Any] = {f"{prefix}familiarity": r4(rep["union_macro"])}
@@ -70,10 +68,8 @@ def fewnerd_metrics(summary: Mapping[str, Any] | None) -> dict[str, Any]:
 def compare(
     before: Mapping[str, Any], after: Mapping[str, Any], metrics: Iterable[str] | None = None
 ) -> dict[str, list[Any]]:
-    """metric -> [before, after] (None where a side lacks it).
-
-    By default the metrics are `after`'s, then those only `before` has.
-    """
+    """metric -> [before, after] (None where a side lacks it); by default `after`'s metrics,
+    then those only `before` has."""
     keys = [*after, *(k for k in before if k not in after)] if metrics is None else metrics
     return {k: [before.get(k), after.get(k)] for k in keys}
 
@@ -84,12 +80,8 @@ def changelog_entry(
     new: Mapping[str, Mapping[str, Any]],
     note: str | None = None,
 ) -> dict[str, Any]:
-    """One changelog entry for `render_card`: what changed per config between two sets of builds.
-
-    `old` and `new` map config name -> build.json; a config present on one side only is listed
-    as added or removed. The result is `{"version", "note", "changes": {config: {metric:
-    [before, after]}}}` with metrics rows, mentions, labels and familiarity (the macro).
-    """
+    """One changelog entry: the `HEADLINE` metrics per config (config -> build.json) of two
+    sets of builds, a config of one side only included."""
     changes = {
         c: compare(subset_metrics(old.get(c)), subset_metrics(new.get(c)), HEADLINE)
         for c in config_order(set(old) | set(new))
@@ -109,18 +101,16 @@ def is_untagged(version: object) -> bool:
 
 
 def named_by(log: list[dict[str, Any]], tag: str | None) -> list[dict[str, Any]]:
-    """The changelog as a push tagged `tag` publishes it: its newest entry, built without a
-    tag (a plain regenerate, then `--publish ORG --tag v1.1`, which reuses that build), is
-    named by the tag, as the card and the commit message show it. An entry built for a tag
-    keeps it; without `tag` the log is returned as it is."""
+    """The changelog as a push tagged `tag` publishes it: its newest entry, if built without a
+    tag, named by the tag; otherwise `log` itself."""
     if not tag or not log or not is_untagged(log[0].get("version")):
         return log
     return [{**log[0], "version": tag}, *log[1:]]
 
 
 def has_changes(changes: Mapping[str, list[Any]], extra: Mapping[str, Any] | None = None) -> bool:
-    """Whether a rebuild changed anything a changelog entry would show: a metric (`compare`'s
-    [before, after]) or a non-empty list in `extra` (labels added or removed)."""
+    """Whether a rebuild changed a metric (`compare`'s [before, after]) or `extra` holds a
+    non-empty value (labels added or removed)."""
     return any(before != after for before, after in changes.values()) or any(
         bool(v) for v in (extra or {}).values()
     )
@@ -129,10 +119,8 @@ def has_changes(changes: Mapping[str, list[Any]], extra: Mapping[str, Any] | Non
 def input_changes(
     before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """What changed in a build's inputs: source -> split -> files added, removed and changed
-    (by name and fingerprint), sentences and mentions [before, after]. `before` and `after`
-    are scenario records' `inputs` (source -> split -> {inputs, sentences, mentions}); only
-    the sources and splits that changed are listed (a split gone has after None)."""
+    """What changed between two scenario records' `inputs` (source -> split -> {inputs,
+    sentences, mentions}), only the splits that changed listed: see the module docstring."""
     out: dict[str, dict[str, Any]] = {}
     for source in sorted(set(before) | set(after)):
         old, new = before.get(source) or {}, after.get(source) or {}
@@ -228,11 +216,8 @@ def with_entry(
     extra: dict[str, Any] | None = None,
     inputs: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The changelog with this run's entry first (merged if the run already has one).
-
-    Entries of one run (e.g. entropy and max into one folder) merge by `run["id"]`;
-    `inputs` (`input_changes`) is what changed in the build's input.
-    """
+    """The changelog with this run's entry first, merged by `run["id"]` where the run already
+    has one (entropy and max into one folder); `inputs`: `input_changes`."""
     log = [dict(e) for e in log]
     if log and log[0].get("run") == run["id"]:
         entry = log[0]

@@ -19,11 +19,7 @@ flair's column files, from a built folder (`export_flair`; flair's `ColumnCorpus
     DIR/train.txt, dev.txt, test.txt   TOKEN<TAB>TAG per line (BIO tags), a blank line after
                                        each sentence; one file per split the folder has
 
-One request says which to write (`ExportRequest`: its `format`, its source); `export` writes it.
-
-The folder's spans have `end` exclusive (as in the span store); GLiNER's `end` is inclusive,
-so it is written as `end - 1`. The same input gives the same bytes; files are written beside
-their target and moved in.
+The same input gives the same bytes; files are written beside their target and moved in.
 """
 
 from __future__ import annotations
@@ -33,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -52,24 +49,13 @@ from builders.hub.windows import Budget, Limits, Losses, Row, Span, TokenCount, 
 from builders.names import is_hub_id
 from builders.sources.gliner import NEGATIVE_SPANS_KEY
 
-# GLiNER's trainer reads, per record, `tokenized_text`, `ner` and two optional keys: `ner_negatives`
-# (types added to the record's candidate types; when the key is present, the record gets no
-# in-batch negatives) and `ner_labels` (the complete candidate list, in order, replacing
-# positives + negatives). Source: urchade/GLiNER, gliner/data_processing/processor.py,
-# BaseProcessor.batch_generate_class_mappings (`f"{key}_negatives"`, `f"{key}_labels"`, key
-# "ner") and BaseBiEncoderProcessor.batch_generate_class_mappings (`"ner_negatives"`), commit
-# c2bb58ddf569480ef7a9de03bef653723a42f5c2 (gliner 0.2.29 on PyPI reads the same keys).
-# We write `ner_negatives` where a row has negatives and leave the key out where it has none,
-# so GLiNER samples in-batch negatives for those rows as it does by default. We never write
-# `ner_labels`: it would fix the candidate order and turn off GLiNER's shuffling and its
-# `max_types` cap.
+# GLiNER's trainer (urchade/GLiNER c2bb58dd, processor.py `batch_generate_class_mappings`;
+# gliner 0.2.29 alike) adds a record's `ner_negatives` to its types instead of in-batch
+# negatives: written only where a row has some. `ner_labels` (the whole candidate list) is never
+# written: it would turn off GLiNER's shuffling and `max_types` cap.
 NEGATIVES_KEY = "ner_negatives"
-# Span-level negatives (a subset's `negative_spans`: this span is NOT a `label`) go under
-# `negative_ner`, `[start, end_inclusive, label]` like `ner`: the key `builders ingest gliner`
-# reads them from (`builders.sources.gliner.NEGATIVE_SPANS_KEY`), so an export ingests again
-# with the same negatives. GLiNER's own processor has no key for them (at the commit above it
-# draws random negative spans itself, `UniEncoderTokenProcessor._generate_negative_spans`) and
-# reads records by key, so it ignores this one.
+# Span-level negatives go under `negative_ner` (`NEGATIVE_SPANS_KEY`, what `ingest gliner` reads
+# back); GLiNER reads records by key and ignores it.
 
 #: GLiNER's evaluation file of each canonical split (`open_content` matches these names).
 EVAL_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
@@ -81,12 +67,9 @@ FORMATS = ("gliner", "flair")
 
 @dataclass(frozen=True)
 class ExportRequest:
-    """What `builders export` writes to `out` in `format`. gliner: one of a built `folder`
-    (local, or a Hub dataset repo ORG/NAME; its `config`, None for its default), a stored
-    `source` (both as training json, their `split`, None: train, cut to the `limits` GLiNER
-    keeps, None: its defaults, tokens counted with `tokenizer`, None: estimated) or a stored
-    `benchmark` (GLiNER's evaluation folder). flair: a built `folder`'s every split as column
-    files in the folder `out` (the other settings are GLiNER's, refused)."""
+    """What `builders export` writes to `out`: one of a built `folder` (local or ORG/NAME on
+    the Hub), a stored `source` or a stored `benchmark`; None settings take their defaults.
+    flair takes a `folder` only, every split of it."""
 
     out: Path
     folder: str | None = None
@@ -114,11 +97,6 @@ class ExportRequest:
                 f"{opt('benchmark', 'SOURCE')}"
             )
 
-    @property
-    def reads_store(self) -> bool:
-        """Whether the export reads the span store (a stored source or benchmark)."""
-        return self.folder is None
-
 
 def export(
     request: ExportRequest,
@@ -126,13 +104,10 @@ def export(
     *,
     on_note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Write what `request` asks; returns what was written (the `export-gliner --json`
-    result): the request's folder, config, split or source, `out` and the counts.
-
-    `open_store()` opens the span store read-only, called only when the request reads it
-    (after the tokenizer loads, so that a wrong `--tokenizer` fails first); `on_note` hears
-    where a folder was read from and what its manifest check found.
-    """
+    """Write what `request` asks; returns the `export-gliner --json` result. `open_store()`
+    opens the span store read-only, only when needed (after the tokenizer loads: a wrong
+    `--tokenizer` fails first); `on_note` hears where a folder was read from and its
+    manifest check."""
     note = on_note or (lambda s: None)
     if request.benchmark is not None:
         assert open_store is not None, "a benchmark export reads the store"
@@ -166,24 +141,32 @@ def export(
 
 def _built_folder(folder: str, config: str | None, note: Callable[[str], None]) -> Path:
     """The folder to export: a local one, checked against the manifest its build wrote (the
-    config to export, the folder's default when None), or its Hub repo's copy."""
-    where, repo_id = local_folder(folder, config)
-    if repo_id:
-        note(f"{folder}: not a local folder; read from the Hub dataset repo {repo_id}")
+    config to export, the folder's default when None), else the parquet files (`config`'s
+    when given) of that Hub dataset repo, downloaded into the Hub cache."""
+    where = Path(folder)
+    if where.is_dir() or not is_hub_id(folder):
+        if config is None and where.is_dir():
+            config = next(iter(configs_of(where)), None)
+        if config is not None:
+            check_levels([where], config, note=lambda text: note(f"note: {text}"))
         return where
-    if config is None and where.is_dir():
-        config = next(iter(configs_of(where)), None)
-    if config is not None:
-        check_levels([where], config, note=lambda text: note(f"note: {text}"))
-    return where
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    patterns = [f"{config}/*.parquet", "data/*.parquet"] if config else ["*.parquet"]
+    try:
+        found = snapshot_download(folder, repo_type="dataset", allow_patterns=patterns)
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
+        raise InputError(
+            f"{folder}: no such local folder, and the Hub dataset repo {folder!r} could not be "
+            f"downloaded: {type(exc).__name__}: {exc}"
+        ) from None
+    note(f"{folder}: not a local folder; read from the Hub dataset repo {folder}")
+    return Path(found)
 
 
 def parquet_files(folder: Path, config: str | None = None, split: str = "train") -> list[Path]:
-    """The parquet files of one config and split of a built folder (sorted).
-
-    Raises:
-        BuildersError: when the folder, the config or the split has no parquet file.
-    """
+    """The parquet files of one config and split of a built folder (sorted)."""
     where, split = config_folder(Path(folder), config), hub_split(split)
     files = sorted(p for p in where.glob(f"{split}-*.parquet"))
     if not files:
@@ -214,13 +197,8 @@ def config_folder(folder: Path, config: str | None) -> Path:
 
 
 def parquet_rows(files: list[Path]) -> Iterator[Row]:
-    """One row per parquet row, in file order: `negatives` None where the row has none
-    (folders written before the `negative_spans` column, and Few-NERD folders, have no
-    negatives of either kind).
-
-    Raises:
-        BuildersError: on a span outside its sentence or an empty one (never repaired).
-    """
+    """One row per parquet row, in file order (`negatives` None where the row has none); a
+    span outside its sentence or empty is an error, never repaired."""
     import pyarrow.parquet as pq
 
     for path in files:
@@ -291,18 +269,17 @@ def gliner_record(row: Row) -> dict[str, Any]:
 
 
 def write_training(
-    rows: Iterator[Row], labels: Iterable[str], out: Path, limits: Limits, count: TokenCount
+    rows: Iterator[Row],
+    labels: Iterable[str],
+    out: Path,
+    limits: Limits | None = None,
+    count: TokenCount | None = None,
 ) -> dict[str, Any]:
-    """Write rows as GLiNER training json (atomically), each cut into windows GLiNER keeps whole
-    (`builders.hub.windows`; `limits.windows` False: whole).
-
-    `labels` are the export's mention labels, the batch negatives GLiNER may put in a prompt.
-    Returns the counts written (`rows` read, `windows` written, `rows_cut`, `mentions`,
-    `negatives` and `negative_spans` as written: a row's negatives go with each of its
-    windows), the limits, `not_kept` (what GLiNER still drops of the windows, `Losses`) and
-    `whole_rows` (what it would drop of the rows written whole).
-    """
-
+    """Write rows as GLiNER training json (atomically), cut into windows GLiNER keeps whole.
+    `labels`: the export's mention labels (the batch negatives GLiNER may sample). Returns
+    the counts written, the limits, `not_kept` (what GLiNER still drops of the windows) and
+    `whole_rows` (what it would drop of the rows written whole)."""
+    limits, count = limits or Limits(), count or TokenCount()
     budget = Budget(limits, count)
     budget.see_labels(iter(labels))
     counts = dict.fromkeys(
@@ -343,28 +320,10 @@ def export_gliner(
     limits: Limits | None = None,
     count: TokenCount | None = None,
 ) -> dict[str, Any]:
-    """Write one config (and split) of a built folder as GLiNER training json.
-
-    Args:
-        folder: a subset repo folder (`build-splits`) or a Few-NERD folder (`fewnerd-splits`).
-        config: `entropy`, `max`, ...; None = the folder's default (`entropy` first).
-        out: the json file to write (atomically).
-        split: the split to export (`train`; Few-NERD also `validation`, `test`).
-        limits: what GLiNER keeps of a row (default: its defaults, rows cut into windows).
-        count: how tokens are counted (default: estimated).
-
-    Returns:
-        `write_training`'s counts: `rows`, `windows`, `mentions`, `negatives` (label-level,
-        `ner_negatives`), `negative_spans` (span-level, `negative_ner`), what is not kept.
-    """
+    """Write one config (None: the folder's default) and split of a subset or Few-NERD folder
+    as GLiNER training json; returns `write_training`'s counts."""
     files = parquet_files(Path(folder), config, split)
-    return write_training(
-        parquet_rows(files),
-        parquet_labels(files),
-        out,
-        limits or Limits(),
-        count or TokenCount(),
-    )
+    return write_training(parquet_rows(files), parquet_labels(files), out, limits, count)
 
 
 def export_gliner_source(
@@ -376,14 +335,8 @@ def export_gliner_source(
     limits: Limits | None = None,
     count: TokenCount | None = None,
 ) -> dict[str, Any]:
-    """Write one split of a stored corpus as GLiNER training json, in corpus order: every
-    sentence, its mentions as `ner`, its negatives as `ner_negatives` and its negative spans
-    as `negative_ner`, as stored (what `builders ingest gliner` reads back), cut into windows
-    like `export_gliner`.
-
-    Raises:
-        BuildersError: when the source is not stored, or has no such split (naming those it has).
-    """
+    """Write one split of a stored corpus as GLiNER training json, in corpus order, as
+    `export_gliner` writes a folder (what `builders ingest gliner` reads back)."""
     store.require_source(source)
     stored = store.splits_of(source)
     name = canonical_split(split)
@@ -395,13 +348,7 @@ def export_gliner_source(
         )
     labels = store.split_labels(source, name)  # before the reader: one open result at a time
     with store.source_reader(source, name) as reader:
-        return write_training(
-            _store_rows(reader),
-            labels,
-            out,
-            limits or Limits(),
-            count or TokenCount(),
-        )
+        return write_training(_store_rows(reader), labels, out, limits, count)
 
 
 def _store_rows(reader: Any) -> Iterator[Row]:
@@ -419,54 +366,18 @@ def _store_rows(reader: Any) -> Iterator[Row]:
             )
 
 
-def local_folder(folder: str | Path, config: str | None = None) -> tuple[Path, str | None]:
-    """A built folder on disk: `folder` itself when it exists, else the Hub dataset repo of
-    that id, downloaded (only its parquet files; `config`'s when given) into the Hub cache.
-
-    Returns the folder and the repo id it came from (None when local).
-
-    Raises:
-        BuildersError: when it is neither a folder nor a dataset repo the Hub can give.
-    """
-    path = Path(folder)
-    if path.is_dir() or not is_hub_id(str(folder)):
-        return path, None
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    repo_id = str(folder)
-    patterns = [f"{config}/*.parquet", "data/*.parquet"] if config else ["*.parquet"]
-    try:
-        where = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        raise InputError(
-            f"{repo_id}: no such local folder, and the Hub dataset repo {repo_id!r} could not be "
-            f"downloaded: {type(exc).__name__}: {exc}"
-        ) from None
-    return Path(where), repo_id
-
-
 # ------------------------------------------------------------------------- evaluation layout
 def eval_record(tokens: list[str], spans: list[tuple[int, int, str]], where: str) -> dict[str, Any]:
-    """One GLiNER benchmark record: the tokens joined by single spaces, each span as the
-    character span of its tokens (end exclusive) with its text and label.
-
-    GLiNER's `evaluate_ner.process` splits the sentence on whitespace and maps character
-    offsets back to words, so a token that is empty or holds whitespace cannot round-trip.
-
-    Raises:
-        BuildersError: on such a token, naming `where` (source/split/idx) and the token.
-    """
+    """One GLiNER benchmark record: the tokens joined by spaces, each span as its characters
+    (end exclusive) with its text and label. GLiNER splits the sentence on whitespace, so a
+    token that is empty or holds whitespace is refused, naming `where`."""
     for t in tokens:
         if not t or any(c.isspace() for c in t):
             raise InputError(
                 f"{where}: token {t!r} is empty or holds whitespace; GLiNER's evaluation layout "
                 "splits sentences on whitespace, so it cannot be written"
             )
-    starts, pos = [], 0
-    for t in tokens:
-        starts.append(pos)
-        pos += len(t) + 1
+    starts = list(accumulate((len(t) + 1 for t in tokens), initial=0))
     sentence = " ".join(tokens)
     entities = []
     for a, b, label in spans:
@@ -488,17 +399,9 @@ def _write_list(fh: TextIO, items: Iterator[Any]) -> int:
 
 
 def export_gliner_benchmark(store: Any, source: str, out: Path) -> dict[str, Any]:
-    """Write a stored source as GLiNER's evaluation folder `out` (replaced whole, atomically).
-
-    `train.json`, `dev.json`, `test.json` for the splits the source has (others are listed in
-    `splits_left_out`), and `labels.json`: the source's labels, sorted. Sentences keep their
-    store order; negatives have no place in the layout and are counted in `negatives_left_out`
-    (label-level) and `negative_spans_left_out` (span-level).
-
-    Raises:
-        BuildersError: when `out` holds other files than GLiNER's four (it would be replaced),
-            or on a token GLiNER's whitespace split cannot keep.
-    """
+    """Write a stored source as GLiNER's evaluation folder `out` (replaced whole, atomically):
+    a file per split it has, in store order, and `labels.json`, sorted. Negatives have no
+    place in the layout and are counted."""
 
     store.require_source(source)
     out = Path(out)
@@ -543,19 +446,13 @@ def _replaceable(out: Path, names: set[str], by: str) -> None:
 
 # ------------------------------------------------------------------------- flair's columns
 def export_flair(folder: Path, config: str | None, out: Path) -> dict[str, Any]:
-    r"""Every split of one config of a built folder as flair's column files in `out` (replaced
-    whole): `TOKEN<TAB>TAG` lines, BIO tags, a blank line after each sentence. flair 0.15.1
-    (flair/datasets/sequence_labeling.py): `ColumnCorpus` splits a line on r"\s+" and reads a
-    line that starts "# " as a comment (`comment_symbol`), hence the tab: `# O` would be one.
+    """Every split of one config of a built folder as flair's column files in `out` (replaced
+    whole). flair 0.15.1's `ColumnCorpus` splits a line on whitespace and reads a line that
+    starts "# " as a comment, hence the tab (`# O` would be one).
 
     A word holds one tag: mentions are taken by start, the longest first; one inside a mention
-    written (`nested`) or crossing it (`overlapping`) is counted in `not_kept`, as negatives
-    are. A label's whitespace, which the split would cut, is written `_` (`labels_renamed`).
-
-    Raises:
-        BuildersError: on a token that is empty, holds whitespace or starts `-DOCSTART-` (our
-            columns reader skips such lines), naming its row; on two labels written alike; when
-            `out` holds other files.
+    written (`nested`) or crossing it (`overlapping`) is counted in `not_kept`. A label's
+    whitespace is written `_` (`labels_renamed`).
     """
     where = config_folder(Path(folder), config)
     splits = {s: f for s in FLAIR_FILES if (f := sorted(where.glob(f"{s}-*.parquet")))}

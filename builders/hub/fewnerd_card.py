@@ -2,9 +2,6 @@
 
     render_fewnerd_card(name, summary.json, command=..., features=...)  -> README.md text
 
-`summary.json` carries each part's `num_bytes` (what `datasets` computes, recorded when the
-folder is written) and the folder's `download_size`.
-
 Pure, like `builders.hub.cards`: the template is `cards/fewnerd.md.j2`.
 """
 
@@ -39,19 +36,8 @@ def render_fewnerd_card(
     version: str = __version__,
     load_from: str | None = None,
 ) -> str:
-    """The README.md of a Few-NERD split folder (`fewnerd-intra`, `fewnerd-inter`), pure.
-
-    Args:
-        name: folder name or Hub repo id.
-        load_from: what its `load_dataset` line names (`hub.readme.load_path`; default
-            `name`).
-        summary: the folder's `summary.json` (`SplitBuild.summary()` plus `familiarity`, a
-            Familiarity report of the validation and test types against the train types).
-        command: the command that rebuilds the folder.
-        features: `features(fine_names)` of `builders.fewnerd.folder`, the features its parquet
-            files carry, so `load_dataset` gets the ClassLabel columns.
-        version: toolkit version that built it.
-    """
+    """The README.md of a Few-NERD split folder `name` (or Hub repo id) from its `summary.json`;
+    `features`: those its parquet files carry (so `load_dataset` gets the ClassLabel columns)."""
     # train, validation, test, whatever order summary.json (sorted keys) has them in
     parts = dict(sorted(summary["parts"].items(), key=lambda kv: split_rank(kv[0])))
     summary = {**summary, "parts": parts}
@@ -83,8 +69,7 @@ def _pretty_name(summary: Mapping[str, Any]) -> str:
 
 
 def _metadata(summary: Mapping[str, Any], features: Features) -> str:
-    """The card's YAML: Hub fields, the one config with its splits, typed features and sizes,
-    Familiarity."""
+    """The card's YAML: Hub fields, the one config's splits, features and sizes, Familiarity."""
     parts = summary["parts"]
     header = card_header(
         license_="cc-by-sa-4.0",

@@ -1,16 +1,11 @@
-"""Hub-ready dataset folders: typed parquet files, atomic writes, and the folder's configs.
-
-A subset repo folder holds one config per strategy:
+"""Hub-ready dataset folders: typed parquet files, atomic folder swaps, and the folder's configs.
 
     pilener-low-shift/
         README.md                         card (YAML `configs` + `dataset_info` + prose)
-        entropy/train-00000-of-00001.parquet
-        entropy/build.json                what was built, with which parameters and results
-        entropy/scores.parquet            every training label's score and whether it was kept
+        entropy/train-00000-of-00001.parquet, build.json, scores.parquet
         max/...
 
-Files are written into a temporary folder beside the target and moved into place, so a
-reader never sees half a config; parquet bytes depend only on the rows (no timestamps).
+Parquet bytes depend only on the rows (no timestamps).
 """
 
 from __future__ import annotations
@@ -37,29 +32,17 @@ if TYPE_CHECKING:
 
 @cache
 def subset_features() -> datasets.Features:
-    """The features of a subset config's rows (built on first use: importing `datasets`
-    takes half a second, which no `--help` should pay)."""
-    import datasets
+    """The features of a subset config's rows (on first use: `datasets` is slow to import)."""
+    from datasets import Features, List, Value
 
-    return datasets.Features(
+    span = {"start": Value("int32"), "end": Value("int32"), "label": Value("string")}
+    return Features(
         {
-            "id": datasets.Value("string"),
-            "tokens": datasets.List(datasets.Value("string")),
-            "spans": datasets.List(
-                {
-                    "start": datasets.Value("int32"),
-                    "end": datasets.Value("int32"),
-                    "label": datasets.Value("string"),
-                }
-            ),
-            "negatives": datasets.List(datasets.Value("string")),
-            "negative_spans": datasets.List(
-                {
-                    "start": datasets.Value("int32"),
-                    "end": datasets.Value("int32"),
-                    "label": datasets.Value("string"),
-                }
-            ),
+            "id": Value("string"),
+            "tokens": List(Value("string")),
+            "spans": List(span),
+            "negatives": List(Value("string")),
+            "negative_spans": List(span),
         }
     )
 
@@ -82,10 +65,9 @@ def write_parquet(table: pa.Table, path: Path, features: datasets.Features) -> N
 def write_parquet_batches(
     schema: pa.Schema, batches: Iterable[pa.RecordBatch], path: Path, features: datasets.Features
 ) -> int:
-    """Write record batches (of `schema`) as `write_parquet` writes their table: row groups of
-    `ROW_GROUP` rows, each made one chunk and cast to `features` as it goes (no copy of the
-    whole table in memory). The bytes depend on the rows alone, not on how they were batched
-    (the writer's dictionary fallback is checked per chunk). Returns the rows written."""
+    """Write record batches as `write_parquet` writes their table, one row group at a time (no
+    copy of the whole table): the bytes depend on the rows alone, not on their batches.
+    Returns the rows written."""
     target = features.arrow_schema
     options = {"compression": "zstd", "write_statistics": True, "use_dictionary": True}
     rows = 0
@@ -100,8 +82,7 @@ def write_parquet_batches(
 def _row_groups(
     schema: pa.Schema, batches: Iterable[pa.RecordBatch], size: int
 ) -> Iterator[pa.Table]:
-    """The rows of `batches` in tables of `size` rows (the last one fewer; one empty table
-    when there are none)."""
+    """The rows of `batches` in tables of `size` rows (at least one table)."""
     pending: list[pa.RecordBatch] = []
     held = 0
     emitted = False
@@ -121,15 +102,9 @@ def _row_groups(
 def dataset_sizes(
     data_files: Mapping[str, Sequence[Path]], features: datasets.Features
 ) -> dict[str, int]:
-    """`datasets`' own `num_bytes` of each split of these parquet files, and their
-    `download_size`: what `load_dataset` records when it loads them.
-
-    `num_bytes` is the sum of the Arrow sizes of the tables `datasets`' Parquet builder writes:
-    one per row group, read as one batch, cast to `features` (`table_cast`) and its chunks
-    combined. The same steps are taken here, without writing the Arrow files (tests compare
-    the figures with `load_dataset`'s). Returns `{split: num_bytes, ..., "download_size": bytes
-    of the files}`.
-    """
+    """`{split: num_bytes, ..., "download_size": bytes}` of these parquet files, as
+    `load_dataset` records them: the Arrow sizes of the tables `datasets`' Parquet builder
+    makes (one per row group, cast to `features`, chunks combined), without writing them."""
     schema = features.arrow_schema
     sizes = {
         split: sum(_arrow_bytes(p, schema) for p in files) for split, files in data_files.items()
@@ -139,8 +114,7 @@ def dataset_sizes(
 
 
 def _arrow_bytes(path: Path, schema: pa.Schema) -> int:
-    """The Arrow bytes `datasets` counts for one parquet file (see `dataset_sizes`): its row
-    groups read side by side (each one's figure stands alone)."""
+    """The Arrow bytes `datasets` counts for one parquet file, its row groups read in parallel."""
     import pyarrow.dataset as pa_ds
     import pyarrow.fs as pa_fs
 
@@ -170,10 +144,7 @@ def _group_bytes(group: pa_ds.ParquetFileFragment, schema: pa.Schema) -> int:
 
 @contextlib.contextmanager
 def atomic_dir(target: Path) -> Iterator[Path]:
-    """Yield a temp folder beside `target`; on success it takes `target`'s place.
-
-    On error the temp folder is removed and `target` is untouched (see `atomic_dirs`).
-    """
+    """`atomic_dirs` of one target."""
     with atomic_dirs([target]) as (tmp,):
         yield tmp
 
@@ -185,15 +156,11 @@ def atomic_dirs(
     """Yield one temp folder beside each target; when the block succeeds they all take their
     targets' places, or none does.
 
-    On Linux each pair is exchanged in one `renameat2(RENAME_EXCHANGE)`, so a reader sees the
-    old folder or the new one, never neither; elsewhere the old folder is renamed away first.
-    If any swap fails, the swaps already made are undone, so every target is as it was. Before
-    the first swap a journal records them all (`hub.outdir`): a run killed between two swaps
-    has the rest made by the next run that takes the folder's lock.
-
-    `manifest`, called with the complete temp folders, gives the entries (folder name ->
-    config -> entry) to merge into the targets' folder's manifest once every swap is made:
-    the manifest is written last, and the journal carries the entries until it is.
+    On Linux each pair is exchanged in one `renameat2(RENAME_EXCHANGE)` (a reader never sees
+    neither); elsewhere the old folder is renamed away first. A failed swap undoes those made;
+    a journal (`hub.outdir`) lets the next run finish the swaps of a run killed between two.
+    `manifest(temp folders)` gives the entries merged into the targets' folder's manifest
+    once every swap is made (the journal carries them until then).
     """
     with contextlib.ExitStack() as stack:
         tmps = [stack.enter_context(temp_dir(target)) for target in targets]
@@ -205,7 +172,7 @@ def atomic_dirs(
 
 def _swap_all(tmps: list[Path], targets: list[Path], entries: dict[str, Any] | None) -> None:
     """Every tmp into its target's place (journalled when they share a folder), or none; then
-    the manifest `entries`, if any, merged into that folder's manifest."""
+    the manifest `entries` merged."""
     parents = {t.parent for t in targets}
     if entries is not None and len(parents) != 1:
         raise ValueError("a manifest is kept per folder: the targets must share one")
@@ -244,9 +211,8 @@ def _swap_back(tmp: Path, target: Path, old: Path | None) -> None:
 
 
 def link_tree(src: Path, dst: Path, skip: Iterable[str] = ()) -> None:
-    """Fill `dst` with `src`'s entries (hard links where the file system allows, else copies),
-    except the top-level names in `skip`. Files are never written in place, so a link is as
-    good as a copy."""
+    """Fill `dst` with `src`'s entries but the top-level `skip` and hidden ones, hard-linked
+    where possible (files are never written in place: a link is as good as a copy)."""
     skipped = set(skip)
     if not src.is_dir():
         return

@@ -2,17 +2,9 @@
 
     check_levels([out / "pilener-low-shift", out / "pilener-high-shift"], "entropy")
 
-Every build has an id derived from what it wrote (`splits.subsets.build_id`), recorded in
-each config's build.json (`build: {id, levels: {folder: sha256 of its rows}}`). Once all
-folders of a build are swapped in, the build's entries are merged into `OUT/.labelshift-
-manifest.json` (`hub.outdir.MANIFEST`, written last and carried by the swap journal until
-then): per folder and config, the build id, the build's levels and every file's sha256.
-
-`check_levels` refuses, with one line naming the path and the fix, levels read while a swap
-journal is in their folder (a build was interrupted or is under way), a config file that is
-not the one its build wrote, and two levels of one source (one build wrote both, or their
-names differ only in the level) that carry different builds. Folders
-the manifest does not know (made by hand, downloaded, written by an older version) are read
+Every build has an id (`splits.subsets.build_id`), recorded in each config's build.json; once
+its folders are swapped in, each config's build id, levels and files' sha256 are merged into
+the manifest beside them (`hub.outdir.MANIFEST`). Folders the manifest does not know are read
 with a one-line note.
 """
 
@@ -36,12 +28,9 @@ _LEVEL_NAME = re.compile(rf"(.+)-(?:{'|'.join(LEVELS)})-shift")
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, read 1 MiB at a time."""
-    h = hashlib.sha256()
+    """The sha256 of a file's bytes."""
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def files_of(config_dir: Path) -> dict[str, str]:
@@ -70,14 +59,10 @@ def check_levels(
     *,
     note: Callable[[str], None] | None = None,
 ) -> None:
-    """Check that `folders`, read together, hold what one build wrote (`config`: None checks
-    every config of each folder). Folders without configs (Few-NERD) are passed over.
-
-    Raises:
-        BuildersError: a swap journal beside them (an interrupted or running build), a
-            config's file that differs from the manifest (named), or two levels of one build
-            from different builds (both folders and builds named).
-    """
+    """Check that `folders`, read together, hold what one build wrote (`config`, or every
+    config): refuse them beside a swap journal (a build interrupted or under way), with a
+    config file that is not the one its build wrote, or with two levels of one build from
+    different builds. Folders without configs (Few-NERD) are passed over."""
     folders = [Path(f) for f in folders]
     for parent in dict.fromkeys(Path(os.path.abspath(f)).parent for f in folders):
         if (parent / JOURNAL).exists():
@@ -107,15 +92,9 @@ def check_levels(
 
 
 def check_top_level(folder: Path, files: Iterable[str], written: Collection[str]) -> None:
-    """Refuse a file (of `files`, relative POSIX paths) outside the configs of a folder the
-    manifest beside it knows, unless it is one of `written` (what a build writes at a folder's
-    top: the card, METHOD.md, the changelog). A build keeps such a file across rebuilds, but
-    did not write it: published, it would pass for the build's. A folder the manifest does
-    not know is read with `check_levels`' note.
-
-    Raises:
-        BuildersError: naming the first such file, and the fix.
-    """
+    """Refuse a file of `files` (relative POSIX paths) outside the configs of a folder its
+    manifest knows, but those in `written`: a build keeps such a file across rebuilds without
+    writing it, and published it would pass for the build's."""
     where = Path(os.path.abspath(folder))
     manifest = read_manifest(where.parent)
     if manifest is None or not isinstance(manifest["folders"].get(where.name), dict):
@@ -188,11 +167,8 @@ def _family(name: str) -> str | None:
 
 def _check_one_build(config: str, levels: list[tuple[Path, str, dict[str, Any]]]) -> None:
     """Two levels of one config read together carry one build id when one's build also wrote
-    the other, or when their names differ only in the level (`pilener-low-shift`,
-    `pilener-medium-shift`, wherever they are): levels built by separate runs (`--levels
-    low,high`, then `--levels medium`, or two --out folders) are placed apart, so they may
-    overlap or cross. Levels of other sources (or `--per-benchmark` benchmarks, whose names
-    hold them) may be read together."""
+    the other, or their names differ only in the level: levels of separate runs are placed
+    apart, so they may overlap or cross. Levels of other sources may be read together."""
     for i, (a, name_a, ea) in enumerate(levels):
         for b, name_b, eb in levels[i + 1 :]:
             siblings = name_b in ea.get("levels", ()) or name_a in eb.get("levels", ())

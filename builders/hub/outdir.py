@@ -1,23 +1,13 @@
-"""One writer per output folder, and what a killed writer left behind.
+"""One writer per output folder, and what a killed writer left behind (METHOD.md section 4).
 
     with OutLock(out, "builders build-splits ..."):   # refuses while another run writes there
-        ...                                           # found read-only here, before any work
+        ...
 
-A run that writes under `--out` holds `OUT/.labelshift.lock`, an OS file lock (let go when
-the process ends, however it ends) whose file says who holds it, so a second run is refused
-with a message naming the first; the file is removed when the run ends. A run that made
-`--out` and failed removes it again when it is empty. Taking the lock also finishes what a
-killed run left (METHOD.md section 4):
-
-- a swap journal (`.labelshift-swap.json`, written once every new folder is complete and
-  removed when all are in place and the manifest is written) is played forward, so the
-  folders of one build are all in place together: never some from the old build and some
-  from the new;
-- the manifest (`.labelshift-manifest.json`: each folder's configs, their build and their
-  files' sha256) gets the entries a journal carries, once its folders are in place
-  (`hub.manifest` checks levels against it on read);
-- temporary folders and files of dead runs (`.labelshift-tmp.*`: staged folders, a build's
-  streamed rows, the manifest being written) are removed.
+A run that writes under `--out` holds `OUT/.labelshift.lock`, an OS file lock whose file names
+the holder; a run that made `--out` and failed removes it again when empty. Taking the lock
+first finishes what a killed run left: its swap journal is played forward (the journal's
+manifest entries merged once its folders are in place), and its `.labelshift-tmp.*` entries
+are removed.
 """
 
 from __future__ import annotations
@@ -54,8 +44,7 @@ _HELD: dict[Path, int] = {}
 
 
 class OutLock:
-    """Hold `out` for one writing run; see the module docstring. Nested holds of one folder
-    in one process (a scenario run that writes a Few-NERD split) take it once."""
+    """Hold `out` for one writing run; nested holds of one folder in one process take it once."""
 
     def __init__(self, out: Path, command: str, *, elsewhere: bool = True):
         self.out = Path(out)
@@ -121,9 +110,7 @@ def _remove_empty(folders: list[Path]) -> None:
 
 def _take(path: Path) -> int | None:
     """An open descriptor of the lock file `path`, locked; None when another process holds it.
-
-    The file is removed by its holder when it is done (`_give_back`): a descriptor locked
-    after that names a removed file, so it is let go and the lock is taken anew."""
+    A descriptor locked after its holder removed the file is let go and the lock taken anew."""
     for _ in range(100):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -209,8 +196,8 @@ def _busy_message(out: Path, elsewhere: bool = True) -> str:
 
 # ---------------------------------------------------------------- crash recovery
 def recover(out: Path) -> list[str]:
-    """Finish a killed run's swaps in `out` and remove its temporary entries (call it holding
-    the lock). Returns what was done, one line each."""
+    """Finish a killed run's swaps in `out` and remove its temporary entries (holding the
+    lock); returns what was done, one line each."""
     done = play_journal(out)
     for entry in sorted(out.glob(TMP_PREFIX + "*")):
         if _remove(entry):
@@ -221,9 +208,8 @@ def recover(out: Path) -> list[str]:
 def write_journal(
     parent: Path, pairs: list[tuple[Path, Path]], manifest: dict[str, Any] | None = None
 ) -> Path:
-    """Record the swaps about to be made (new folder -> target, all in `parent`), with the
-    inode that identifies each new folder wherever it is renamed to, and the manifest entries
-    to merge once they are all made (`merge_manifest`)."""
+    """Record the swaps about to be made (new folder -> target, in `parent`) with each new
+    folder's inode, and the manifest entries to merge once they are all made."""
     swaps = [
         {"tmp": tmp.name, "target": target.name, "inode": tmp.stat().st_ino}
         for tmp, target in pairs
@@ -264,11 +250,7 @@ def play_journal(out: Path) -> list[str]:
 
 
 def read_manifest(out: Path) -> dict[str, Any] | None:
-    """`out`'s manifest; None when it has none.
-
-    Raises:
-        BuildersError: when it is there but not a manifest (edited by hand, cut).
-    """
+    """`out`'s manifest; None when it has none, an error when it is not one."""
     path = out / MANIFEST
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -289,9 +271,8 @@ def _bad_manifest(path: Path, why: str) -> str:
 
 
 def merge_manifest(out: Path, entries: dict[str, dict[str, Any]]) -> None:
-    """Record `entries` (folder -> config -> entry) in `out`'s manifest, replacing those
-    configs' entries and keeping the others; configs no longer in `out` are dropped. Written
-    whole and renamed (call it holding the lock)."""
+    """Merge `entries` (folder -> config -> entry) into `out`'s manifest (holding the lock),
+    dropping configs no longer in `out`."""
     try:
         current = read_manifest(out)
     except BuildersError:  # damaged: what this write knows replaces it
@@ -330,7 +311,6 @@ def exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically (Linux `renameat2` with RENAME_EXCHANGE); False if the
     system cannot."""
     import ctypes
-    import errno
 
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
@@ -353,8 +333,7 @@ def _inode(path: Path) -> int | None:
 
 
 def _rmtree(path: Path, errors: list[OSError]) -> None:
-    """shutil.rmtree, each failure kept in `errors` (`onexc` from Python 3.12, `onerror`
-    before)."""
+    """shutil.rmtree, each failure kept in `errors`."""
 
     def keep(_f: object, _p: object, exc: object) -> None:
         err = exc[1] if isinstance(exc, tuple) else exc
@@ -367,8 +346,7 @@ def _rmtree(path: Path, errors: list[OSError]) -> None:
 
 
 def _remove(path: Path) -> bool:
-    """Remove a temporary entry or an old folder; what cannot be removed (a read-only folder
-    in it) is a warning naming it, and False."""
+    """Remove a temporary entry or an old folder; False, with a warning, where it cannot."""
     errors: list[OSError] = []
     try:
         if path.is_dir() and not path.is_symlink():

@@ -18,12 +18,13 @@ from typing import Any
 
 from builders.deferred import np
 
+_COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
+
 
 @contextmanager
 def figure(width: float, height: float, out: list[bytes]) -> Iterator[Any]:
-    """A matplotlib Figure of fixed size and dpi, drawn in matplotlib's default style whatever
-    the user's rc file says; when the block ends its PNG bytes (no `Software` metadata: the
-    same drawing, the same bytes) are appended to `out`."""
+    """A matplotlib Figure drawn as the module docstring says; its PNG bytes are appended to
+    `out` when the block ends."""
     import matplotlib.style
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -48,13 +49,8 @@ def histogram_png(
 ) -> bytes:
     """PNG bytes of the score histogram with every level's threshold(s) as vertical lines, and
     the region `level` keeps shaded (`sides`: level -> "ge", "le" or "between"); `symbol`
-    names the score on the axis ("entropy e", "max similarity m").
-
-    The same input gives the same bytes: an Agg canvas of fixed size and dpi, matplotlib's
-    default style whatever the user's rc file says, and no `Software` metadata.
-    """
+    names the score on the axis ("entropy e", "max similarity m")."""
     s = np.asarray(scores, dtype=np.float64)
-    colours = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
     png: list[bytes] = []
     with figure(7.0, 3.9, png) as fig:
         ax = fig.add_subplot(1, 1, 1)
@@ -63,14 +59,14 @@ def histogram_png(
         if level is not None and sides and level in sides and level in thresholds:
             own = [float(x) for x in thresholds[level]]
             span = {"ge": (own[0], hi), "le": (lo, own[0])}.get(sides[level], (own[0], own[-1]))
-            ax.axvspan(*span, color=colours.get(level, "black"), alpha=0.12, linewidth=0)
+            ax.axvspan(*span, color=_COLOURS.get(level, "black"), alpha=0.12, linewidth=0)
         for lv, ts in thresholds.items():
             this = level is None or lv == level
             cut = " to ".join(f"{float(t):.3g}" for t in ts)
             for i, t in enumerate(ts):
                 ax.axvline(
                     float(t),
-                    color=colours.get(lv, "black"),
+                    color=_COLOURS.get(lv, "black"),
                     linestyle="-" if this else "--",
                     linewidth=2.0 if this else 1.2,
                     label=f"{lv} shift cut ({cut})" if i == 0 else None,
@@ -106,18 +102,10 @@ def dial_png(
     targets: Mapping[str, float | None] | None = None,
     written: Mapping[str, float] | None = None,
 ) -> bytes:
-    """PNG bytes of the `familiarity` strategy's dial: the Familiarity of a level-sized window
-    against where it starts in the ranking (mentions), every level's window shaded and its
-    Familiarity marked, `level`'s own drawn solid. Same input, same bytes (as the histogram).
-
-    Args:
-        curve: (window start in mentions, its Familiarity), the windows the search computed.
-        windows: level -> (first mention, mention after the last, Familiarity).
-        targets: level -> the Familiarity asked for, or None.
-        written: level -> the Familiarity of the rows it wrote (whole sentences, so not quite
-            its window's): the legend gives it, as the card and the table do, with the
-            window's beside it as planned where the two differ.
-    """
+    """PNG bytes of the `familiarity` strategy's dial: `curve` (window start in mentions, its
+    Familiarity), every level's window (first mention, mention after the last, Familiarity)
+    shaded, `level`'s drawn solid, its `targets` marked; the legend gives the `written`
+    levels' Familiarity (whole sentences, not quite the window's)."""
     points = sorted(curve)
     png: list[bytes] = []
     with figure(7.0, 3.9, png) as fig:
@@ -144,9 +132,6 @@ def dial_png(
     return png[0]
 
 
-_COLOURS = {"low": "#1a9850", "medium": "#fdae61", "high": "#d73027"}
-
-
 def _draw_window(
     ax: Any,
     level: str,
@@ -155,9 +140,8 @@ def _draw_window(
     target: float | None,
     written: float | None,
 ) -> None:
-    """One level's window on the dial: shaded, its Familiarity a line across it, its target
-    a cross at its start; the legend names the written level's Familiarity (the window's
-    beside it, as planned, where they differ to three decimals)."""
+    """One level's window on the dial: shaded, its Familiarity a line across it, its target a
+    cross at its start; the window's beside the written Familiarity where they differ."""
     start, stop, value = window
     shown = f"{value:.3f}"
     if written is not None and f"{written:.3f}" != shown:

@@ -4,23 +4,17 @@
     plan_publishes(folders, org)                  (the same, the levels checked first)
     publish(plans, token=..., tag=..., private=...)
 
-Each repo gets one commit, made by `HfApi.upload_folder(..., delete_patterns="*")`: every file
-of the folder, its card rendered again for the repo it goes to (`org/name` in its
-`load_dataset` and `export-gliner` lines), and the deletion of remote files the folder no
-longer has (huggingface_hub keeps `.gitattributes`). huggingface_hub splits a push into
-several commits only above 200 files, which `plan_publish` refuses, so a failure before the
-commit leaves the repo as it was. `private` (True/False) is applied with `create_repo` to a
-new repo and with `update_repo_settings` to an existing one; None leaves it as it is.
+Each repo gets one commit, `HfApi.upload_folder(..., delete_patterns="*")`: the folder's files,
+its card rendered for the repo it goes to, and the deletion of remote files the folder no
+longer has. huggingface_hub splits a push into several commits only above 200 files, which
+`plan_publish` refuses, so a failure before the commit leaves the repo as it was.
 
-Retries: huggingface_hub retries its file listing, pre-upload and commit calls itself (429,
-408 and 5xx, five times, 1 to 8 s apart or what `Retry-After` asks, plus 1 s); other 4xx fail
-at once. The calls it sends only once (`create_repo`, `update_repo_settings`,
-`list_repo_refs`, `create_tag`) go through `with_retries`, with the same policy. Without
-hf_xet (or with HF_HUB_DISABLE_XET) upload_folder falls back to one `create_commit`, whose
-commit call huggingface_hub does not retry: a 429 or 5xx there fails the push, nothing of it
-committed. The token comes from the
-argument, `HF_TOKEN` or the saved login and is never printed, logged or written: errors are
-scrubbed of it, and a file holding it is refused.
+huggingface_hub retries its own listing, pre-upload and commit calls (408, 429, 5xx); the
+calls it sends once (`create_repo`, `update_repo_settings`, `list_repo_refs`, `create_tag`)
+go through `with_retries`, with its policy. (Without hf_xet, upload_folder's one
+`create_commit` is not retried: a 429 or 5xx fails the push, nothing committed.) The token
+is never printed, logged or written: errors are scrubbed of it, and a file holding it is
+refused.
 """
 
 from __future__ import annotations
@@ -83,9 +77,8 @@ class PublishFile:
 
 @dataclass(frozen=True)
 class PublishPlan:
-    """One folder to push as the dataset repo `{org}/{folder.name}`, with its card for it,
-    for a push tagged `tag` (which names the newest changelog entry if it was built untagged:
-    `hub.changelog.named_by`)."""
+    """One folder to push as the dataset repo `{org}/{folder.name}`, with its card for it, for a
+    push tagged `tag` (`hub.changelog.named_by`)."""
 
     folder: Path
     repo_id: str
@@ -138,14 +131,9 @@ def plan_publish(
     folder: str | Path, org: str, year: int | None = None, tag: str | None = None
 ) -> PublishPlan:
     """What pushing `folder` to `org` (tagged `tag`) would upload, its card rendered for
-    `org/folder` (its citation entry dated `year`, default this year in UTC; its newest
-    changelog entry, built without a tag, named `tag`, in the card and the pushed changelog).
-
-    Refuses folders that are not repo folders written by build-splits or fewnerd-splits, a
-    file at the top of a folder its build's manifest knows that no build writes there, and a
-    tag git would refuse. Hidden files and folders (temporary folders of an interrupted
-    write, caches) are left out.
-    """
+    `org/folder` (citation dated `year`, default this year in UTC). Refuses what is not a repo
+    folder a build wrote, a top-level file no build writes, and a tag git would refuse; hidden
+    entries are left out."""
     if tag is not None:
         valid_tag(tag)
     folder = Path(folder)
@@ -175,11 +163,10 @@ def plan_publish(
     year = year or publication_year()
     log = read_json(folder / CHANGELOG) if CHANGELOG in names else None
     named = named_by(log, tag) if isinstance(log, list) else log
-    if named is log:  # pushed as the folder holds it
-        card = folder_card(folder, repo_id, year=year)
-        return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year)
-    card = folder_card(folder, repo_id, year=year, changelog=named)
-    return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year, json_text(named))
+    changelog = None if named is log else named  # None: pushed as the folder holds it
+    card = folder_card(folder, repo_id, year=year, changelog=changelog)
+    pushed = None if changelog is None else json_text(changelog)
+    return PublishPlan(folder.resolve(), repo_id, tuple(files), card, tag, year, pushed)
 
 
 def _hub_repo_id(folder: Path, repo_id: str) -> str:
@@ -213,8 +200,8 @@ def plan_publishes(
     year: int | None = None,
     tag: str | None = None,
 ) -> list[PublishPlan]:
-    """`plan_publish` of each folder, once their levels are checked to come from one build
-    (`hub.manifest.check_levels`; `note` gets the line about folders it cannot check)."""
+    """`plan_publish` of each folder, once `check_levels` finds them of one build (`note` gets
+    its line about folders it cannot check)."""
     if tag is not None:
         valid_tag(tag)  # before reading any folder
     check_levels([Path(f) for f in folders], note=note)
@@ -251,8 +238,8 @@ def _status(exc: BaseException) -> int | None:
 
 
 def retry_delay(exc: BaseException, attempt: int) -> float:
-    """Seconds before try `attempt + 1`: `Retry-After` if the server sent it (seconds or an
-    HTTP date), else 1, 2, 4, 8, 8 s; at most `MAX_WAIT`."""
+    """Seconds before try `attempt + 1`: `Retry-After` (seconds or an HTTP date), else 1, 2, 4,
+    8, 8 s; at most `MAX_WAIT`."""
     response = getattr(exc, "response", None)
     header = response.headers.get("Retry-After") if response is not None else None
     if header:
@@ -311,8 +298,8 @@ def _check_no_token(plan: PublishPlan, token: str) -> None:
 
 @contextmanager
 def staged(plan: PublishPlan) -> Iterator[Path]:
-    """The folder as it is pushed: its files (linked) and the card for the repo, in a temp
-    folder beside it (same file system), removed afterwards."""
+    """The folder as it is pushed (files linked, the card for the repo), in a temp folder
+    beside it, removed afterwards."""
     with tempfile.TemporaryDirectory(
         prefix=f".{plan.folder.name}.push.", dir=plan.folder.parent
     ) as d:
@@ -340,13 +327,10 @@ def publish(
 ) -> list[PublishResult]:
     """Push each plan as one commit to its dataset repo (created if needed), then tag it.
 
-    The commit message is `messages[repo_id]` (regenerate: the folder's changelog entry),
-    else `message`, else `Publish FOLDER [TAG] (labelshift-builders VERSION)`. A plan made
-    for another tag is made again for `tag` (its card and changelog name the tag).
-
-    Repos are pushed one after the other; if one fails, the ones before it stay published and
-    the error (a `PublishError`) names both lists. A tag git would refuse, or a taken tag on
-    any repo, stops the push before the first commit.
+    The commit message is `messages[repo_id]`, else `message`, else `Publish FOLDER [TAG]
+    (labelshift-builders VERSION)`. Repos are pushed one after the other; if one fails, the
+    ones before it stay published and the `PublishError` names both lists. A bad or taken
+    tag stops the push before the first commit.
     """
     if tag is not None:
         valid_tag(tag)
@@ -372,7 +356,12 @@ def publish(
             results.append(_publish_one(api, plan, secret, private, tag, text))
         except _TagFailed as exc:
             results.append(exc.result)
-            raise _tag_failed(plans, results, tag, exc.cause, secret) from None
+            raise _error(
+                f"{plan.repo_id}: committed {exc.result.commit_oid}, but tagging it {tag!r} "
+                f"failed: {_scrub(exc.cause, secret)}; publish it again with the same {opt('tag')}",
+                plans,
+                results,
+            ) from None
         except BuildersError as exc:
             raise _failed(plans, results, plan, str(exc), secret) from None
         except Exception as exc:
@@ -420,28 +409,21 @@ def _refuse_taken_tag(api: Any, plans: list[PublishPlan], tag: str, token: str) 
 def _failed(
     plans: list[PublishPlan], done: list[PublishResult], plan: PublishPlan, cause: str, token: str
 ) -> PublishError:
+    cause = _scrub(cause, token)
+    return _error(
+        f"publishing {plan.repo_id} failed, nothing of it was committed: {cause}", plans, done
+    )
+
+
+def _error(msg: str, plans: list[PublishPlan], done: list[PublishResult]) -> PublishError:
+    """A `PublishError`: `msg`, then the repos published and those not."""
     published = [r.repo_id for r in done]
     rest = [p.repo_id for p in plans[len(done) :]]
-    msg = f"publishing {plan.repo_id} failed, nothing of it was committed: {_scrub(cause, token)}"
     if published:
         msg += f"\npublished: {', '.join(published)}"
-    msg += f"\nnot published: {', '.join(rest)}"
-    return PublishError(msg, published, rest)
-
-
-def _tag_failed(
-    plans: list[PublishPlan], done: list[PublishResult], tag: str | None, cause: str, token: str
-) -> PublishError:
-    last = done[-1]
-    rest = [p.repo_id for p in plans[len(done) :]]
-    msg = (
-        f"{last.repo_id}: committed {last.commit_oid}, but tagging it {tag!r} failed: "
-        f"{_scrub(cause, token)}; publish it again with the same {opt('tag')}"
-        f"\npublished: {', '.join(r.repo_id for r in done)}"
-    )
     if rest:
         msg += f"\nnot published: {', '.join(rest)}"
-    return PublishError(msg, [r.repo_id for r in done], rest)
+    return PublishError(msg, published, rest)
 
 
 def _publish_one(

@@ -2,11 +2,8 @@
 
     folder_card(folder, "my-org/pilener-low-shift")  -> README.md text
 
-A subset folder's card comes from every config's `build.json` and its `changelog.json`; a
-Few-NERD folder's from `summary.json` and the features its parquet files carry. Writing a
-folder (`build-splits --org`, `fewnerd-splits`, regeneration) and publishing it (`publish`, for
-the org it pushes to) both render through here, so the card a folder holds and the card pushed
-for the same repo id are the same bytes.
+Writing a folder and publishing it both render through here, so the card a folder holds and
+the card pushed for the same repo id are the same bytes.
 """
 
 from __future__ import annotations
@@ -29,8 +26,8 @@ METHOD = "METHOD.md"
 
 
 def write_method(folder: Path) -> None:
-    """Put the toolkit's METHOD.md (docs/METHOD.md, packaged with the card templates) into a
-    repo folder, so that a card's references resolve wherever the folder is published."""
+    """Put the toolkit's METHOD.md (packaged with the card templates) into a repo folder, so
+    that a card's references resolve wherever it is published."""
     text = card_text(METHOD)
     (Path(folder) / METHOD).write_text(text, encoding="utf-8")
 
@@ -41,9 +38,8 @@ def repo_name(folder: Path, org: str | None) -> str:
 
 
 def load_path(folder: Path, org: str | None) -> str:
-    """What a card's `load_dataset` line names: the Hub repo `org/folder`, or the folder as
-    the command that wrote it named it (relative to where it ran), or, where that was an
-    absolute path (which a card never shows), the folder's name."""
+    """What a card's `load_dataset` line names: the Hub repo `org/folder`, else the folder as
+    given, or its name where that is absolute (a card never shows one)."""
     if org:
         return repo_name(folder, org)
     return folder.as_posix() if not folder.is_absolute() else folder.name
@@ -56,14 +52,8 @@ def folder_card(
     year: int | None = None,
     changelog: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The card of a subset or Few-NERD repo folder, for the repo (or folder) `name`, whose
-    `load_dataset` line names `load_from` (default: `name`); `year`: the year it is published
-    in, for a subset's citation entry; `changelog`: the history it shows, where a push names
-    it otherwise than the folder's `changelog.json` (default: that file).
-
-    Raises:
-        BuildersError: when the folder holds neither a config's build.json nor summary.json.
-    """
+    """The card of a subset or Few-NERD repo folder for the repo (or folder) `name`; see
+    `render_card` (`changelog` default: the folder's `changelog.json`)."""
     folder = Path(folder)
     if (folder / SUMMARY_JSON).is_file():
         return _fewnerd_card(folder, name, load_from or name)

@@ -1,11 +1,8 @@
 """What both dataset cards share: the Jinja2 environment over `cards/`, the YAML header built
-through the libraries' own types, and the Hub metadata helpers (licence ids, size buckets,
-token redaction).
+through the libraries' own types, and the Hub metadata helpers. Pure.
 
     yaml = card_yaml(card_header(...), configs, {config: dataset_info(...)}, extra)
     environment().get_template("subset.md.j2").render(yaml_header=yaml, ...)
-
-Pure: no clock, no files beyond the packaged templates, no environment variables.
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ from markupsafe import Markup
 
 from builders.names import printable
 
-if TYPE_CHECKING:  # `datasets` takes half a second to import: only the functions that build
-    # a card import it (and jinja2), so that no command's `--help` pays for it
+if TYPE_CHECKING:  # `datasets` and jinja2 are imported where a card is built (slow imports)
     import jinja2
     from datasets import DatasetInfo, Features
 
@@ -53,38 +49,33 @@ def environment() -> jinja2.Environment:
         autoescape=False,
         finalize=_shown,
     )
-    env.filters.update(f4=lambda x: "–" if x is None else f"{x:.4f}", g4=_g4, n=_n, cell=cell)
-    env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}"  # F1 as papers give it
+    env.filters.update(
+        f4=lambda x: "–" if x is None else f"{x:.4f}",
+        g4=lambda x: f"{x:.4g}",
+        n=lambda x: "–" if x is None else f"{x:,}",
+        pct=lambda x: "–" if x is None else f"{100 * x:.1f}",  # F1 as papers give it
+        cell=cell,
+    )
     env.policies["json.dumps_kwargs"] = {"sort_keys": False}  # a strategy's `cut_meta`: as written
     return env
 
 
 def _shown(value: Any) -> Any:
-    """Every value a card shows: control characters from the data are escaped (a label
-    holding ESC or NUL cannot restyle a terminal; in a table cell, `cell` makes a newline a
-    space). Newlines and tabs stay: macros and the YAML header render text of many lines."""
+    """Every value a card shows, control characters escaped (newlines and tabs stay: macros and
+    the YAML header render text of many lines)."""
     if isinstance(value, str) and not isinstance(value, Markup):
         return printable(value, keep_lines=True)
     return value
 
 
 def card_text(name: str) -> str:
-    """A file of the card templates: package data `builders.cards` when installed; the
-    checkout's top-level `cards/` when `builders` is imported from a source tree beside a
-    non-editable install (where `builders.cards` is not a module)."""
+    """A file of the card templates: package data `builders.cards`, else (a source tree beside a
+    non-editable install) the checkout's top-level `cards/`."""
     try:
         return resources.files("builders.cards").joinpath(name).read_text(encoding="utf-8")
     except ModuleNotFoundError:
         checkout = Path(__file__).resolve().parents[2] / "cards"
         return (checkout / name).read_text(encoding="utf-8")
-
-
-def _g4(x: float) -> str:
-    return f"{x:.4g}"
-
-
-def _n(x: int | None) -> str:
-    return "–" if x is None else f"{x:,}"
 
 
 def cell(text: str) -> str:
@@ -95,8 +86,7 @@ def cell(text: str) -> str:
 def dataset_info(
     features: Features, splits: Mapping[str, tuple[int, int]], download_size: int | None
 ) -> DatasetInfo:
-    """A config's `dataset_info`: its features and, per split, (`num_bytes`, `num_examples`)
-    as `datasets` computes them (see `builders.hub.folder.dataset_sizes`)."""
+    """A config's `dataset_info`: its features and, per split, (`num_bytes`, `num_examples`)."""
     from datasets import DatasetInfo, SplitDict, SplitInfo
 
     split_dict = SplitDict()
@@ -118,10 +108,9 @@ def card_yaml(
     infos: Mapping[str, DatasetInfo],
     extra: Mapping[str, Any],
 ) -> str:
-    """The card's YAML, written by the libraries that read it: huggingface_hub's
-    `DatasetCardData` holds the Hub fields, `datasets`' `MetadataConfigs` writes `configs` and
-    its `DatasetInfosDict` writes `dataset_info` (typed features, splits with `num_bytes`), so
-    `load_dataset` reads back exactly what was written. `extra` (our own keys) goes last."""
+    """The card's YAML, written by the libraries that read it (`DatasetCardData`,
+    `MetadataConfigs`, `DatasetInfosDict`), so `load_dataset` reads back what was written;
+    `extra` (our own keys) last."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
@@ -188,8 +177,7 @@ def card_header(
 def familiarity_meta(
     rep: Mapping[str, Any], full: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A Familiarity report (`FamiliarityReport.to_dict()`) for a card's YAML, rounded, with
-    the full corpus's figures beside it when given."""
+    """A Familiarity report for a card's YAML, rounded, the full corpus's beside it if given."""
     s = rep["summary"]
     out: dict[str, Any] = {
         "model": rep["model"],

@@ -1,36 +1,17 @@
-"""Rows cut into windows GLiNER trains on whole, and what it still cannot keep.
+"""Rows cut into windows GLiNER trains on whole, and what it still cannot keep (METHOD.md
+section 4 gives the rules and the figures behind the token estimate).
 
-GLiNER's trainer (urchade/GLiNER, commit c2bb58ddf569480ef7a9de03bef653723a42f5c2, read in
-`gliner/config.py` and `gliner/data_processing/processor.py`) loses parts of a long row
-without an error:
+What GLiNER loses of a long row without an error (urchade/GLiNER, commit
+c2bb58ddf569480ef7a9de03bef653723a42f5c2, `gliner/config.py` and
+`gliner/data_processing/processor.py`):
 
-- `UniEncoderSpanProcessor.preprocess_example` keeps the first `max_len` words (384; a
-  `UserWarning`), and enumerates spans up to `max_width` words (12): a wider entity is never
-  a candidate, so it is never learnt;
-- `BaseProcessor.prepare_inputs` puts the prompt before the words, `<<ENT>>` and the label for
-  each of the row's types, then `<<SEP>>`; `tokenize_inputs` hands prompt + words to the
-  encoder's tokenizer with `is_split_into_words=True, truncation=True`, which cuts at the
-  tokenizer's `model_max_length` (512 for deberta-v3) with no warning: the words past the cut
-  get no word mask, and their mentions are lost;
-- the types are `batch_generate_class_mappings`': the row's positives, plus its
-  `ner_negatives` where it has the key, else up to `len(ner) * max_neg_type_ratio` (1)
-  negatives sampled from the batch's labels; shuffled, and cut to `max_types` (25).
-
-So a window here is a run of a row's words that holds every entity and negative span it
-touches whole (a cut never falls inside one), at most `max_words` words, whose tokens fit
-`max_tokens` with the largest prompt GLiNER can give it (its positives, its row's negatives,
-and where the row has none, one unknown batch label per mention, each costed as the
-costliest label of the export, all within `max_types`), and whose types stay within
-`max_types` (positives plus one sampled label per mention, or plus the row's negatives):
-past it GLiNER drops random types, and a dropped positive's mentions are trained as no
-entity. Windows are cut greedily, each as long as it can be (every cost grows with the
-window), but after the last sentence end that fits where that keeps at least half of it, so
-that windows start sentences.
-
-Tokens come from a tokenizer (`--tokenizer`, exact: the words are tokenized as GLiNER does)
-or, by default, from `estimate_tokens`, which is meant never to count fewer than a subword
-tokenizer does, so that the windows fit whatever encoder trains on them (METHOD.md
-section 4 has the figures behind it).
+- `UniEncoderSpanProcessor.preprocess_example` keeps the first `max_len` words and enumerates
+  spans up to `max_width` words: a wider entity is never learnt;
+- `BaseProcessor.prepare_inputs` puts `<<ENT>>` and a label per type, then `<<SEP>>`, before
+  the words; `tokenize_inputs` truncates at the tokenizer's `model_max_length` silently;
+- `batch_generate_class_mappings` gives a row its positives plus its `ner_negatives`, else up
+  to `len(ner) * max_neg_type_ratio` labels sampled from the batch, shuffled, cut to
+  `max_types`: a dropped positive's mentions are trained as no entity.
 """
 
 from __future__ import annotations
@@ -84,10 +65,8 @@ class Row(NamedTuple):
 
 @lru_cache(maxsize=1 << 16)
 def estimate_tokens(word: str) -> int:
-    """Subword tokens of one word, counted high: each run of ASCII letters one token per 3
-    letters, of ASCII digits one per 2, every other letter or character one, after NFKC (the
-    normalisation of deberta-v3's SentencePiece); plus one where the word does not start with
-    an ASCII letter (SentencePiece's word-start piece may stand alone). At least one."""
+    """Subword tokens of one word, counted high (METHOD.md section 4), after NFKC (deberta-v3's
+    SentencePiece normalisation); at least one."""
     text = unicodedata.normalize("NFKC", word)
     n = 0
     for run in _RUN.findall(text):
@@ -114,9 +93,8 @@ class TokenCount:
             self.special = int(self._tok.num_special_tokens_to_add(pair=False))
 
     def words(self, rows: Sequence[Sequence[str]]) -> list[list[int]]:
-        """Each word's tokens, row by row. A fast tokenizer normalises and splits each
-        pre-split word of GLiNER's call (`is_split_into_words`) on its own, so each distinct
-        word is tokenized once, alone, and its count kept."""
+        """Each word's tokens, row by row: each distinct word tokenized once, alone, as GLiNER's
+        pre-split call (`is_split_into_words`) tokenizes it."""
         if self._tok is None:
             return [[estimate_tokens(w) for w in words] for words in rows]
         new = sorted({w for words in rows for w in words if w not in self._cache})
@@ -141,12 +119,8 @@ class TokenCount:
 
 
 def load_tokenizer(name: str) -> Any:
-    """A Hugging Face tokenizer from a local folder or the local Hub cache (never the network),
-    with GLiNER's prompt markers added as it adds them.
-
-    Raises:
-        ModelUnavailable: naming the `tokenizer` setting and the value when none loads.
-    """
+    """A tokenizer from a local folder or the Hub cache (never the network), with GLiNER's
+    prompt markers added."""
     try:
         from transformers import AutoTokenizer
 
@@ -179,13 +153,9 @@ class Limits:
 
 @dataclass
 class Losses:
-    """What GLiNER cannot keep of the rows it is given (at most: the prompt's unknown batch
-    labels are costed as the costliest label): rows over the word limit and the words past
-    it, rows over the token limit, the tokens over it and the words past it, the mentions in
-    those words, mentions wider than the width limit, rows whose types can exceed the types
-    limit (GLiNER may drop a positive from their prompt), and words a tokenizer gives no
-    token (GLiNER's word mask skips them, so it reads the words after them one place early:
-    the mentions after them are misplaced; an estimate never finds one)."""
+    """What GLiNER cannot keep of the rows it is given, at most (unknown batch labels costed as
+    the costliest). Words a tokenizer gives no token are skipped by GLiNER's word mask, so the
+    mentions after them are misplaced (`mentions_shifted`)."""
 
     rows_over_words: int = 0
     words_over: int = 0
@@ -201,9 +171,6 @@ class Losses:
     def add(self, other: Losses) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def any(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
 
     def to_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -229,8 +196,7 @@ class Budget:
             self.longest = max(self.longest, self.label_cost(label))
 
     def prompt(self, positives: set[str], mentions: int, negatives: list[str] | None) -> int:
-        """Tokens of the largest prompt GLiNER can give a row (with `<<SEP>>`, the encoder's
-        special tokens)."""
+        """Tokens of the largest prompt GLiNER can give a row, `<<SEP>>` and specials included."""
         cap = self.limits.max_types
         if negatives is not None:
             costs = sorted((self.label_cost(x) for x in positives | set(negatives)), reverse=True)
@@ -241,8 +207,7 @@ class Budget:
         return 1 + sum(costs[:cap]) + self.count.special
 
     def types(self, positives: set[str], mentions: int, negatives: list[str] | None) -> int:
-        """The most types GLiNER can give a row: beyond `max_types` it drops random ones, and a
-        dropped positive's mentions are trained as no entity."""
+        """The most types GLiNER can give a row."""
         if negatives is not None:
             return len(positives | set(negatives))
         return len(positives) + mentions * NEG_TYPE_RATIO
@@ -270,11 +235,10 @@ def _free_cuts(n: int, spans: Sequence[Span]) -> list[int]:
 
 
 def cut(row: Row, costs: list[int], budget: Budget) -> list[tuple[int, int]]:
-    """The row's windows [(start, end)], in order, covering every word: each as long as fits;
-    where not even the shortest piece between two free cuts fits, that piece alone (over the
-    limits: `losses` counts what GLiNER drops of it)."""
+    """The row's windows [(start, end)], in order, covering every word, each as long as fits (a
+    piece between two free cuts that cannot fit stands alone; `losses` counts it)."""
     n = len(row.tokens)
-    if not budget.limits.windows or n == 0 or _fits(row, costs, budget, 0, n):
+    if not budget.limits.windows or n == 0:
         return [(0, n)]
     by_end = sorted(row.spans, key=lambda s: s[1])
     cuts = _free_cuts(n, [*row.spans, *row.negative_spans])
@@ -290,9 +254,8 @@ def cut(row: Row, costs: list[int], budget: Budget) -> list[tuple[int, int]]:
 def _longest(
     row: Row, costs: list[int], budget: Budget, a: int, cuts: list[int], by_end: list[Span]
 ) -> int:
-    """The farthest free cut whose window from `a` fits (every cost grows with the window), or
-    the first one where none does; rather the last sentence end among those that fit, where
-    that keeps at least half the window (a window then starts a sentence)."""
+    """The farthest free cut whose window from `a` fits, or the first where none does; rather
+    the last sentence end that fits, where that keeps at least half the window."""
     lim, cap = budget.limits, budget.types_cap(row)
     best, words, m, i = cuts[0], 0, 0, 0
     end: int | None = None
@@ -318,19 +281,6 @@ def _longest(
     return best
 
 
-def _fits(row: Row, costs: list[int], budget: Budget, a: int, b: int) -> bool:
-    lim = budget.limits
-    labels = {lab for s, e, lab in row.spans if a <= s and e <= b}
-    m = sum(1 for s, e, _ in row.spans if a <= s and e <= b)
-    prompt = budget.prompt(labels, m, row.negatives)
-    types = budget.types(labels, m, row.negatives) if m else 0
-    return (
-        b - a <= lim.max_words
-        and sum(costs[a:b]) + prompt <= lim.max_tokens
-        and types <= budget.types_cap(row)
-    )
-
-
 def window(row: Row, a: int, b: int) -> Row:
     """Words a..b of a row, its spans inside (shifted), its negatives whole."""
 
@@ -341,10 +291,7 @@ def window(row: Row, a: int, b: int) -> Row:
 
 
 def losses(row: Row, costs: list[int], budget: Budget) -> Losses:
-    """What GLiNER drops of `row` given whole: words past `max_words`, then words whose first
-    token falls past `max_tokens` after the prompt (a word whose first token is in keeps its
-    word mask), the mentions among them, mentions wider than `max_width`, and whether its
-    types can exceed `max_types`."""
+    """What GLiNER drops of `row` given whole (see `Losses`)."""
     lim, out = budget.limits, Losses()
     positives = {lab for _, _, lab in row.spans}
     n = len(row.tokens)
@@ -382,8 +329,7 @@ class Cut:
 
 
 def cut_rows(rows: Iterator[Row], budget: Budget, chunk: int = 512) -> Iterator[Cut]:
-    """Each row's windows, in order, with their losses and the row's own (tokens counted
-    `chunk` rows at a time)."""
+    """Each row's windows with their losses and the row's own (tokens counted per `chunk`)."""
     while part := list(islice(rows, chunk)):
         for row, costs in zip(part, budget.count.words([r.tokens for r in part]), strict=True):
             yield _cut_one(row, costs, budget)
