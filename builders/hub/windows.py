@@ -238,7 +238,7 @@ def cut(row: Row, costs: list[int], budget: Budget) -> list[tuple[int, int]]:
     """The row's windows [(start, end)], in order, covering every word, each as long as fits (a
     piece between two free cuts that cannot fit stands alone; `losses` counts it)."""
     n = len(row.tokens)
-    if not budget.limits.windows or n == 0:
+    if not budget.limits.windows or n == 0 or _fits(row, costs, budget, 0, n):
         return [(0, n)]
     by_end = sorted(row.spans, key=lambda s: s[1])
     cuts = _free_cuts(n, [*row.spans, *row.negative_spans])
@@ -279,6 +279,19 @@ def _longest(
     if best < len(row.tokens) and end is not None and 2 * (end - a) >= best - a:
         return end
     return best
+
+
+def _fits(row: Row, costs: list[int], budget: Budget, a: int, b: int) -> bool:
+    lim = budget.limits
+    labels = {lab for s, e, lab in row.spans if a <= s and e <= b}
+    m = sum(1 for s, e, _ in row.spans if a <= s and e <= b)
+    prompt = budget.prompt(labels, m, row.negatives)
+    types = budget.types(labels, m, row.negatives) if m else 0
+    return (
+        b - a <= lim.max_words
+        and sum(costs[a:b]) + prompt <= lim.max_tokens
+        and types <= budget.types_cap(row)
+    )
 
 
 def window(row: Row, a: int, b: int) -> Row:
