@@ -221,9 +221,11 @@ def build_splits(
     quiet: bool,
     **params: Any,
 ) -> None:
-    """Build low / medium / high label-shift subsets of a training corpus (--strategy says
-    how), each a Hub-ready folder OUT/{source}-{level}-shift/{strategy}/, and report their
-    Familiarity per benchmark with verdicts on the order (METHOD.md sections 2-4 and 8).
+    """Build low / medium / high label-shift subsets of a training corpus.
+
+    --strategy says how (METHOD.md sections 2-4 and 8). Each subset is a Hub-ready folder
+    OUT/{source}-{level}-shift/{strategy}/; its Familiarity per benchmark is reported with
+    verdicts on the order.
 
     Example: build-splits --source mine --strategy familiarity --targets 0.55,0.42,0.30
     (the paper's: build-splits --source nuner --path NuNER/ --strategy entropy)
