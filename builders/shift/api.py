@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builders.defaults import (
     DEFAULT_BACKEND,
@@ -35,9 +34,6 @@ from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
 from builders.shift.specs import EmbeddingSpec, MetricSpec
 from builders.store import Store
-
-if TYPE_CHECKING:
-    from builders.store import Store
 
 #: The benchmark name a plain list of evaluation labels is reported under.
 EVALUATION = "evaluation"

@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from builders.defaults import (
-    DEFAULT_PROTOCOL,
-)
+from builders.defaults import DEFAULT_PROTOCOL
 from builders.deferred import np
 from builders.errors import CannotBuild, InvalidValue
 from builders.labels import paper_training_label, union_labels
@@ -28,7 +26,6 @@ from builders.shift.familiarity import exact_overlap, familiarity, row_chunks, s
 from builders.shift.specs import EmbeddingSpec, MetricSpec
 
 if TYPE_CHECKING:
-    from builders.shift.embedder import Embedder
     from builders.store import Store
 
 #: Training labels listed per benchmark as the ones that make it familiar.
@@ -174,12 +171,8 @@ class FamiliarityReport:
     #: from the user cache), where the caller recorded it; not part of `to_dict`.
     embedded: Any = field(default=None, compare=False)
 
-    def benchmarks_of(self, label: str) -> list[str]:
-        return [b for b, rep in self.per_benchmark.items() if label in rep.labels]
-
     def _holders(self) -> dict[str, list[str]]:
-        """Every evaluation label's benchmarks, in benchmark order (`benchmarks_of` for all
-        labels at once: one pass over the label lists, not one per label)."""
+        """Every evaluation label's benchmarks, in benchmark order."""
         out: dict[str, list[str]] = {}
         for name, rep in self.per_benchmark.items():
             for z in dict.fromkeys(rep.labels):

@@ -272,23 +272,14 @@ def _quiet_converters() -> Iterator[None]:
 LOSS_TYPE_LINE = "`loss_type="
 
 
-class _Drop(logging.Filter):
-    """Drops a logger's records whose message opens with `opening`; the rest pass."""
-
-    def __init__(self, opening: str):
-        super().__init__()
-        self.opening = opening
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.opening)
-
-
 @contextmanager
 def quiet_loss_type() -> Iterator[None]:
-    """transformers' `loss_type=None` line, and only it, left out for the block (a filter on
-    the logger that writes it, removed after)."""
+    """transformers' `loss_type=None` line, and only it, left out for the block."""
     logger = logging.getLogger("transformers.modeling_utils")
-    drop = _Drop(LOSS_TYPE_LINE)
+
+    def drop(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(LOSS_TYPE_LINE)
+
     logger.addFilter(drop)
     try:
         yield

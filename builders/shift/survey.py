@@ -24,9 +24,8 @@ from builders.shift.specs import EmbeddingSpec, MetricSpec
 
 if TYPE_CHECKING:
     from builders.shift.benchmarks import EvalSet
-    from builders.shift.embedder import Embedder
     from builders.shift.leakage import LeakageScan
-    from builders.shift.report import FamiliarityReport, LabelTable
+    from builders.shift.report import FamiliarityReport
     from builders.store import Store
 
 
