@@ -23,7 +23,6 @@ scan runs), and a write that fails (full disk, read-only folder) warns and chang
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -37,7 +36,7 @@ from builders import __version__
 from builders.deferred import pa, pq
 from builders.errors import CacheWarning
 from builders.files import rename_into_place, temp_dir
-from builders.shift.vector_cache import abandoned, cache_place
+from builders.shift.vector_cache import abandoned, cache_place, file_size, mtime, touch
 from builders.store.overlap import OverlapTables
 
 #: The cache's folder, or `off` to use none.
@@ -91,8 +90,7 @@ class ScanCache:
             )
             shutil.rmtree(folder, ignore_errors=True)
             return None
-        with contextlib.suppress(OSError):
-            os.utime(folder / _KEY_FILE)
+        touch(folder / _KEY_FILE)
         return OverlapTables(**tables)
 
     def put(self, key: str, description: Mapping[str, Any], tables: OverlapTables) -> None:
@@ -118,7 +116,7 @@ class ScanCache:
         temporary entries of gone writers are removed."""
         out = []
         for folder in self._folders():
-            out.append((folder.name, _tree_size(folder), _last_used(folder)))
+            out.append((folder.name, _tree_size(folder), mtime(folder / _KEY_FILE)))
         return sorted(out, key=lambda e: -e[2])
 
     def clear(self) -> tuple[int, int]:
@@ -151,16 +149,7 @@ class ScanCache:
 
 
 def _tree_size(folder: Path) -> int:
-    total = 0
-    with contextlib.suppress(OSError):
-        for path in folder.iterdir():
-            with contextlib.suppress(OSError):
-                total += path.stat().st_size
-    return total
-
-
-def _last_used(folder: Path) -> float:
     try:
-        return (folder / _KEY_FILE).stat().st_mtime
-    except OSError:
-        return 0.0
+        return sum(file_size(path) for path in folder.iterdir())
+    except OSError:  # removed by another run meanwhile
+        return 0

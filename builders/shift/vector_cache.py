@@ -110,7 +110,7 @@ class VectorCache:
         pos = np.flatnonzero(found)
         if vectors is None or not len(pos):
             return pos, np.zeros((0, 0), dtype=np.float32)
-        _touch(folder / _KEY_FILE)
+        touch(folder / _KEY_FILE)
         return pos, vectors[pos]
 
     def _scan(
@@ -174,12 +174,12 @@ class VectorCache:
                 continue
             shards = self._shards(folder)
             rows = sum(_rows(s) for s in shards)
-            size = sum(_size(s) for s in shards)
+            size = sum(file_size(s) for s in shards)
             out.append(CacheEntry(key, rows, len(shards), size, used))
         return sorted(out, key=lambda e: -e.last_used)
 
     def size(self) -> int:
-        return sum(_size(s) for f in self._folders() for s in self._shards(f))
+        return sum(file_size(s) for f in self._folders() for s in self._shards(f))
 
     # ------------------------------------------------------------------ writing
     def add(self, key: str, labels: pa.Array, vectors: np.ndarray) -> None:
@@ -229,14 +229,14 @@ class VectorCache:
         total = self.size()
         if total <= self.max_bytes:
             return
-        folders = sorted(self._folders(), key=_last_used)
+        folders = sorted(self._folders(), key=lambda f: mtime(f / _KEY_FILE))
         folders = [f for f in folders if f != keep] + [keep]
         for folder in folders:
             shards = self._shards(folder)
             if folder == keep:
                 shards = shards[:-1]
             for shard in shards:
-                total -= _size(shard)
+                total -= file_size(shard)
                 shard.unlink(missing_ok=True)
                 if total <= self.max_bytes:
                     return
@@ -250,7 +250,7 @@ class VectorCache:
                 continue
             folder = self.folder(entry.key)
             for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-                removed += _size(path)
+                removed += file_size(path)
                 path.unlink(missing_ok=True)
             folder.rmdir() if folder.is_dir() and not any(folder.iterdir()) else None
             keys += 1
@@ -269,9 +269,9 @@ class VectorCache:
             names = sorted(os.listdir(folder))
         except OSError:
             return []
-        for name in names:
-            if name.startswith(_TMP):
-                _remove_if_stale(folder / name)
+        for name in names:  # temporary shards of gone writers, or older than an hour
+            if name.startswith(_TMP) and abandoned(folder / name, _TMP):
+                (folder / name).unlink(missing_ok=True)
         return [folder / n for n in names if n.endswith(".parquet") and not n.startswith(".")]
 
 
@@ -303,7 +303,7 @@ def _write_shard(folder: Path, table: pa.Table, prefix: str = "") -> Path:
 def _write_key(folder: Path, key: str) -> None:
     path = folder / _KEY_FILE
     if path.is_file():
-        _touch(path)
+        touch(path)
         return
     atomic_write_text(path, key, prefix=f"{_TMP}{os.getpid()}-")
 
@@ -331,12 +331,6 @@ def abandoned(path: Path, prefix: str) -> bool:
         return False
 
 
-def _remove_if_stale(path: Path) -> None:
-    """Remove a temporary shard whose writer process is gone, or that is older than an hour."""
-    if abandoned(path, _TMP):
-        path.unlink(missing_ok=True)
-
-
 def _unreadable(shard: Path, exc: Exception) -> None:
     warnings.warn(
         f"removed an unreadable embedding cache shard {shard}: {exc}", CacheWarning, stacklevel=2
@@ -344,19 +338,19 @@ def _unreadable(shard: Path, exc: Exception) -> None:
     shard.unlink(missing_ok=True)
 
 
-def _touch(path: Path) -> None:
+def touch(path: Path) -> None:
     with contextlib.suppress(OSError):
         os.utime(path)
 
 
-def _last_used(folder: Path) -> float:
+def mtime(path: Path) -> float:
     try:
-        return (folder / _KEY_FILE).stat().st_mtime
+        return path.stat().st_mtime
     except OSError:
         return 0.0
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
         return path.stat().st_size
     except OSError:
