@@ -4,12 +4,9 @@
     vectors = runner.encode(labels, rows, progress)        float32, unit rows, input order
 
 `torch` runs the sentence-transformer itself (any device, fp32 / fp16 / bf16). `onnx` and
-`openvino` run a graph of the same model with its pooling and normalisation inside, exported
-once from the local weights into the model cache (`exported/<model>-<weights>-<backend>/`,
-written beside and renamed into place, checked against torch first) and reused offline.
-The export goes straight through the runtimes' own converters (`torch.onnx.export`,
-`openvino.convert_model`), without `optimum`, whose releases pin older sentence-transformers
-and transformers than the toolkit's.
+`openvino` run a graph of the model with its pooling and normalisation inside, exported once
+into the model cache (`exported/<model>-<weights>-<backend>/`, checked against torch first)
+through the runtimes' own converters: `optimum` pins older sentence-transformers.
 """
 
 from __future__ import annotations
@@ -184,8 +181,7 @@ def _has_bf16(core: Any) -> bool:
 
 
 def unavailable(backend: str, precision: str) -> str | None:
-    """Why this machine cannot run `backend` at `precision` (None when it can): a missing
-    extra, or OpenVINO bf16 on a CPU without bf16 units."""
+    """Why this machine cannot run `backend` at `precision` (None when it can)."""
     try:
         require_extra(backend)
     except BuildersError as exc:
