@@ -9,16 +9,11 @@ the corpus's stored splits, the benchmarks' evaluation splits, the n-gram length
 texts are kept. Its key (`scan_key`) is the sha256 of those: each split's fingerprint (input
 bytes, reader version, options and label map: `builders.store.writer`), when it was ingested
 (`--replace` reads the same input anew) and its counts, the scan's version, this package's and
-DuckDB's (whose `lower`, `nfc_normalize` and `hash` make the keys). A second build or `builders leakage` over an unchanged corpus
-reads the tables back instead of scanning (seconds instead of minutes at NuNER scale).
+DuckDB's (whose `lower`, `nfc_normalize` and `hash` make the keys).
 
-It lives in `$LABELSHIFT_SCANS`, else `<cache root>/scans` (`models.cache_root`). An entry is
-a folder named by its key holding `key.json` (what the key hashes) and one parquet file per
-table; it is written under a temporary name and renamed into place whole, so a reader sees an
-entry entire or not at all, whatever runs beside it or is killed with -9. Size is bounded
-(`$LABELSHIFT_SCANS_MAX`, default `DEFAULT_MAX`): the least recently used entries go first.
-The cache is an accelerator: an entry that cannot be read is removed with a warning (and the
-scan runs), and a write that fails (full disk, read-only folder) warns and changes nothing.
+An entry is a folder named by its key holding `key.json` (what the key hashes) and one parquet
+file per table, written under a temporary name and renamed into place whole, as the vector
+cache's shards are, and evicted and recovered from alike (`builders.shift.vector_cache`).
 """
 
 from __future__ import annotations
@@ -61,7 +56,7 @@ def scan_key(description: Mapping[str, Any]) -> str:
 
 
 class ScanCache:
-    """Scan tables on disk, one folder per key (see the module docstring)."""
+    """Scan tables on disk, one folder per key."""
 
     def __init__(self, root: Path, max_bytes: int = DEFAULT_MAX):
         self.root = root
@@ -69,7 +64,7 @@ class ScanCache:
 
     @classmethod
     def default(cls) -> ScanCache | None:
-        """The cache `$LABELSHIFT_SCANS` names (None for `off`), else `<cache root>/scans`."""
+        """The user's cache, from the environment; None when it is switched off."""
         place = cache_place(SCANS_ENV, MAX_ENV, DEFAULT_MAX, "scans")
         return cls(*place) if place else None
 

@@ -4,20 +4,13 @@
     positions, vectors = cache.lookup(key, labels)
     cache.add(key, new_labels, new_vectors)
 
-It lives in `$LABELSHIFT_EMBEDDINGS`, else `<cache root>/embeddings` (`models.cache_root`:
-`$LABELSHIFT_CACHE`, else `$XDG_CACHE_HOME/labelshift`, else `~/.cache/labelshift`). Each cache
-key (`Embedder.cache_key`: model, backend, precision, device, batch rows and the weights' hash)
-has a folder named by the key's hash, holding `key.txt` (the key) and parquet shards of
-(label, vector). A shard is written whole under a temporary name and renamed into place, so a
-reader sees a shard entire or not at all, whatever runs beside it or is killed with -9; a label
-held by two shards (two runs embedded it at once) is read from the oldest one. Vectors of one
-key are the same bytes whichever run made them (`builders.shift.buckets`: canonical batches).
-
-Size is bounded (`$LABELSHIFT_EMBEDDINGS_MAX`, default `DEFAULT_MAX`): after a write over the
-bound, the shards of the least recently used keys go first. A key's shards are merged into one
-when there are more than `MAX_SHARDS`. The cache is an accelerator: a shard that cannot be
-read is removed with a warning, and a write that fails (full disk, read-only folder) leaves
-the run's results as they are, with a warning.
+Each cache key (`Embedder.cache_key`) has a folder named by the key's hash, holding `key.txt`
+(the key) and parquet shards of (label, vector). A shard is written whole under a temporary
+name and renamed into place, so a reader sees a shard entire or not at all, whatever runs
+beside it or is killed with -9; a label held by two shards (two runs embedded it at once) is
+read from the oldest one. Past the size bound the least recently used keys' shards go first.
+The cache is an accelerator: a shard that cannot be read is removed, and a write that fails
+leaves the run's results as they are, each with a warning.
 """
 
 from __future__ import annotations
