@@ -55,20 +55,15 @@ def familiarity_of(
     """Familiarity of training labels against evaluation labels (METHOD.md section 2).
 
     Args:
-        train: label -> mention count, or one label per mention (as the authors'
-            `compute_metric` takes them: a label's count is how often it occurs).
+        train: label -> mention count, or one label per mention (as `compute_metric` takes them).
         evaluation: benchmark name -> its labels, or one list (reported as `evaluation`).
-            Repeated labels count once.
-        model: the sentence-transformer (`all-mpnet-base-v2`, the paper's; `all-MiniLM-L6-v2`).
-        k, weighting, seed: K, `zipf` | `linear` | `unweighted`, the bootstrap seed.
-        backend, precision: the embedding runtime (`auto`: the fastest installed one whose
-            vectors equal torch's, `builders.shift.auto`) and precision.
-        cache: a store to cache label embeddings in as well: its path (created if missing),
-            an open `Store`, or None (in memory, for this call only). The per-user embedding
-            cache (`builders cache`) serves every call either way: a second call on the same
-            labels embeds nothing (`report.embedded.new == 0`) and never loads the model.
+        model, backend, precision: how labels are embedded (`EmbeddingSpec`).
+        k, weighting, seed: how Familiarity is read (`MetricSpec`).
+        cache: a store to cache label embeddings in as well (a path, created if missing, or an
+            open `Store`); None: in memory. The per-user embedding cache serves every call:
+            a second call on the same labels embeds nothing (`report.embedded.new == 0`).
 
-    Labels are compared normalised (NFC, lower case, `_` and spaces collapsed), as everywhere.
+    Labels are compared normalised, as everywhere.
     """
     metric = MetricSpec(k=k, weighting=weighting, seed=seed)  # checked before any reading
     embedding = EmbeddingSpec(canonical_name(model), backend, precision)

@@ -78,10 +78,10 @@ class LeakageScan:
 
         sent, pairs, men = self._frames(labels, benchmarks)
         names = list(dict.fromkeys(sent["benchmark"].to_list()))
-        per = {
-            b: _figures(*(t.filter(pl.col("benchmark") == b) for t in (sent, pairs, men)), self.n)
-            for b in names
-        }
+        per = {}
+        for b in names:
+            keep = pl.col("benchmark") == b
+            per[b] = _figures(sent.filter(keep), pairs.filter(keep), men.filter(keep), self.n)
         union = _figures(
             sent.unique("sentence_id", keep="first", maintain_order=True),
             pairs.with_columns(benchmark=pl.lit("union")),
@@ -157,6 +157,7 @@ def scan(
     benchmark missing from the store is ingested from its local copy (`$LABELSHIFT_DATA`)
     first; sets without sentences are listed in `not_scanned` with why.
     """
+    import polars as pl
 
     if n < 1:
         raise InvalidValue(f"the n-gram length must be >= 1, got {n}")
@@ -167,7 +168,8 @@ def scan(
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
     tables = _overlap_tables(store, source, query, n, texts, on_note or (lambda s: None))
     sent, pairs, men, surfaces = (
-        _frame(t) for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
+        pl.DataFrame(t)
+        for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
     )
     men = _eval_labels(men, {s.name: s for s in sets})
     familiar = _familiar_pairs(store, emb, surfaces, men, threshold)
@@ -193,14 +195,6 @@ def _overlap_tables(
     tables = store.overlap_tables(source, query, n, texts=texts)
     cache.put(key, description, tables)
     return tables
-
-
-def _frame(table: pa.Table) -> pl.DataFrame:
-    import polars as pl
-
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame
 
 
 _QUERY = ("benchmark", "source", "split")

@@ -370,9 +370,8 @@ _DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
 
 
 def auto_device() -> str:
-    """cuda, mps or cpu: where torch would compute, unless `DEVICE_ENV` names the device.
-    Asked of torch (about 3 s to import) unless this machine can have no GPU for it
-    (`no_gpu_here`), as a warm build on a CPU machine needs no model and so no torch at all."""
+    """cuda, mps or cpu: where torch would compute, unless `DEVICE_ENV` names the device; torch
+    (3 s to import) is not asked where there can be no GPU (`no_gpu_here`)."""
     pinned = os.environ.get(DEVICE_ENV, "").strip().lower()
     if pinned:
         if not _DEVICE.fullmatch(pinned):
@@ -391,10 +390,8 @@ def auto_device() -> str:
 
 
 def no_gpu_here() -> bool:
-    """True where torch cannot find a GPU, known without importing it: on Linux, no CUDA
-    driver (`CUDA_DRIVER` does not load; no CUDA build of torch counts a device without it),
-    no ROCm device (`ROCM_DEVICE`) and no NVIDIA device node (`GPU_DEVICES`). False where a
-    GPU may be there, and off Linux (mps): torch is asked."""
+    """True where torch cannot find a GPU, known without importing it: Linux without a CUDA
+    driver, a ROCm device or an NVIDIA device node. False where one may be, and off Linux."""
     if not sys.platform.startswith("linux"):
         return False
     if any(node.exists() for node in (ROCM_DEVICE, *GPU_DEVICES)):
