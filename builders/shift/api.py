@@ -15,8 +15,8 @@ The report is the `FamiliarityReport` that `builders familiarity` prints, comput
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -71,7 +71,11 @@ def familiarity_of(
     sets = _evaluation_sets(evaluation)
 
     emb = Embedder.of(embedding)
-    with _cache(cache) as store:
+    if isinstance(cache, Store):
+        opened: AbstractContextManager[Store] = nullcontext(cache)
+    else:
+        opened = Store(":memory:" if cache is None else cache)
+    with opened as store:
         report = measure(store, table, sets, embedding=emb, metric=metric, progress=progress)
     return replace(report, embedded=emb.last_stats)
 
@@ -112,13 +116,3 @@ def _label(raw: object, what: str) -> str:
     if not isinstance(raw, str) or not normalise_label(raw):
         raise InvalidValue(f"{what} label {raw!r} is not a non-empty string")
     return normalise_label(raw)
-
-
-@contextmanager
-def _cache(cache: Store | str | Path | None) -> Iterator[Store]:
-
-    if isinstance(cache, Store):
-        yield cache
-        return
-    with Store(":memory:" if cache is None else cache) as store:
-        yield store

@@ -57,12 +57,6 @@ def require_extra(backend: str) -> None:
             ) from exc
 
 
-def _torch_dtype(precision: str) -> Any:
-    import torch
-
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
-
-
 def fast_tokenizer(st: Any) -> Any:
     """The `tokenizers.Tokenizer` behind a sentence-transformer (its lower-casing included)."""
     tok = getattr(st.tokenizer, "backend_tokenizer", None)
@@ -106,7 +100,8 @@ class TorchRunner(Runner):
     def __init__(self, st: Any, precision: str):
         import torch
 
-        self.st = st.to(_torch_dtype(precision)) if precision != "fp32" else st
+        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+        self.st = st.to(dtype) if precision != "fp32" else st
         self.st.eval()
         self.device = torch.device(st.device)
         self.name = f"torch {precision} {self.device.type}"
