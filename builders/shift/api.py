@@ -15,11 +15,10 @@ The report is the `FamiliarityReport` that `builders familiarity` prints, comput
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builders.defaults import (
     DEFAULT_BACKEND,
@@ -35,9 +34,6 @@ from builders.shift.embedder import Embedder, canonical_name
 from builders.shift.report import FamiliarityReport, LabelTable, measure
 from builders.shift.specs import EmbeddingSpec, MetricSpec
 from builders.store import Store
-
-if TYPE_CHECKING:
-    from builders.store import Store
 
 #: The benchmark name a plain list of evaluation labels is reported under.
 EVALUATION = "evaluation"
@@ -59,20 +55,15 @@ def familiarity_of(
     """Familiarity of training labels against evaluation labels (METHOD.md section 2).
 
     Args:
-        train: label -> mention count, or one label per mention (as the authors'
-            `compute_metric` takes them: a label's count is how often it occurs).
+        train: label -> mention count, or one label per mention (as `compute_metric` takes them).
         evaluation: benchmark name -> its labels, or one list (reported as `evaluation`).
-            Repeated labels count once.
-        model: the sentence-transformer (`all-mpnet-base-v2`, the paper's; `all-MiniLM-L6-v2`).
-        k, weighting, seed: K, `zipf` | `linear` | `unweighted`, the bootstrap seed.
-        backend, precision: the embedding runtime (`auto`: the fastest installed one whose
-            vectors equal torch's, `builders.shift.auto`) and precision.
-        cache: a store to cache label embeddings in as well: its path (created if missing),
-            an open `Store`, or None (in memory, for this call only). The per-user embedding
-            cache (`builders cache`) serves every call either way: a second call on the same
-            labels embeds nothing (`report.embedded.new == 0`) and never loads the model.
+        model, backend, precision: how labels are embedded (`EmbeddingSpec`).
+        k, weighting, seed: how Familiarity is read (`MetricSpec`).
+        cache: a store to cache label embeddings in as well (a path, created if missing, or an
+            open `Store`); None: in memory. The per-user embedding cache serves every call:
+            a second call on the same labels embeds nothing (`report.embedded.new == 0`).
 
-    Labels are compared normalised (NFC, lower case, `_` and spaces collapsed), as everywhere.
+    Labels are compared normalised, as everywhere.
     """
     metric = MetricSpec(k=k, weighting=weighting, seed=seed)  # checked before any reading
     embedding = EmbeddingSpec(canonical_name(model), backend, precision)
@@ -80,7 +71,11 @@ def familiarity_of(
     sets = _evaluation_sets(evaluation)
 
     emb = Embedder.of(embedding)
-    with _cache(cache) as store:
+    if isinstance(cache, Store):
+        opened: AbstractContextManager[Store] = nullcontext(cache)
+    else:
+        opened = Store(":memory:" if cache is None else cache)
+    with opened as store:
         report = measure(store, table, sets, embedding=emb, metric=metric, progress=progress)
     return replace(report, embedded=emb.last_stats)
 
@@ -121,13 +116,3 @@ def _label(raw: object, what: str) -> str:
     if not isinstance(raw, str) or not normalise_label(raw):
         raise InvalidValue(f"{what} label {raw!r} is not a non-empty string")
     return normalise_label(raw)
-
-
-@contextmanager
-def _cache(cache: Store | str | Path | None) -> Iterator[Store]:
-
-    if isinstance(cache, Store):
-        yield cache
-        return
-    with Store(":memory:" if cache is None else cache) as store:
-        yield store

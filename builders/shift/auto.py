@@ -2,15 +2,11 @@
 
     backend = choose_backend(embedder)     "openvino", "onnx" or "torch"
 
-On a CPU at fp32, the runtimes of `AUTO_ORDER` are tried fastest first (docs/PERFORMANCE.md:
-OpenVINO and ONNX Runtime run 2.3-2.4x raw torch `encode` on 2 cores). A runtime is taken when
-its vectors of every probe label (the packaged benchmarks' labels, a few hundred of every
-token length they have) have cosine >= `AUTO_MIN_COSINE` with torch's. The check runs once per
-model (its weights' hash) and set of installed runtime versions; its answer is remembered
-under the model cache (`runtime-choice/`), so later runs decide without loading anything.
-Torch is the answer on an accelerator, at another precision, or when no runtime passes (with a
-note saying why). `$LABELSHIFT_BACKEND` pins the answer (`torch`, `onnx` or `openvino`) where
-that runtime can run the model's precision and device.
+On a CPU at fp32, the runtimes of `AUTO_ORDER` are tried fastest first (docs/PERFORMANCE.md);
+one is taken when its vectors of every probe label have cosine >= `AUTO_MIN_COSINE` with
+torch's, checked once per model weights and runtime versions and remembered under the model
+cache (`runtime-choice/`). Torch is the answer on an accelerator, at another precision, or when
+no runtime passes. `$LABELSHIFT_BACKEND` pins the answer where that runtime can run.
 """
 
 from __future__ import annotations
@@ -41,19 +37,18 @@ AUTO_ORDER = ("openvino", "onnx")
 AUTO_MIN_COSINE = 0.99999
 #: Pins what `auto` runs.
 BACKEND_ENV = "LABELSHIFT_BACKEND"
-#: The distribution of each runtime `auto` looks at (its version is part of the memo's key).
-_DISTRIBUTIONS = {"openvino": "openvino", "onnx": "onnxruntime"}
 
 
 def installed_runtimes() -> dict[str, str]:
-    """Runtime -> its version, for the runtimes of `AUTO_ORDER` whose packages are installed."""
+    """Runtime -> its version (its first module's distribution: the memo's key), for the
+    runtimes of `AUTO_ORDER` whose packages are installed."""
     from importlib.metadata import PackageNotFoundError, version  # 13 ms: not in --help
 
     out = {}
     for backend in AUTO_ORDER:
         if all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES[backend]):
             try:
-                out[backend] = version(_DISTRIBUTIONS[backend])
+                out[backend] = version(EXTRA_MODULES[backend][0])
             except PackageNotFoundError:
                 continue
     return out
@@ -94,9 +89,8 @@ def choose_backend(emb: Embedder) -> str:
 
 
 def expected_backend(model: str, weights: str, precision: str) -> str | None:
-    """The runtime `choose_backend` would run for `model` (canonical name, weights' hash) on
-    this machine's device, from what it remembers, without loading the model; None when it
-    would have to check the runtimes first (`regenerate` keys a scenario on it)."""
+    """What `choose_backend` would run for `model` (canonical name, weights' hash) here,
+    without loading the model; None when it would have to check the runtimes first."""
     pinned = os.environ.get(BACKEND_ENV, "").strip().lower()
     if precision != "fp32" or pinned == "torch":
         return "torch"
@@ -180,6 +174,6 @@ def _read_memo(path: Path) -> dict[str, Any] | None:
 
 
 def _write_memo(path: Path, record: dict[str, Any]) -> None:
-    """Written whole and renamed; a cache that cannot be written only costs a later check."""
+    """Written whole; one that cannot be written only costs a later check."""
     with contextlib.suppress(OSError):
         atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True))

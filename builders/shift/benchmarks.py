@@ -3,22 +3,12 @@
     resolve("crossner-ai,mine:dev,file:med.txt,fewnerd-inter", store=store)  -> [EvalSet]
     evaluation_sets(...)                  -> {name: labels}, the shape every report takes
 
-A value is a comma-separated list of entries; `NAME=ENTRY` gives an entry the name reports,
-cards and changelogs use. An entry is one of:
-
-| entry | labels | its name |
-|---|---|---|
-| `all` | the seven zero-shot benchmarks (packaged) | theirs |
-| `crossner-ai`, `mit-movie`, ... | a packaged benchmark's tags (`data/benchmarks.toml`) | as given |
-| `SOURCE` or `SOURCE:SPLIT` | the labels of a stored source's mentions in SPLIT (default `test`; a source with one split: that split); a registered benchmark source missing from the store is ingested from `$LABELSHIFT_DATA` | as given |
-| `file:PATH` (or an existing `PATH` that is no other name) | a label file: `.txt` one label a line; `.json` a list of labels, a list of `[label, count]` pairs, or an object label -> count | the file's stem (the folder's name for `labels.*`) |
-| `fewnerd-intra[:PART]`, `fewnerd-inter[:PART]` | the fine types of a Few-NERD part (official split, default `test`) | as given |
-
-Every label is verbalised like a packaged benchmark's tag: a `mapping` (raw tag -> label, from
-`--label-map`) first, then the packaged table (`programlang` -> "program language"; Few-NERD
-types by their own table), then normalisation; `misc` ("else") is left out unless
-`keep_misc`. A packaged name or a stored source also says where the benchmark's evaluation
-sentences are (`EvalSet.sentences`), which the leakage scan reads.
+A value is a comma-separated list of entries (`FORMS`; the README's table), each tried form
+by form (`_resolve_entry`); `NAME=ENTRY` gives one the name reports, cards and changelogs use,
+else a label file is named by its stem (its folder's name for `labels.*`). Labels are
+verbalised as METHOD.md section 6 says; `misc` ("else") is left out unless `keep_misc`. A
+packaged name or a stored source (a registered benchmark source missing from the store is
+ingested from `$LABELSHIFT_DATA`) also says where its evaluation sentences are.
 """
 
 from __future__ import annotations
@@ -73,17 +63,9 @@ FORMS = (
 
 @dataclass(frozen=True)
 class EvalSet:
-    """One benchmark's evaluation labels, where they came from, and where its sentences are.
-
-    Attributes:
-        name: how reports, cards and changelogs name it.
-        labels: the verbalised, normalised labels, each once.
-        kind: `packaged`, `store`, `file` or `fewnerd`.
-        origin: what was read (`crossner-ai`, `mine:test`, a file path, `fewnerd-inter:test`).
-        sentences: (stored source, split) holding the evaluation sentences, or None (labels only).
-        mapping: the raw tag -> label map applied before the packaged table.
-        counts: label -> count, when a label file gave counts.
-    """
+    """One benchmark's evaluation labels (verbalised, each once), its `kind` (`packaged`,
+    `store`, `file` or `fewnerd`), what was read (`origin`), the (source, split) holding its
+    sentences (None: labels only), the `mapping` applied and a label file's counts."""
 
     name: str
     labels: tuple[str, ...]
@@ -138,12 +120,8 @@ def resolve(
 ) -> list[EvalSet]:
     """Resolve a `--benchmarks` value (None, `all`, or comma-separated entries) in order.
 
-    Args:
-        store: the span store, needed for stored sources (`SOURCE`, `SOURCE:SPLIT`).
-        keep_misc: keep `misc` (verbalised `else`) in the label sets.
-        mapping: raw tag -> label, or the path of a label map file (`read_label_map`).
-        protocol: under `paper`, a packaged benchmark's labels are GLiNER's `labels.json`
-            list, verbatim and with `else` (METHOD.md section 6); other entries are unchanged.
+    `store` is needed for stored sources; `mapping` is raw tag -> label or a label map file;
+    under the `paper` protocol a packaged benchmark's labels are GLiNER's `labels.json` list.
 
     Raises:
         BuildersError: an entry matches no form (the message says what was tried), two entries
@@ -195,7 +173,7 @@ def _resolve_entry(
     keep_misc: bool,
     protocol: str = DEFAULT_PROTOCOL,
 ) -> list[EvalSet]:
-    """One entry, tried form by form (the order is the table in the module docstring)."""
+    """One entry, tried form by form."""
     packaged = benchmarks()
     if entry == "all":
         return [_packaged(n, mapping, keep_misc, protocol) for n in ZERO_SHOT]
@@ -225,10 +203,8 @@ def _resolve_entry(
 
 
 def ingest_local(store: Store, source: str) -> str | None:
-    """Ingest a registered benchmark source (`crossner-ai`, `fewnerd`, ...) from its local copy
-    (`$LABELSHIFT_DATA`), as commands ingest their training source. Returns the ingest's
-    status (`unchanged`: another run stored it meanwhile), or None if it has no local copy."""
-
+    """Ingest a registered benchmark source from its local copy (`$LABELSHIFT_DATA`): the
+    ingest's status (`unchanged`: another run stored it meanwhile), None without a copy."""
     local = local_copy(source)
     if local is None:
         return None
@@ -236,10 +212,7 @@ def ingest_local(store: Store, source: str) -> str | None:
 
 
 def local_copy(source: str) -> Path | None:
-    """Where a registered benchmark source's local copy is (`$LABELSHIFT_DATA`), or None: not
-    a benchmark source, or no copy here. Lets a caller know a scan can read it before one
-    ingests it (`builders.shift.benchmarks.unscannable`)."""
-
+    """Where a registered benchmark source's local copy is (`$LABELSHIFT_DATA`), or None."""
     spec = SOURCES.get(source)
     return spec.default_path() if spec is not None and spec.kind == "benchmark" else None
 
@@ -269,10 +242,9 @@ def sentence_sources(
 
 
 def unscannable(store: Store, sets: Sequence[EvalSet]) -> dict[str, str]:
-    """The sets a scan would list in `not_scanned`, with why, found without scanning or
-    ingesting anything (each why short, the fixes being the caller's to name): so that
-    decontamination is refused before a build's work rather than dropping nothing. A packaged benchmark with a local copy counts as scannable (the
-    scan ingests it); a split it turns out to lack shows in the scan's `not_scanned`."""
+    """The sets a scan would list in `not_scanned`, with a short why, found without scanning or
+    ingesting: decontamination is refused before a build's work rather than dropping nothing.
+    A packaged benchmark with a local copy counts as scannable (the scan ingests it)."""
     out = {}
     for s in sets:
         if s.sentences is None:
@@ -400,15 +372,8 @@ def _from_file(path: Path, mapping: Mapping[str, str], keep_misc: bool) -> EvalS
 
 # ---------------------------------------------------------------------------- files
 def read_label_file(path: str | Path) -> tuple[list[str], dict[str, int] | None]:
-    """The labels of a label file, in file order, and their counts if the file gives them.
-
-    Shapes: `.txt`, one label a line (surrounding spaces stripped, blank lines skipped);
-    `.json`, a list of labels (GLiNER's `labels.json`), a list of `[label, count]` pairs, or an
-    object label -> count. Counts are positive integers.
-
-    Raises:
-        SourceFormatError: naming the file, the line (text) or the item (JSON) and the value.
-    """
+    """The labels of a label file (`FORMS`), in file order, and their counts if it gives them;
+    SourceFormatError names the file, the line or item and the value."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in LABEL_FILE_SUFFIXES:

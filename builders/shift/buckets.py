@@ -4,17 +4,14 @@
     for positions, length, n in plan.batches(rows):      every row of a batch has the same length
         vectors[positions[:n]] = run(ids)[:n]            (the runtime: torch, ONNX or OpenVINO)
 
-Labels are 3-8 tokens: padding a batch to its longest label and tokenising batch by batch
-cost more than the model on a GPU. Here every label is tokenised in one call, labels of the same
-token length are run together (so the attention mask is all ones and nothing is padded), and
-the runtime writes each batch's vectors at their input positions, so the result is in input
-order whatever the bucket order.
+Labels are 3-8 tokens: padding and tokenising batch by batch cost more than the model on a
+GPU. Labels of one token length run together (the attention mask is all ones), and each
+batch's vectors are written at their input positions.
 
 Batches are canonical: every batch of one token length has the same number of rows (the last
-one is filled up with repeats of its first label, whose extra rows are thrown away). A label's
-vector then depends on the label, its length and the batch size only, never on which other
-labels it was embedded with (batch shape changes float32 results by ~1e-7), so a store whose
-embedding cache was filled in other runs gives the same bytes.
+one filled up with repeats of its first label). A label's vector then depends on the label, its
+length and the batch size only, never on its batch company (batch shape changes float32
+results by ~1e-7), so caches filled in other runs give the same bytes.
 """
 
 from __future__ import annotations
@@ -44,10 +41,9 @@ class TokenPlan:
     def batches(
         self, rows: int, tokens: int | None = None
     ) -> Iterator[tuple[np.ndarray, int, int]]:
-        """(input positions, token length, real rows) per batch: one length per batch, shortest
-        first, a fixed number of rows per length (at most `rows`, and at most `tokens` tokens,
-        default rows x TOKENS_PER_ROW); the positions of a last, short batch are filled up
-        with repeats of its first position, and only its first `real rows` count."""
+        """(input positions, token length, real rows) per batch, shortest length first, each
+        length's batches of one size (at most `rows`, and `tokens` tokens, default rows x
+        TOKENS_PER_ROW); a last, short batch is filled up with repeats of its first position."""
         budget = tokens or rows * TOKENS_PER_ROW
         order = np.argsort(self.lengths, kind="stable")
         sorted_len = self.lengths[order]

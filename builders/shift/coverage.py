@@ -4,24 +4,10 @@
     ranking.order          label indices, the most familiar-making first
     ranking.usable         mentions a level may take of each label: min(c_d, K)
 
-METHOD.md section 8. Familiarity reads, for every evaluation label z, the first K of the
-training mentions ordered by similarity to z. A label set is therefore familiar when it holds
-close mentions for *many* evaluation labels, not when it holds many mentions of a few exact
-matches, and no label gives more than K useful mentions.
-
-The ranking is the greedy maximisation of
-
-    G(S) = mean_z sum_{k=1..K} w_k s_(k)(z) / W(K)
-
-(the Familiarity of S with its missing positions counted as 0, equal to it once S holds K
-mentions). Among the labels that hold one of the first K positions of some evaluation label
-in the whole corpus (the only ones the corpus's Familiarity reads), it repeatedly takes the
-label with the largest gain of G per mention it costs (at most K mentions a label),
-re-computing gains lazily (G is submodular, so a gain never grows), until none gains: the
-labels taken then give every evaluation label the corpus's own first K positions. The other
-labels follow in order of their closest similarity to any evaluation label (the `max`
-score). Ties go by label index (the table is sorted by label text). Each gain is computed over
-runs of equal similarity, in the evaluation labels the label could still enter.
+METHOD.md section 8: a lazy greedy on the gain of G(S) = mean_z sum_{k<=K} w_k s_(k)(z) / W(K)
+per usable mention, over the labels the corpus's Familiarity reads, then the other labels by
+their `max` score. Ties go by label index (the table is sorted by label text). Each gain is
+computed over runs of equal similarity, in the evaluation labels the label could still enter.
 """
 
 from __future__ import annotations
@@ -42,17 +28,10 @@ _DIGITS = 10
 
 @dataclass(frozen=True)
 class Ranking:
-    """Labels from the most to the least familiar-making.
-
-    Attributes:
-        order: label indices (into the table the sims came from), most familiar first; labels
-            with no mention are left out.
-        usable: per label index, the mentions a level may take of it: min(c_d, K).
-        gain: per label index, the Familiarity (G) it added per mention when the greedy took
-            it; 0 for the labels after the greedy part.
-        greedy: how many labels at the front of `order` the greedy placed.
-        best: per label index, its closest similarity to an evaluation label (`max`).
-    """
+    """Labels from the most to the least familiar-making: `order` (label indices, those
+    without mentions left out), and per label index its `usable` mentions min(c_d, K), the
+    `gain` of G per mention when the greedy took it (0 in the tail) and its `best` (`max`)
+    similarity; `greedy` labels at the front of `order` are the greedy's."""
 
     order: np.ndarray
     usable: np.ndarray
@@ -172,16 +151,8 @@ def contributors(sims_dz: np.ndarray, usable: np.ndarray, k: int) -> np.ndarray:
 def familiarity_ranking(
     sims_dz: np.ndarray, counts: np.ndarray, k: int = 1000, weighting: str = "zipf"
 ) -> Ranking:
-    """The familiarity ranking of the training labels (module docstring).
-
-    Args:
-        sims_dz: shape (D, Z): sim(d, z) of training label d to evaluation label z, in [0, 1].
-        counts: shape (D,): mentions of each training label.
-        k, weighting: Familiarity's K and position weighting.
-
-    Ties (equal gain per mention, or equal `max` score in the tail) are broken by label index,
-    so the same inputs give the same ranking.
-    """
+    """The familiarity ranking (module docstring) of training labels with sims (D, Z) in
+    [0, 1] and `counts` mentions, for Familiarity's `k` and `weighting`."""
     if weighting not in WEIGHTINGS:
         raise InvalidValue(f"unknown weighting {weighting!r}. Valid: {', '.join(WEIGHTINGS)}")
     sims = np.asarray(sims_dz)

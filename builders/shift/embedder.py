@@ -16,8 +16,6 @@ from builders.deferred import np, pa, pc
 from builders.errors import CacheError, ConflictingOptions, InvalidValue, ModelUnavailable, opt
 from builders.shift.auto import choose_backend
 from builders.shift.models import (
-    MINILM,
-    MPNET,
     ResolvedModel,
     _offline,
     auto_device,
@@ -42,26 +40,10 @@ from builders.shift.vector_cache import VectorCache
 if TYPE_CHECKING:
     from builders.store import Store
 
-__all__ = [
-    "MINILM",
-    "MPNET",
-    "CacheStats",
-    "Embedder",
-    "ResolvedModel",
-    "canonical_name",
-    "cosine_clipped",
-    "resolve_model",
-    "weights_fingerprint",
-]
-
-#: Rows per batch by default: on a CPU, and on an accelerator (labels are a few tokens long).
-#: On 2 cores, mpnet labels/s by rows (2,000 labels; quiet machine): openvino 16: 393, 32:
-#: 402; onnx 16: 375, 32: 388, 64: 361; torch 16: 161, 32: 175, 64: 175; openvino on 8,000
-#: labels 16: 370, 32: 396. Each token length's last batch is filled up with repeats
-#: (`builders.shift.buckets`), which costs more the larger the batch. On an accelerator that
-#: filler is what large batches cost: 200,000 labels of 13 token lengths compute 1.65x their
-#: real tokens in batches of 8192 rows (a rare length still fills a whole batch), 1.15x at
-#: 2048 and 1.08x at 1024 (GPU throughput unmeasured: no device was lent to this work).
+#: Rows per batch by default, on a CPU (the fastest of 16, 32 and 64 for every runtime:
+#: docs/PERFORMANCE.md) and on an accelerator. Each token length's last batch is filled up
+#: with repeats (`builders.shift.buckets`): 200,000 labels of 13 token lengths compute 1.65x
+#: their real tokens at 8192 rows, 1.15x at 2048 and 1.08x at 1024 (GPU throughput unmeasured).
 CPU_BATCH = 32
 GPU_BATCH = 2048
 
@@ -71,15 +53,13 @@ KEY_PARTS = 6
 
 
 def is_stale_key(key: str) -> bool:
-    """A cache key this version never writes (an older version's model|backend|precision|
-    weights): its vectors are never read again."""
+    """A cache key this version never writes (an older version's): never read again."""
     return len(key.split("|")) != KEY_PARTS
 
 
 @dataclass(frozen=True)
 class CacheStats:
-    """What one `Embedder.embed_cached` call did: of the `distinct` labels asked for, how many
-    came from the store's cache, how many from the per-user cache, how many were embedded."""
+    """Where one `Embedder.embed_cached` call's `distinct` labels came from."""
 
     requested: int
     distinct: int
@@ -95,13 +75,8 @@ class CacheStats:
 
 
 class Embedder:
-    """Sentence-transformer label embeddings through a runtime; the model loads on first use.
-
-    `backend` is torch, onnx or openvino (`builders.shift.runtime`); `precision` fp32, fp16 or
-    bf16. Vectors are cached in the store under `cache_key`: the model, its weights' hash, the
-    backend, the precision, the device kind and the batch rows, so vectors of different
-    runtimes (or batch shapes) never mix.
-    """
+    """Sentence-transformer label embeddings through a runtime (`backend`: auto, torch, onnx
+    or openvino) at a `precision`, cached under `cache_key`; the model loads on first use."""
 
     def __init__(
         self,
@@ -136,23 +111,20 @@ class Embedder:
 
     @classmethod
     def of(cls, spec: EmbeddingSpec | Embedder, **runtime: Any) -> Embedder:
-        """The embedder a request's `EmbeddingSpec` asks for (every field of it, by name);
-        `runtime` adds what the spec leaves to the machine (`device`, `batch_size`). An
-        `Embedder` is its own (a caller that shares one: one model load, one cache key)."""
+        """The embedder of a spec, with the machine's `device` and `batch_size` (`runtime`);
+        an `Embedder` is returned as it is (shared: one model load)."""
         if isinstance(spec, Embedder):
             return spec
         return cls(**spec.to_dict(), **runtime)
 
     @property
     def spec(self) -> EmbeddingSpec:
-        """What this embedder was asked for, as a request holds it (the backend as asked:
-        `auto` before its choice)."""
+        """What this embedder was asked for (`auto` as asked)."""
         return EmbeddingSpec(self.model, self.requested_backend, self.precision)
 
     @property
     def backend(self) -> str:
-        """The runtime that embeds: as asked, or for `auto` the one `auto.choose_backend`
-        picks (decided on first use, remembered per model)."""
+        """The runtime that embeds: as asked, or `auto.choose_backend`'s choice."""
         if self._backend is None:
             self._backend = choose_backend(self)
         return self._backend
@@ -172,8 +144,7 @@ class Embedder:
         return CPU_BATCH if (self.device or "cpu") == "cpu" else GPU_BATCH
 
     def locate(self) -> ResolvedModel:
-        """Where the model loads from, found without loading it (`models.resolve_model`): a
-        command calls it before its long work, so that an unknown name fails at once."""
+        """Where the model loads from, found without loading it: an unknown name fails at once."""
         if self.resolved is None:
             self.resolved = resolve_model(self.model)
         return self.resolved
@@ -191,17 +162,15 @@ class Embedder:
 
     @property
     def device_kind(self) -> str:
-        """cpu, cuda or mps: where the vectors are computed (an auto device is resolved here,
-        without loading the model)."""
+        """cpu, cuda or mps: where the vectors are computed (resolved without loading the model)."""
         if self.device is None:
             self.device = auto_device()
         return self.device.split(":")[0]
 
     @property
     def cache_key(self) -> str:
-        """What vectors are cached under: everything that changes a vector's bytes,
-        `model|backend|precision|device|rows|weights-hash` (rows: the canonical batch rows;
-        float32 results differ by ~1e-7 between devices and batch shapes)."""
+        """`model|backend|precision|device|rows|weights-hash`: everything that changes a
+        vector's bytes (float32 results differ by ~1e-7 between devices and batch shapes)."""
         if self._key is None:
             device = self.device_kind
             parts = (self.model_name, self.backend, self.precision, device, str(self.batch_size))
@@ -247,8 +216,7 @@ class Embedder:
 
     @property
     def user_cache(self) -> VectorCache | None:
-        """The per-user embedding cache: `VectorCache.default()` (read from the environment at
-        each use) unless set; None for none."""
+        """The per-user cache: `VectorCache.default()` (read at each use) unless set."""
         if isinstance(self._user_cache, str):
             return VectorCache.default()
         return self._user_cache
@@ -266,10 +234,7 @@ class Embedder:
         return self.last_stats.new if self.last_stats else 0
 
     def encode(self, labels: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Embed `labels` in order: float32 rows of unit length, shape (len(labels), dim).
-
-        One tokenizer call, labels bucketed by token length (no padding), the runtime's batches
-        written at their input positions (`builders.shift.buckets`)."""
+        """Embed `labels` in order: unit float32 rows, shape (len(labels), dim)."""
         labels = list(labels)
         if not labels:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -280,10 +245,8 @@ class Embedder:
         self, store: Store, labels: Sequence[str], progress: bool = False
     ) -> np.ndarray:
         """Embed `labels` (duplicates allowed) in order, encoding only those in neither the
-        store's embedding cache nor the per-user one (`vector_cache`), both under `cache_key`.
-        Vectors found in the user cache and new ones are added to the store (so it answers
-        offline on its own), new ones to the user cache too. A warm cache never loads the
-        model. Sets `self.last_stats`."""
+        store's cache nor the per-user one; the store gets the vectors it lacked, the user
+        cache the new ones. A warm cache never loads the model. Sets `self.last_stats`."""
         arr = pa.array(list(labels), pa.string())
         uniq = pc.unique(arr)  # first-occurrence order
         table, found = self._from_caches(store, uniq)
@@ -348,17 +311,13 @@ COSINE_CHUNK = 8192
 def cosine_clipped(
     a: np.ndarray, b: np.ndarray, dtype: Any = "float64", *, transposed: bool = False
 ) -> np.ndarray:
-    """max(cos, 0) of unit float32 rows as a (len(a), len(b)) matrix, clipped to [0, 1]; with
-    `transposed`, its transpose (len(b), len(a)), the same bits, made in place.
+    """max(cos, 0) of unit float32 rows as a (len(a), len(b)) matrix clipped to [0, 1] (with
+    `transposed`, its transpose, the same bits).
 
-    Each product is computed in float64 and rounded to float32, so a similarity is the float32
-    nearest its float64 value: the same, in practice, whatever the other rows and columns (only
-    a float64 value within ~1e-16 of a float32 rounding midpoint could round otherwise). A
-    float32 matrix product's bits depend on the matrix's shape (OpenBLAS gave other bits to a
-    quarter of the elements when the evaluation labels came in another order or company), which
-    moved a label's F(z) by up to 1.5e-7 with the benchmarks named beside it. The products are
-    `COSINE_CHUNK` rows of the larger side at a time against the whole smaller side, written
-    straight into the result (no transposed copy)."""
+    Products are computed in float64 and rounded to float32, so a similarity does not depend
+    on the other rows and columns: a float32 matrix product's bits depend on its shape, which
+    moved a label's F(z) by up to 1.5e-7 with the benchmarks named beside it. The larger side
+    goes `COSINE_CHUNK` rows at a time."""
     a32 = np.asarray(a, dtype=np.float32)
     b32 = np.asarray(b, dtype=np.float32)
     if a32.ndim != 2 or b32.ndim != 2 or a32.shape[1] != b32.shape[1]:

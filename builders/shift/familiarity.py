@@ -1,11 +1,4 @@
-"""Familiarity of evaluation labels with a training corpus (METHOD.md section 2).
-
-For an evaluation label z the training labels are ordered by s_d = sim(z, d) descending, each
-s_d is imagined repeated c_d times (its support count), the first K values are kept and
-averaged with Zipf (default), linear-decay or uniform weights. The repetition is never
-materialised: a label occupying positions a..b contributes s_d * (W(b) - W(a - 1)), with W the
-cumulative weight (harmonic numbers for Zipf), and only the top K labels of a row can reach the
-first K positions, so one row-wise partial sort of the (Z, D) similarity matrix suffices.
+"""Familiarity of evaluation labels with a training corpus, in closed form (METHOD.md section 2).
 
 Also here: the VB-Score style summary of per-label values (mean, sigma, VB_alpha, bootstrap CI)
 and the exact-overlap share.
@@ -29,26 +22,14 @@ def familiarity(
     weighting: str = "zipf",
     labels: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """Familiarity F(z) of every evaluation label (closed form, no repetition).
+    """F(z) of every evaluation label, shape (Z,) float64.
 
     Args:
-        sims: shape (Z, D), sim(z, d) of evaluation label z to training label d. Negative
-            values are clipped to 0 (sim = max(cos, 0)); values are expected in [0, 1].
-        counts: shape (D,), support count c_d >= 0 of each training label (integer-valued).
-            Labels with c_d == 0 are ignored.
-        k: K, the number of (repeated) values kept.
-        weighting: "zipf" (weight 1/k), "linear" (weight (K - k + 1) / K) or "unweighted".
-        labels: shape (D,), training label texts; ties in s_d are broken by text ascending.
-            Without labels, ties are broken by column index. Ties never change the value of
-            F (tied values are equal); the tie order only fixes the summation order.
-
-    Returns:
-        Array of shape (Z,), float64, with F(z) in [0, 1] when sims are in [0, 1].
-
-    With N = min(K, sum c_d) values kept, Zipf and linear are normalised by the weight sum of
-    positions 1..N; "unweighted" divides the sum of the kept values by K, not N (METHOD.md
-    literally), so a corpus with fewer than K mentions in total scores lower than its
-    average similarity.
+        sims: shape (Z, D), sim(z, d); negative values are clipped to 0.
+        counts: shape (D,), integer support counts c_d >= 0; labels with c_d == 0 are ignored.
+        k, weighting: K and `zipf`, `linear` or `unweighted` (divided by K, not N).
+        labels: the D training label texts, which break ties in s_d (else the column index);
+            the tie order fixes only the summation order.
 
     Raises:
         ValueError: on k < 1, an unknown weighting, mismatched shapes, negative, non-integer or
@@ -81,10 +62,8 @@ def row_chunks(n_rows: int, n_cols: int) -> list[tuple[int, int]]:
 def closed_form(
     s: np.ndarray, c: np.ndarray, tie: np.ndarray, k: int, weighting: str
 ) -> np.ndarray:
-    """`familiarity` on inputs it has checked: sims in [0, 1] without NaN, counts positive
-    int64 with at least one mention, `tie` the rank of each label's tie-break. For callers
-    that evaluate many label sets of one checked matrix (`splits.dial`). Works on blocks of
-    rows (`CHUNK_ELEMENTS`), so its memory does not grow with the number of rows."""
+    """`familiarity` on checked inputs (sims in [0, 1], positive int64 counts, `tie` each
+    label's tie-break rank), for callers that evaluate many label sets of one matrix."""
     w = cumulative_weights(k, weighting)
     n_kept = int(min(k, int(c.sum())))
     norm = float(k) if weighting == "unweighted" else w[n_kept]
@@ -140,12 +119,8 @@ def familiarity_reference(
     weighting: str = "zipf",
     labels: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """Literal Familiarity: repeats every s_d c_d times, sorts, keeps K and weights them.
-
-    Same arguments, result and errors as `familiarity`; slow and memory-hungry on large corpora
-    (it materialises sum c_d values per evaluation label). Used as the baseline in tests and in
-    `scripts/bench_familiarity.py`.
-    """
+    """Literal Familiarity (every s_d repeated c_d times, sorted, K kept): `familiarity`'s
+    baseline in tests and `scripts/bench_familiarity.py`; slow on large corpora."""
     s, c, tie = _checked(sims, counts, k, weighting, labels)
     s = _clipped(s)
     keep = c > 0
@@ -179,8 +154,7 @@ def _checked(
     weighting: str,
     labels: Sequence[str] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Check everything but the values of sims (`_clipped` does, block by block); return
-    (sims as floats, int64 counts, tie-break rank per label)."""
+    """(sims as floats, int64 counts, tie-break ranks), checked but for the values of sims."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise InvalidValue(f"k must be an integer >= 1, got {k!r}")
     if weighting not in WEIGHTINGS:
@@ -233,18 +207,8 @@ def cumulative_weights(k: int, weighting: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Summary:
-    """Robustness summary of per-label Familiarity values (VB-Score applied to F(z)).
-
-    Attributes:
-        mean: ES, the plain mean of the per-label values.
-        std: sigma, the population standard deviation.
-        vb: VB_alpha = ES - alpha * sigma, keyed by alpha.
-        ci_low: lower end of the 95% percentile-bootstrap interval of the mean.
-        ci_high: upper end of that interval.
-        n: number of per-label values.
-        n_boot: number of bootstrap replicas.
-        seed: seed of the bootstrap generator.
-    """
+    """VB-Score summary of per-label values: mean ES, population sigma, VB_alpha = ES -
+    alpha * sigma by alpha, and the 95% bootstrap interval of the mean (METHOD.md section 2)."""
 
     mean: float
     std: float
@@ -256,18 +220,18 @@ class Summary:
     seed: int
 
     def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready dict; VB keys become `vb_<alpha>` (e.g. `vb_0.5`)."""
-        out: dict[str, object] = {"n": self.n, "mean": self.mean, "std": self.std}
-        out.update({f"vb_{alpha:g}": value for alpha, value in self.vb.items()})
-        out.update(
-            {
-                "ci_low": self.ci_low,
-                "ci_high": self.ci_high,
-                "n_boot": self.n_boot,
-                "seed": self.seed,
-            }
-        )
-        return out
+        """JSON-ready; VB keys become `vb_<alpha>` (e.g. `vb_0.5`)."""
+        vb = {f"vb_{alpha:g}": value for alpha, value in self.vb.items()}
+        return {
+            "n": self.n,
+            "mean": self.mean,
+            "std": self.std,
+            **vb,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+        }
 
 
 def summarise(
@@ -276,13 +240,8 @@ def summarise(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Summary:
-    """Mean ES, population sigma, VB_alpha and a 95% bootstrap CI of the mean.
-
-    The CI resamples the per-label values with replacement `n_boot` times using
-    `np.random.default_rng(seed)` and takes the 2.5 and 97.5 percentiles of the replica means,
-    so the same input and seed give the same numbers. The values are sorted first: every figure
-    is the same, to the bit, whatever order the labels come in (benchmarks named in another
-    order give the same union, so they give the same CI).
+    """The `Summary` of per-label values; the CI is the 2.5 and 97.5 percentiles of `n_boot`
+    seeded resample means. Values are sorted first, so their order changes no bit.
 
     Raises:
         ValueError: on an empty or non-1-D input, NaN values, or n_boot < 1.
@@ -303,10 +262,8 @@ def summarise(
 
 
 def bootstrap_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
-    """The means of `n_boot` resamples of `x` with replacement, drawn from
-    `np.random.default_rng(seed)` as one (n_boot, len(x)) draw would be, a block of replicas
-    at a time (`CHUNK_ELEMENTS` indices): the generator gives the same stream however it is
-    cut, and each replica's mean is its own, so no bit changes with the block size."""
+    """The means of `n_boot` resamples of `x`, drawn as one (n_boot, len(x)) draw of
+    `default_rng(seed)` would be, in blocks of replicas (the stream is the same however cut)."""
     rng = np.random.default_rng(seed)
     reps = np.empty(n_boot, dtype=np.float64)
     for lo, hi in row_chunks(n_boot, x.size):
@@ -315,11 +272,8 @@ def bootstrap_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
 
 
 def exact_overlap(eval_labels: Iterable[str], train_labels: Iterable[str]) -> float:
-    """Share of distinct (already normalised) evaluation labels that occur in the training set.
-
-    Raises:
-        ValueError: when there are no evaluation labels.
-    """
+    """Share of distinct (normalised) evaluation labels that are training labels; ValueError
+    when there are none."""
     evals = set(eval_labels)
     if not evals:
         raise InvalidValue("no evaluation labels; exact overlap is undefined")

@@ -6,16 +6,9 @@
                                                  a mention of a selected label)
     found.overlapping_training_ids()             what `--decontaminate` drops
 
-METHOD.md section 7, per benchmark and over the union of the benchmarks' sentences:
-- exact: benchmark sentences whose normalised token sequence (NFC, lower-cased) is a
-  training sentence; a copy that differs only in case is exact;
-- n-gram: benchmark sentences of at least n tokens sharing a token n-gram with a training
-  sentence, and their containment (the share of their n-grams found in the corpus);
-- mentions: benchmark mentions whose normalised surface (its token sequence) is a training
-  mention's ("seen"), and among those the ones whose training label is familiar (one of the
-  labels that surface has in the corpus is the benchmark label, or has sim >= 0.8 to it).
-  Every mention of the benchmark counts, `misc` ones included (their label is "else").
-The SQL is the store's (`builders.store.overlap`); this module adds the figures.
+The figures of METHOD.md section 7, per benchmark and over the union of the benchmarks'
+sentences; every mention counts, `misc` ones included (their label is "else"). The SQL is the
+store's (`builders.store.overlap`); this module adds the figures.
 """
 
 from __future__ import annotations
@@ -24,10 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from builders.defaults import (
-    FAMILIAR_SIM,
-    NGRAM,
-)
+from builders.defaults import FAMILIAR_SIM, NGRAM
 from builders.deferred import np, pa
 from builders.errors import InvalidValue
 from builders.shift.benchmarks import EvalSet, sentence_sources
@@ -39,22 +29,14 @@ from builders.shift.specs import EmbeddingSpec
 if TYPE_CHECKING:
     import polars as pl
 
-    from builders.shift.embedder import Embedder
     from builders.store import Store
     from builders.store.overlap import OverlapTables
 
 
 @dataclass(frozen=True)
 class LeakageReport:
-    """Leakage of one training corpus (or subset) into the benchmarks' evaluation data.
-
-    Attributes:
-        per_benchmark: name -> figures (`_figures`): counts, and shares of the benchmark's
-            sentences (`exact_share`), of its sentences of >= n tokens (`ngram_share`), of
-            its mentions (`seen_share`) and of its seen mentions (`seen_familiar_share`).
-        union: the same over the union of the scanned benchmarks' sentences.
-        not_scanned: name -> why its sentences could not be scanned (labels only, ...).
-    """
+    """Leakage of one training corpus (or subset) into the benchmarks' evaluation data: the
+    figures (`_figures`) per benchmark and over their union, and why some were not scanned."""
 
     source: str
     n: int
@@ -65,15 +47,7 @@ class LeakageReport:
     not_scanned: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "n": self.n,
-            "familiar_threshold": self.threshold,
-            "model": self.model,
-            "per_benchmark": self.per_benchmark,
-            "union": self.union,
-            "not_scanned": self.not_scanned,
-        }
+        return {("familiar_threshold" if k == "threshold" else k): v for k, v in vars(self).items()}
 
 
 @dataclass
@@ -104,7 +78,10 @@ class LeakageScan:
 
         sent, pairs, men = self._frames(labels, benchmarks)
         names = list(dict.fromkeys(sent["benchmark"].to_list()))
-        per = {b: _figures(*_only(b, sent, pairs, men), self.n) for b in names}
+        per = {}
+        for b in names:
+            keep = pl.col("benchmark") == b
+            per[b] = _figures(sent.filter(keep), pairs.filter(keep), men.filter(keep), self.n)
         union = _figures(
             sent.unique("sentence_id", keep="first", maintain_order=True),
             pairs.with_columns(benchmark=pl.lit("union")),
@@ -175,15 +152,12 @@ def scan(
 ) -> LeakageScan:
     """Scan `source` for the evaluation sentences and mentions of `sets`.
 
-    `embedding` embeds the labels compared with `threshold` (cached apart per model, backend
-    and precision): the spec, or an `Embedder` made of one (a build shares its own, so a cold
-    cache loads the model once); the report names its model. `texts` keeps the overlapping
-    pairs' sentences for `pairs_table` (figures alone do not need them).
-
-    Benchmarks with sentences in the store are scanned; a packaged benchmark missing from the
-    store is ingested from its local copy (`$LABELSHIFT_DATA`) first. The others (label files,
-    Few-NERD parts, packaged ones with no local copy) are listed in `not_scanned` with why.
+    `embedding` (a spec, or an `Embedder` a build shares) embeds the labels compared with
+    `threshold`; `texts` keeps the overlapping pairs' sentences for `pairs_table`. A packaged
+    benchmark missing from the store is ingested from its local copy (`$LABELSHIFT_DATA`)
+    first; sets without sentences are listed in `not_scanned` with why.
     """
+    import polars as pl
 
     if n < 1:
         raise InvalidValue(f"the n-gram length must be >= 1, got {n}")
@@ -194,7 +168,8 @@ def scan(
     query = pa.table({k: pa.array([r[i] for r in rows], pa.string()) for i, k in enumerate(_QUERY)})
     tables = _overlap_tables(store, source, query, n, texts, on_note or (lambda s: None))
     sent, pairs, men, surfaces = (
-        _frame(t) for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
+        pl.DataFrame(t)
+        for t in (tables.sentences, tables.pairs, tables.mentions, tables.surface_labels)
     )
     men = _eval_labels(men, {s.name: s for s in sets})
     familiar = _familiar_pairs(store, emb, surfaces, men, threshold)
@@ -222,14 +197,6 @@ def _overlap_tables(
     return tables
 
 
-def _frame(table: pa.Table) -> pl.DataFrame:
-    import polars as pl
-
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
 _QUERY = ("benchmark", "source", "split")
 
 
@@ -245,11 +212,8 @@ def _familiar_pairs(
     men: pl.DataFrame,
     threshold: float,
 ) -> pl.DataFrame:
-    """(eval_label, label): each evaluation label with itself and the training labels of the
-    seen surfaces that have sim >= threshold to it (labels embedded through the store's
-    cache, `LABEL_CHUNK` training labels at a time: a similarity depends on its two labels
-    only). Few training labels are familiar with an evaluation label, so this stays small
-    while the surfaces' labels can run into millions."""
+    """(eval_label, label): each evaluation label with itself and the seen surfaces' training
+    labels with sim >= threshold to it, `LABEL_CHUNK` training labels at a time."""
     import polars as pl
 
     train = surfaces["label"].unique().sort()
@@ -298,15 +262,6 @@ def _eval_labels(men: pl.DataFrame, sets: dict[str, EvalSet]) -> pl.DataFrame:
     return men.join(keys, on=["benchmark", "raw_label", "label"], how="left", maintain_order="left")
 
 
-def _only(
-    name: str, sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    import polars as pl
-
-    keep = pl.col("benchmark") == name
-    return sent.filter(keep), pairs.filter(keep), men.filter(keep)
-
-
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -325,7 +280,7 @@ def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int)
     eligible = per.filter(pl.col("n_tokens") >= n)
     hit = eligible.filter(pl.col("found") > 0)
     containment = hit["found"] / (hit["n_tokens"] - n + 1)
-    seen, fam = _mention_counts(men)
+    seen, fam = int(men["seen"].sum()), int(men["familiar"].sum())
     exact = int(per["exact"].sum())
     return {
         "sentences": per.height,
@@ -345,8 +300,3 @@ def _figures(sent: pl.DataFrame, pairs: pl.DataFrame, men: pl.DataFrame, n: int)
         "training_sentences_exact": pairs.filter("exact")["training_sentence_id"].n_unique(),
         "training_sentences_overlapping": pairs["training_sentence_id"].n_unique(),
     }
-
-
-def _mention_counts(men: pl.DataFrame) -> tuple[int, int]:
-    """(seen mentions, seen mentions with a familiar training label)."""
-    return int(men["seen"].sum()), int(men["familiar"].sum())

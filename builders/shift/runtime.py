@@ -4,12 +4,9 @@
     vectors = runner.encode(labels, rows, progress)        float32, unit rows, input order
 
 `torch` runs the sentence-transformer itself (any device, fp32 / fp16 / bf16). `onnx` and
-`openvino` run a graph of the same model with its pooling and normalisation inside, exported
-once from the local weights into the model cache (`exported/<model>-<weights>-<backend>/`,
-written beside and renamed into place, checked against torch first) and reused offline.
-The export goes straight through the runtimes' own converters (`torch.onnx.export`,
-`openvino.convert_model`), without `optimum`, whose releases pin older sentence-transformers
-and transformers than the toolkit's.
+`openvino` run a graph of the model with its pooling and normalisation inside, exported once
+into the model cache (`exported/<model>-<weights>-<backend>/`, checked against torch first)
+through the runtimes' own converters: `optimum` pins older sentence-transformers.
 """
 
 from __future__ import annotations
@@ -60,12 +57,6 @@ def require_extra(backend: str) -> None:
             ) from exc
 
 
-def _torch_dtype(precision: str) -> Any:
-    import torch
-
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
-
-
 def fast_tokenizer(st: Any) -> Any:
     """The `tokenizers.Tokenizer` behind a sentence-transformer (its lower-casing included)."""
     tok = getattr(st.tokenizer, "backend_tokenizer", None)
@@ -109,7 +100,8 @@ class TorchRunner(Runner):
     def __init__(self, st: Any, precision: str):
         import torch
 
-        self.st = st.to(_torch_dtype(precision)) if precision != "fp32" else st
+        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+        self.st = st.to(dtype) if precision != "fp32" else st
         self.st.eval()
         self.device = torch.device(st.device)
         self.name = f"torch {precision} {self.device.type}"
@@ -184,8 +176,7 @@ def _has_bf16(core: Any) -> bool:
 
 
 def unavailable(backend: str, precision: str) -> str | None:
-    """Why this machine cannot run `backend` at `precision` (None when it can): a missing
-    extra, or OpenVINO bf16 on a CPU without bf16 units."""
+    """Why this machine cannot run `backend` at `precision` (None when it can)."""
     try:
         require_extra(backend)
     except BuildersError as exc:
@@ -272,23 +263,14 @@ def _quiet_converters() -> Iterator[None]:
 LOSS_TYPE_LINE = "`loss_type="
 
 
-class _Drop(logging.Filter):
-    """Drops a logger's records whose message opens with `opening`; the rest pass."""
-
-    def __init__(self, opening: str):
-        super().__init__()
-        self.opening = opening
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.opening)
-
-
 @contextmanager
 def quiet_loss_type() -> Iterator[None]:
-    """transformers' `loss_type=None` line, and only it, left out for the block (a filter on
-    the logger that writes it, removed after)."""
+    """transformers' `loss_type=None` line, and only it, left out for the block."""
     logger = logging.getLogger("transformers.modeling_utils")
-    drop = _Drop(LOSS_TYPE_LINE)
+
+    def drop(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(LOSS_TYPE_LINE)
+
     logger.addFilter(drop)
     try:
         yield

@@ -9,21 +9,15 @@ the corpus's stored splits, the benchmarks' evaluation splits, the n-gram length
 texts are kept. Its key (`scan_key`) is the sha256 of those: each split's fingerprint (input
 bytes, reader version, options and label map: `builders.store.writer`), when it was ingested
 (`--replace` reads the same input anew) and its counts, the scan's version, this package's and
-DuckDB's (whose `lower`, `nfc_normalize` and `hash` make the keys). A second build or `builders leakage` over an unchanged corpus
-reads the tables back instead of scanning (seconds instead of minutes at NuNER scale).
+DuckDB's (whose `lower`, `nfc_normalize` and `hash` make the keys).
 
-It lives in `$LABELSHIFT_SCANS`, else `<cache root>/scans` (`models.cache_root`). An entry is
-a folder named by its key holding `key.json` (what the key hashes) and one parquet file per
-table; it is written under a temporary name and renamed into place whole, so a reader sees an
-entry entire or not at all, whatever runs beside it or is killed with -9. Size is bounded
-(`$LABELSHIFT_SCANS_MAX`, default `DEFAULT_MAX`): the least recently used entries go first.
-The cache is an accelerator: an entry that cannot be read is removed with a warning (and the
-scan runs), and a write that fails (full disk, read-only folder) warns and changes nothing.
+An entry is a folder named by its key holding `key.json` (what the key hashes) and one parquet
+file per table, written under a temporary name and renamed into place whole, as the vector
+cache's shards are, and evicted and recovered from alike (`builders.shift.vector_cache`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -37,7 +31,7 @@ from builders import __version__
 from builders.deferred import pa, pq
 from builders.errors import CacheWarning
 from builders.files import rename_into_place, temp_dir
-from builders.shift.vector_cache import abandoned, cache_place
+from builders.shift.vector_cache import abandoned, cache_place, file_size, mtime, touch
 from builders.store.overlap import OverlapTables
 
 #: The cache's folder, or `off` to use none.
@@ -62,7 +56,7 @@ def scan_key(description: Mapping[str, Any]) -> str:
 
 
 class ScanCache:
-    """Scan tables on disk, one folder per key (see the module docstring)."""
+    """Scan tables on disk, one folder per key."""
 
     def __init__(self, root: Path, max_bytes: int = DEFAULT_MAX):
         self.root = root
@@ -70,7 +64,7 @@ class ScanCache:
 
     @classmethod
     def default(cls) -> ScanCache | None:
-        """The cache `$LABELSHIFT_SCANS` names (None for `off`), else `<cache root>/scans`."""
+        """The user's cache, from the environment; None when it is switched off."""
         place = cache_place(SCANS_ENV, MAX_ENV, DEFAULT_MAX, "scans")
         return cls(*place) if place else None
 
@@ -91,8 +85,7 @@ class ScanCache:
             )
             shutil.rmtree(folder, ignore_errors=True)
             return None
-        with contextlib.suppress(OSError):
-            os.utime(folder / _KEY_FILE)
+        touch(folder / _KEY_FILE)
         return OverlapTables(**tables)
 
     def put(self, key: str, description: Mapping[str, Any], tables: OverlapTables) -> None:
@@ -118,7 +111,7 @@ class ScanCache:
         temporary entries of gone writers are removed."""
         out = []
         for folder in self._folders():
-            out.append((folder.name, _tree_size(folder), _last_used(folder)))
+            out.append((folder.name, _tree_size(folder), mtime(folder / _KEY_FILE)))
         return sorted(out, key=lambda e: -e[2])
 
     def clear(self) -> tuple[int, int]:
@@ -151,16 +144,7 @@ class ScanCache:
 
 
 def _tree_size(folder: Path) -> int:
-    total = 0
-    with contextlib.suppress(OSError):
-        for path in folder.iterdir():
-            with contextlib.suppress(OSError):
-                total += path.stat().st_size
-    return total
-
-
-def _last_used(folder: Path) -> float:
     try:
-        return (folder / _KEY_FILE).stat().st_mtime
-    except OSError:
-        return 0.0
+        return sum(file_size(path) for path in folder.iterdir())
+    except OSError:  # removed by another run meanwhile
+        return 0

@@ -1,10 +1,7 @@
 """Scoring training labels against evaluation labels, and quantile selection (METHOD.md section 3).
 
-M has shape (D, Z) with M[d, z] = sim(d, z), the clipped cosine of training label d and
-evaluation label z. Each training label gets one score: `max` (closeness to the nearest
-evaluation label) or `entropy` (spread of a sharp softmax over the evaluation labels). Low,
-medium and high label-shift subsets are then cut at quantiles of the scores; the default
-quantiles (the paper's Appendix B) are the data table `QUANTILES` below.
+M has shape (D, Z) with M[d, z] = sim(d, z); each training label gets a `max` or `entropy`
+score, and the label-shift levels are cut at quantiles of the scores.
 """
 
 from __future__ import annotations
@@ -44,11 +41,9 @@ def entropy_scores(
 ) -> np.ndarray:
     """e_d = -sum_z p_dz ln p_dz with p_d = softmax_z(M[d] / T); shape (D,).
 
-    Computed with a log-softmax in float64 (no epsilon), `chunk_rows` rows at a time so that a
-    (200k, 80) matrix never needs more than a few chunk-sized temporaries. Low = the similarity
-    mass sits on one or a few evaluation labels. The normaliser is log1p of the mass outside
-    the top label, so near-one-hot rows (e ~ 1e-19 at T = 0.01) keep their relative precision
-    (a plain log of the sum rounds that mass away below about 1e-16).
+    A float64 log-softmax, `chunk_rows` rows at a time. Its normaliser is log1p of the mass
+    outside the top label, so near-one-hot rows (e ~ 1e-19 at T = 0.01) keep their relative
+    precision (a plain log of the sum rounds that mass away below about 1e-16).
     """
     m = _check_matrix(M)
     if not temperature > 0:
@@ -87,15 +82,8 @@ class LevelRule:
 
 @dataclass(frozen=True)
 class SelectionRule:
-    """Quantiles for the three label-shift levels of one strategy.
-
-    Attributes:
-        strategy: "max" or "entropy"; fixes the side of each level (see `levels`).
-        low: quantile of the low-shift (easy) cut.
-        high: quantile of the high-shift (hard) cut.
-        medium: (lower, upper) quantiles of the medium band.
-        profile: name of the profile the defaults came from ("custom" after overrides).
-    """
+    """Quantiles of the three label-shift levels of one strategy (which fixes each level's
+    side); `profile` names the defaults' profile, "custom" after overrides."""
 
     strategy: str
     low: float
@@ -104,8 +92,7 @@ class SelectionRule:
     profile: str = "custom"
 
     def __post_init__(self) -> None:
-        if self.strategy not in SCORES:
-            raise InvalidValue(f"unknown strategy {self.strategy!r}. Valid: {', '.join(SCORES)}")
+        _check_strategy(self.strategy)
         _check_quantile("low", self.low)
         _check_quantile("high", self.high)
         if len(self.medium) != 2:
@@ -124,13 +111,8 @@ class SelectionRule:
         medium: tuple[float, float] | None = None,
     ) -> SelectionRule:
         """A copy with the given quantiles replaced (validated); profile becomes "custom"."""
-        changes: dict[str, object] = {}
-        if low is not None:
-            changes["low"] = low
-        if high is not None:
-            changes["high"] = high
-        if medium is not None:
-            changes["medium"] = tuple(medium)
+        given = {"low": low, "high": high, "medium": None if medium is None else tuple(medium)}
+        changes = {name: q for name, q in given.items() if q is not None}
         if not changes:
             return self
         return replace(self, profile="custom", **changes)  # type: ignore[arg-type]
@@ -145,6 +127,11 @@ class SelectionRule:
         }
 
 
+def _check_strategy(strategy: str) -> None:
+    if strategy not in SCORES:
+        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+
+
 def _check_quantile(name: str, q: float) -> None:
     if isinstance(q, bool) or not isinstance(q, int | float | np.floating) or not 0 <= q <= 1:
         raise InvalidValue(f"{name} quantile must be in [0, 1], got {q!r}")
@@ -154,8 +141,7 @@ def default_rule(profile: str, strategy: str) -> SelectionRule:
     """The paper's rule for a profile ("pilener" or "nuner") and a strategy."""
     if profile not in QUANTILES:
         raise InvalidValue(f"unknown profile {profile!r}. Valid: {', '.join(QUANTILES)}")
-    if strategy not in SCORES:
-        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+    _check_strategy(strategy)
     low, high = QUANTILES[profile][strategy]
     return SelectionRule(strategy, low, high, MEDIUM_QUANTILES, profile)
 
@@ -169,17 +155,9 @@ def profile_for(n_labels: int) -> str:
 
 @dataclass(frozen=True, eq=False)
 class SelectionResult:
-    """The training labels one level keeps, and the cut that chose them.
-
-    Attributes:
-        level: "low", "medium" or "high".
-        side: "ge", "le" or "between".
-        quantiles: the quantile(s) asked for.
-        thresholds: the score value(s) np.quantile(..., method="linear") gave for them.
-        mask: boolean array over the training labels, True = selected.
-        tied: labels the quantile rule alone would have cut off but that tie (within the
-            strategy's tolerance) with a label it keeps, and are kept with it.
-    """
+    """The training labels one level keeps (`mask`), and the cut that chose them: the
+    quantiles asked for, the thresholds np.quantile gave, and `tied`, the labels kept because
+    they tie (within the strategy's tolerance) with one the quantile rule keeps."""
 
     level: str
     side: str
@@ -215,11 +193,8 @@ def tolerance(strategy: str, value: float) -> float:
 
 
 def _tie_extend(s: np.ndarray, mask: np.ndarray, strategy: str, side: str) -> np.ndarray:
-    """Widen a cut so that it keeps every label tied with its weakest kept label(s).
-
-    The weakest kept label of a `ge` cut is its lowest score, of an `le` cut its highest, of a
-    band both ends. A label within the strategy's tolerance of such a score is kept too.
-    """
+    """The cut widened to every label within tolerance of its weakest kept score(s): the
+    lowest for `ge`, the highest for `le`, both ends for `between`."""
     if not mask.any():
         return mask
     kept = s[mask]
@@ -233,20 +208,15 @@ def _tie_extend(s: np.ndarray, mask: np.ndarray, strategy: str, side: str) -> np
 def select(
     scores: np.ndarray, strategy: str, rule: SelectionRule | None = None
 ) -> dict[str, SelectionResult]:
-    """Cut the training labels into low / medium / high label-shift sets by score quantiles.
-
-    max: low = m >= q(low), high = m <= q(high); entropy: low = e <= q(low), high = e >= q(high);
-    medium: q(medium[0]) <= s <= q(medium[1]) for both. A cut keeps a tie group whole: labels
-    within the strategy's tolerance (`defaults.TIE_TOLERANCE`) of the weakest label it keeps
-    are kept too; without such ties this is exactly the quantile rule. Without a rule, the
-    paper's defaults for `profile_for(len(scores))` are used.
+    """Cut the training labels into low / medium / high label-shift sets by score quantiles
+    (`SelectionRule.levels`; default: the paper's rule for `profile_for(len(scores))`), each
+    cut keeping its tie groups whole (`_tie_extend`).
 
     Raises:
         ValueError: on an unknown strategy, a rule for another strategy, or empty, non-1-D or
             NaN scores.
     """
-    if strategy not in SCORES:
-        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+    _check_strategy(strategy)
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1 or s.size == 0:
         raise InvalidValue(f"scores must be a non-empty 1-D array, got shape {s.shape}")
@@ -283,16 +253,10 @@ def _cut(
 def paper_scores(
     M: np.ndarray, groups: Sequence[np.ndarray], strategy: str, temperature: float
 ) -> np.ndarray:
-    """Scores per (training label, benchmark) as the authors' `compute_new_splits.py` has them
-    (whoisjones/GLiNER, branch `analysis`): shape (D, B), one column per benchmark.
-
-    max: the label's highest similarity to the benchmark's labels; entropy: -sum p ln(p + 1e-10)
-    of softmax(sims / T) over the benchmark's labels, in float32 (so its ceiling is ln of the
-    benchmark's label count).
-    """
+    """Scores per (training label, benchmark), shape (D, B), as the authors' code has them
+    (METHOD.md section 3: their entropy in float32 with a 1e-10 epsilon)."""
     m = _check_matrix(M)
-    if strategy not in SCORES:
-        raise InvalidValue(f"unknown strategy {strategy!r}. Valid: {', '.join(SCORES)}")
+    _check_strategy(strategy)
     out = np.empty((m.shape[0], len(groups)), dtype=np.float64)
     eps, t = np.float32(PAPER_ENTROPY_EPSILON), np.float32(temperature)
     for b, cols in enumerate(groups):
@@ -311,9 +275,8 @@ def paper_scores(
 def select_pooled(
     rows: np.ndarray, strategy: str, rule: SelectionRule
 ) -> dict[str, SelectionResult]:
-    """The authors' selection: the quantile thresholds are taken over every (label, benchmark)
-    score pooled, and a label belongs to a level if it qualifies for any benchmark (so a label
-    can land in two levels). Cuts keep tie groups whole, as `select` does, row by row."""
+    """The authors' selection: thresholds over every (label, benchmark) score pooled, a label
+    in a level if it qualifies for any benchmark; tie groups kept whole as in `select`."""
     r = np.asarray(rows, dtype=np.float64)
     if r.ndim != 2 or r.size == 0 or np.isnan(r).any():
         raise InvalidValue(f"rows must be a non-empty (D, B) array without NaN, got {r.shape}")

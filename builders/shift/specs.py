@@ -4,11 +4,9 @@
     metric = MetricSpec(k=100, weighting="linear")                      how Familiarity is read
     Embedder.of(embedding)                                              the one that embeds
 
-A request (`SplitConfig`, `FamiliarityRequest`, `LeakageRequest`, `FewnerdRequest`) holds one
-of each it needs instead of their fields one by one, so a new embedding option is one field
-here, one option in `cli.options.embedding_options` and its use in `Embedder`. Their flat
-spelling (`model`, `backend`, ..., `k`, `seed`, ...) is what build.json, a recorded command and
-scenarios.toml hold: `flat` and `split_flat` go between the two.
+A request holds one of each it needs instead of their fields one by one. Their flat spelling
+(`model`, ..., `k`, ...), which build.json, recorded commands and scenarios.toml hold, is
+`flat`'s and `split_flat`'s.
 """
 
 from __future__ import annotations

@@ -24,9 +24,8 @@ from builders.shift.specs import EmbeddingSpec, MetricSpec
 
 if TYPE_CHECKING:
     from builders.shift.benchmarks import EvalSet
-    from builders.shift.embedder import Embedder
     from builders.shift.leakage import LeakageScan
-    from builders.shift.report import FamiliarityReport, LabelTable
+    from builders.shift.report import FamiliarityReport
     from builders.store import Store
 
 
@@ -73,8 +72,7 @@ class LeakageRequest:
 
 @dataclass
 class LeakageSurvey:
-    """A leakage request's answer: the benchmarks as resolved and the scan (its `report()`,
-    its `pairs_table()`)."""
+    """A leakage request's answer: the benchmarks as resolved and the scan."""
 
     request: LeakageRequest
     evalsets: list[EvalSet]
@@ -88,9 +86,8 @@ def leakage_survey(
     on_note: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> LeakageSurvey:
-    """Scan `request.source` (in the store) for the request's benchmarks' sentences and
-    mentions. Reads the store; writes only what reading needs first (a packaged benchmark
-    ingested from its local copy) and the label vectors it embeds. `on_note` hears what was
+    """Scan `request.source` for the request's benchmarks' sentences and mentions (writing
+    only a benchmark ingested from its local copy, and label vectors); `on_note` hears what was
     done, `on_warning` what the figures rest on (a benchmark read by an older reader)."""
     sets = resolve(request.benchmarks, store=store, mapping=request.label_map)
     _warn_older(store, sets, on_warning)
@@ -109,7 +106,6 @@ def leakage_survey(
 def _warn_older(
     store: Store, evalsets: list[EvalSet], on_warning: Callable[[str], None] | None
 ) -> None:
-    """Tell `on_warning` which stored benchmark sources an older reader read."""
     for src in stored_sources(evalsets):
         for text in store.older_read_notes(src):
             (on_warning or (lambda s: None))(text)
@@ -117,8 +113,8 @@ def _warn_older(
 
 @dataclass
 class FamiliaritySurvey:
-    """A request's answer: the benchmarks as resolved, the corpus's label table, its
-    Familiarity report and (when asked) its leakage figures (`LeakageReport.to_dict()`)."""
+    """A request's answer: the benchmarks as resolved, the corpus's label table, its report
+    and (when asked) its leakage figures (`LeakageReport.to_dict()`)."""
 
     request: FamiliarityRequest
     evalsets: list[EvalSet]
@@ -151,16 +147,8 @@ def survey(
     on_warning: Callable[[str], None] | None = None,
     progress: bool = False,
 ) -> FamiliaritySurvey:
-    """Measure `request.source` (in the store) against the request's benchmarks.
-
-    Reads the store; writes only what reading needs first (a packaged benchmark ingested from
-    its local copy) and the label vectors it embeds (`Store.add_vectors`: held in memory by a
-    shared store). `embedder` (one of the request's model, backend and precision) embeds
-    instead of a new one; `on_note` hears what was done (a benchmark ingested) and
-    `on_warning` what the figures rest on (a benchmark read by an older reader).
-    """
-
-    note = on_note or (lambda s: None)
+    """Measure `request.source` against the request's benchmarks, as `leakage_survey` reads
+    and writes; `embedder` (of the request's spec) embeds instead of a new one."""
     # one model load for the metric and the leakage scan
     emb = embedder or Embedder.of(request.embedding)
     evalsets = resolve(
@@ -180,25 +168,16 @@ def survey(
         metric=request.metric,
         progress=progress,
     )
-    leak = _leakage(store, request, evalsets, emb, note) if request.leakage else None
+    leak = None
+    if request.leakage:
+        found = scan(
+            store,
+            request.source,
+            evalsets,
+            n=request.ngram,
+            embedding=emb,
+            on_note=on_note,
+            texts=False,
+        )
+        leak = found.report().to_dict()
     return FamiliaritySurvey(request, evalsets, table, report, leak, emb.backend)
-
-
-def _leakage(
-    store: Store,
-    request: FamiliarityRequest,
-    evalsets: list[EvalSet],
-    emb: Embedder,
-    note: Callable[[str], None],
-) -> dict[str, Any]:
-
-    found = scan(
-        store,
-        request.source,
-        evalsets,
-        n=request.ngram,
-        embedding=emb,
-        on_note=note,
-        texts=False,
-    )
-    return found.report().to_dict()

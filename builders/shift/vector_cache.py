@@ -4,20 +4,13 @@
     positions, vectors = cache.lookup(key, labels)
     cache.add(key, new_labels, new_vectors)
 
-It lives in `$LABELSHIFT_EMBEDDINGS`, else `<cache root>/embeddings` (`models.cache_root`:
-`$LABELSHIFT_CACHE`, else `$XDG_CACHE_HOME/labelshift`, else `~/.cache/labelshift`). Each cache
-key (`Embedder.cache_key`: model, backend, precision, device, batch rows and the weights' hash)
-has a folder named by the key's hash, holding `key.txt` (the key) and parquet shards of
-(label, vector). A shard is written whole under a temporary name and renamed into place, so a
-reader sees a shard entire or not at all, whatever runs beside it or is killed with -9; a label
-held by two shards (two runs embedded it at once) is read from the oldest one. Vectors of one
-key are the same bytes whichever run made them (`builders.shift.buckets`: canonical batches).
-
-Size is bounded (`$LABELSHIFT_EMBEDDINGS_MAX`, default `DEFAULT_MAX`): after a write over the
-bound, the shards of the least recently used keys go first. A key's shards are merged into one
-when there are more than `MAX_SHARDS`. The cache is an accelerator: a shard that cannot be
-read is removed with a warning, and a write that fails (full disk, read-only folder) leaves
-the run's results as they are, with a warning.
+Each cache key (`Embedder.cache_key`) has a folder named by the key's hash, holding `key.txt`
+(the key) and parquet shards of (label, vector). A shard is written whole under a temporary
+name and renamed into place, so a reader sees a shard entire or not at all, whatever runs
+beside it or is killed with -9; a label held by two shards (two runs embedded it at once) is
+read from the oldest one. Past the size bound the least recently used keys' shards go first.
+The cache is an accelerator: a shard that cannot be read is removed, and a write that fails
+leaves the run's results as they are, each with a warning.
 """
 
 from __future__ import annotations
@@ -110,7 +103,7 @@ class VectorCache:
         pos = np.flatnonzero(found)
         if vectors is None or not len(pos):
             return pos, np.zeros((0, 0), dtype=np.float32)
-        _touch(folder / _KEY_FILE)
+        touch(folder / _KEY_FILE)
         return pos, vectors[pos]
 
     def _scan(
@@ -174,12 +167,12 @@ class VectorCache:
                 continue
             shards = self._shards(folder)
             rows = sum(_rows(s) for s in shards)
-            size = sum(_size(s) for s in shards)
+            size = sum(file_size(s) for s in shards)
             out.append(CacheEntry(key, rows, len(shards), size, used))
         return sorted(out, key=lambda e: -e.last_used)
 
     def size(self) -> int:
-        return sum(_size(s) for f in self._folders() for s in self._shards(f))
+        return sum(file_size(s) for f in self._folders() for s in self._shards(f))
 
     # ------------------------------------------------------------------ writing
     def add(self, key: str, labels: pa.Array, vectors: np.ndarray) -> None:
@@ -229,14 +222,14 @@ class VectorCache:
         total = self.size()
         if total <= self.max_bytes:
             return
-        folders = sorted(self._folders(), key=_last_used)
+        folders = sorted(self._folders(), key=lambda f: mtime(f / _KEY_FILE))
         folders = [f for f in folders if f != keep] + [keep]
         for folder in folders:
             shards = self._shards(folder)
             if folder == keep:
                 shards = shards[:-1]
             for shard in shards:
-                total -= _size(shard)
+                total -= file_size(shard)
                 shard.unlink(missing_ok=True)
                 if total <= self.max_bytes:
                     return
@@ -250,7 +243,7 @@ class VectorCache:
                 continue
             folder = self.folder(entry.key)
             for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-                removed += _size(path)
+                removed += file_size(path)
                 path.unlink(missing_ok=True)
             folder.rmdir() if folder.is_dir() and not any(folder.iterdir()) else None
             keys += 1
@@ -269,9 +262,9 @@ class VectorCache:
             names = sorted(os.listdir(folder))
         except OSError:
             return []
-        for name in names:
-            if name.startswith(_TMP):
-                _remove_if_stale(folder / name)
+        for name in names:  # temporary shards of gone writers, or older than an hour
+            if name.startswith(_TMP) and abandoned(folder / name, _TMP):
+                (folder / name).unlink(missing_ok=True)
         return [folder / n for n in names if n.endswith(".parquet") and not n.startswith(".")]
 
 
@@ -303,7 +296,7 @@ def _write_shard(folder: Path, table: pa.Table, prefix: str = "") -> Path:
 def _write_key(folder: Path, key: str) -> None:
     path = folder / _KEY_FILE
     if path.is_file():
-        _touch(path)
+        touch(path)
         return
     atomic_write_text(path, key, prefix=f"{_TMP}{os.getpid()}-")
 
@@ -331,12 +324,6 @@ def abandoned(path: Path, prefix: str) -> bool:
         return False
 
 
-def _remove_if_stale(path: Path) -> None:
-    """Remove a temporary shard whose writer process is gone, or that is older than an hour."""
-    if abandoned(path, _TMP):
-        path.unlink(missing_ok=True)
-
-
 def _unreadable(shard: Path, exc: Exception) -> None:
     warnings.warn(
         f"removed an unreadable embedding cache shard {shard}: {exc}", CacheWarning, stacklevel=2
@@ -344,19 +331,19 @@ def _unreadable(shard: Path, exc: Exception) -> None:
     shard.unlink(missing_ok=True)
 
 
-def _touch(path: Path) -> None:
+def touch(path: Path) -> None:
     with contextlib.suppress(OSError):
         os.utime(path)
 
 
-def _last_used(folder: Path) -> float:
+def mtime(path: Path) -> float:
     try:
-        return (folder / _KEY_FILE).stat().st_mtime
+        return path.stat().st_mtime
     except OSError:
         return 0.0
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
         return path.stat().st_size
     except OSError:

@@ -16,15 +16,12 @@ from builders.shift.embedder import (
     CPU_BATCH,
     GPU_BATCH,
     KEY_PARTS,
-    MINILM,
-    MPNET,
     Embedder,
-    ResolvedModel,
     canonical_name,
     cosine_clipped,
     is_stale_key,
-    resolve_model,
 )
+from builders.shift.models import MINILM, MPNET, ResolvedModel, resolve_model
 from builders.store import Store
 
 LABELS = ["person", "human", "city", "organization", "programming language", "river"]
