@@ -149,7 +149,6 @@ _METRIC_OPTIONS = {
     "k": option(
         "--k",
         "-k",
-        "k",
         type=click.IntRange(min=1),
         default=K,
         help="Familiarity keeps the top K similarities (repeated by their mentions).",

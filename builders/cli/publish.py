@@ -42,7 +42,6 @@ def publish_options(f: Callable) -> Callable:
     )(f)
     f = click.option(
         "--private/--public",
-        "private",
         default=None,
         help="Make the repos private (or public), new and existing ones. "
         "Default: new repos public, existing ones as they are.",
@@ -114,7 +113,7 @@ def publish_cmd(
     default=Path("scenarios.toml"),
     help="The scenarios file.",
 )
-@click.option("--only", "only", multiple=True, help="Only this scenario (repeatable).")
+@click.option("--only", multiple=True, help="Only this scenario (repeatable).")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
