@@ -177,16 +177,11 @@ def regenerate_cmd(
         )
     if as_json:
         emit_json([r.to_dict() for r in reports])
-    else:
-        _print_reports(reports, publish_org)
-
-
-def _print_reports(reports: list[Any], publish_org: str | None) -> None:
-    """What `regenerate` did, as a table of scenarios and the pushes it made (or would)."""
+        return
     rows: list[list[Any]] = []
     for r in reports:  # a row per line of the change: a cell holds no line break
         lines = r.lines() or [""]
-        rows.append([r.name, r.status, ", ".join(r.folders) or "", lines[0]])
+        rows.append([r.name, r.status, ", ".join(r.folders), lines[0]])
         rows += [["", "", "", line] for line in lines[1:]]
     columns = ["scenario", "status", "folders", "changes"]  # wrapped below even when piped
     print_table("Scenarios", columns, rows, wrap=TABLE_WIDTH, text_columns=4)
