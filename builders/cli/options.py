@@ -169,11 +169,10 @@ _METRIC_OPTIONS = {
 }
 
 
-def metric_options(*only: str) -> Callable:
-    """--protocol, --k, --weighting, --temperature and --seed (or `only` those), given to the
-    command as `metric: MetricSpec`."""
-    chosen = only or tuple(_METRIC_OPTIONS)
-    return _spec_options("metric", {name: _METRIC_OPTIONS[name] for name in chosen})
+def metric_options(*names: str) -> Callable:
+    """The options of these `MetricSpec` fields (`_METRIC_OPTIONS`), given to the command as
+    `metric: MetricSpec`."""
+    return _spec_options("metric", {name: _METRIC_OPTIONS[name] for name in names})
 
 
 #: --source and --path: the training corpus, ingested first when needed (`ensure_ingested`).
