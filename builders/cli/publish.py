@@ -117,7 +117,6 @@ def publish_cmd(
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=None,
     help="Where the repo folders go (default: the file's [defaults] out, else `out`).",
 )
 @click.option("--force", is_flag=True, help="Rebuild even what has not changed.")

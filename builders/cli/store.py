@@ -224,9 +224,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
 @click.command("labels")
 @click.argument("source")
-@click.option(
-    "--top", type=click.IntRange(min=1), default=None, help="Only the N most frequent labels."
-)
+@click.option("--top", type=click.IntRange(min=1), help="Only the N most frequent labels.")
 @click.option("--split", "splits", multiple=True, help="Only these splits (repeatable).")
 @common_options
 @handle_errors
