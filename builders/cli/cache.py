@@ -87,7 +87,7 @@ def _row(entry: Any) -> dict[str, Any]:
 
 
 @cache_cmd.command("clear")
-@click.option("--model", default=None, help="Only this model's vectors (its name or alias).")
+@click.option("--model", help="Only this model's vectors (its name or alias).")
 @output_options
 @handle_errors
 def cache_clear_cmd(model: str | None, as_json: bool, quiet: bool) -> None:

@@ -28,10 +28,8 @@ class CommandLine(Surface):
     }
 
     def option(self, name: str, value: object = None) -> str:
-        flag = "--" + name.replace("_", "-")
-        if value is False:
-            return "--no-" + name.replace("_", "-")
-        return flag if value is None or value is True else f"{flag} {value}"
+        flag = ("--no-" if value is False else "--") + name.replace("_", "-")
+        return flag if value is None or isinstance(value, bool) else f"{flag} {value}"
 
     def reader_option(self, key: str, value: object = None) -> str:
         if key in self.READER_FLAGS:

@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from builders.cli.errors import handle_errors
-from builders.cli.options import common_options, option
+from builders.cli.options import common_options, option, stacked
 from builders.cli.output import emit_json, note
 from builders.cli.session import open_store
 from builders.errors import ConflictingOptions
@@ -27,7 +27,7 @@ def _limit(name: str, default: int, what: str) -> Callable:
 
 def _options(out_help: str) -> Callable:
     """export-gliner's argument and options (`--out` helped with `out_help`)."""
-    options: list[Callable[[Callable], Callable]] = [
+    return stacked(
         click.argument("folder", required=False),
         click.option(
             "--config",
@@ -82,14 +82,7 @@ def _options(out_help: str) -> Callable:
         ),
         common_options,
         handle_errors,
-    ]
-
-    def decorate(f: Callable) -> Callable:
-        for deco in reversed(options):
-            f = deco(f)
-        return f
-
-    return decorate
+    )
 
 
 @click.command("export-gliner")
@@ -156,6 +149,8 @@ def _export(fmt: Any, *, out: Path, db: Path, as_json: bool, quiet: bool, **o: A
         emit_json(res)
     elif request.format == "flair":
         _flair_summary(request, res, quiet)
+    elif request.benchmark is not None:
+        _benchmark_summary(request.benchmark, res, request.out, quiet)
     else:
         _summary(request, res, quiet)
 
@@ -182,9 +177,6 @@ def _flair_summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> 
 def _summary(request: ExportRequest, res: dict[str, Any], quiet: bool) -> None:
     """The counts written, then what GLiNER still cannot keep and what windows saved."""
     what, out = request.folder or request.source, request.out
-    if request.benchmark is not None:
-        _benchmark_summary(request.benchmark, res, out, quiet)
-        return
     rows = f"{res['rows']:,} rows"
     if res["windows"] != res["rows"]:
         rows += f" -> {res['windows']:,} windows ({res['rows_cut']:,} rows cut)"

@@ -117,11 +117,11 @@ def familiarity_cmd(
 
 
 def _print_familiarity(
-    title: str, rep: FamiliarityReport, per_label: bool, authors: dict[str, float] | None = None
+    title: str, rep: FamiliarityReport, per_label: bool, authors: dict[str, float] | None
 ) -> None:
     """A report as a table: a row per benchmark, then both headline figures (the authors'
     beside ours when given); optionally F(z) per label."""
-    ref = (lambda key: authors.get(key)) if authors else (lambda key: None)
+    ref = (authors or {}).get
     rows: list[list[Any]] = []
     for name, b in rep.per_benchmark.items():
         top = ", ".join(t.label for t in b.top_training_labels[:3])

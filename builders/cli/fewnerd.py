@@ -190,7 +190,6 @@ def fewnerd_splits_cmd(
 @click.option(
     "--q-shot",
     type=click.IntRange(min=1),
-    default=None,
     help="Q: Q~2Q mentions per type in the query set [default: K].",
 )
 @option(

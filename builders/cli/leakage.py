@@ -4,7 +4,7 @@ tables `familiarity` and `build-splits` print."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from builders.cli.options import (
     model_option,
     option,
     source_options,
+    stacked,
 )
 from builders.cli.output import emit_json, note, print_table
 from builders.cli.session import ensure_ingested, open_store
@@ -29,25 +30,24 @@ if TYPE_CHECKING:
     from builders.shift.specs import EmbeddingSpec
 
 
-def ngram_option(f: Callable) -> Callable:
-    """`--ngram`: the n-gram length of the leakage scan."""
-    return option(
-        "--ngram",
-        type=click.IntRange(min=1),
-        default=NGRAM,
-        help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
-    )(f)
+#: `--ngram`: the n-gram length of the leakage scan.
+ngram_option = option(
+    "--ngram",
+    type=click.IntRange(min=1),
+    default=NGRAM,
+    help="Leakage: n-gram length (shorter sentences count for exact overlap only).",
+)
 
 
-def leakage_options(f: Callable) -> Callable:
-    """`--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside
-    Familiarity."""
-    f = ngram_option(f)
-    return option(
+#: `--leakage/--no-leakage` and `--ngram`, for the commands that print leakage beside Familiarity.
+leakage_options = stacked(
+    option(
         "--leakage/--no-leakage",
         default=True,
         help="Scan the corpus for the benchmarks' sentences and mentions (METHOD.md section 7).",
-    )(f)
+    ),
+    ngram_option,
+)
 
 
 def _count(part: int | None, share: float | None, whole: int | None = None) -> str:

@@ -37,26 +37,33 @@ from builders.shift.specs import SPECS, spec_fields
 option = functools.partial(click.option, show_default=True)
 
 
-def output_options(f: Callable) -> Callable:
-    """`--json` and `--quiet`, shared by every command (sqlite-utils style)."""
-    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr.")(f)
-    return click.option(
+def stacked(*decorators: Callable) -> Callable:
+    """The decorators as one, the first outermost (as if written one above the other)."""
+    return lambda f: functools.reduce(lambda g, deco: deco(g), reversed(decorators), f)
+
+
+#: `--json` and `--quiet`, shared by every command (sqlite-utils style).
+output_options = stacked(
+    click.option(
         "--json",
         "as_json",
         is_flag=True,
         help="Print {command, version, config, result} as JSON on stdout.",
-    )(f)
+    ),
+    click.option("--quiet", "-q", is_flag=True, help="No progress bars or notes on stderr."),
+)
 
-
-def common_options(f: Callable) -> Callable:
-    """`--db`, `--json` and `--quiet`: what every command that opens the store takes."""
-    return option(
+#: `--db`, `--json` and `--quiet`: what every command that opens the store takes.
+common_options = stacked(
+    option(
         "--db",
         type=click.Path(dir_okay=False, path_type=Path),
         default=DEFAULT_DB,
         envvar=DB_ENV,
         help=f"The DuckDB span store (env {DB_ENV}).",
-    )(output_options(f))
+    ),
+    output_options,
+)
 
 
 def _spec_options(spec: str, options: dict[str, Callable]) -> Callable:
@@ -69,9 +76,7 @@ def _spec_options(spec: str, options: dict[str, Callable]) -> Callable:
     def decorate(f: Callable) -> Callable:
         command = _making_specs(f)
         command._spec_fields.update(dict.fromkeys(options, spec))  # type: ignore[attr-defined]
-        for option in reversed(options.values()):
-            command = option(command)
-        return command
+        return stacked(*options.values())(command)
 
     return decorate
 
@@ -144,7 +149,6 @@ _METRIC_OPTIONS = {
     "k": option(
         "--k",
         "-k",
-        "k",
         type=click.IntRange(min=1),
         default=K,
         help="Familiarity keeps the top K similarities (repeated by their mentions).",
@@ -165,21 +169,19 @@ _METRIC_OPTIONS = {
 }
 
 
-def metric_options(*only: str) -> Callable:
-    """--protocol, --k, --weighting, --temperature and --seed (or `only` those), given to the
-    command as `metric: MetricSpec`."""
-    chosen = only or tuple(_METRIC_OPTIONS)
-    return _spec_options("metric", {name: _METRIC_OPTIONS[name] for name in chosen})
+def metric_options(*names: str) -> Callable:
+    """The options of these `MetricSpec` fields (`_METRIC_OPTIONS`), given to the command as
+    `metric: MetricSpec`."""
+    return _spec_options("metric", {name: _METRIC_OPTIONS[name] for name in names})
 
 
-def source_options(f: Callable) -> Callable:
-    """--source and --path: the training corpus, ingested first when needed (`ensure_ingested`)."""
-    f = click.option(
-        "--path", help="Local files of the source, ingested first (no-op if unchanged)."
-    )(f)
-    return click.option(
+#: --source and --path: the training corpus, ingested first when needed (`ensure_ingested`).
+source_options = stacked(
+    click.option(
         "--source", required=True, help="Training corpus in the store (ingested if needed)."
-    )(f)
+    ),
+    click.option("--path", help="Local files of the source, ingested first (no-op if unchanged)."),
+)
 
 
 def _some_benchmarks(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -225,13 +227,13 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def org_option(*decls: str, required: bool = False, help: str, metavar: str = "ORG") -> Callable:
+def org_option(*decls: str, required: bool = False, help: str) -> Callable:
     """An option naming a Hub user or organisation (`--org` by default), checked on parsing."""
     return click.option(
         *(decls or ("--org",)),
         required=required,
         callback=_checked_by(valid_org, "--org"),
-        metavar=metavar,
+        metavar="ORG",
         help=help,
     )
 

@@ -42,7 +42,6 @@ def publish_options(f: Callable) -> Callable:
     )(f)
     f = click.option(
         "--private/--public",
-        "private",
         default=None,
         help="Make the repos private (or public), new and existing ones. "
         "Default: new repos public, existing ones as they are.",
@@ -114,11 +113,10 @@ def publish_cmd(
     default=Path("scenarios.toml"),
     help="The scenarios file.",
 )
-@click.option("--only", "only", multiple=True, help="Only this scenario (repeatable).")
+@click.option("--only", multiple=True, help="Only this scenario (repeatable).")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=None,
     help="Where the repo folders go (default: the file's [defaults] out, else `out`).",
 )
 @click.option("--force", is_flag=True, help="Rebuild even what has not changed.")
@@ -178,16 +176,11 @@ def regenerate_cmd(
         )
     if as_json:
         emit_json([r.to_dict() for r in reports])
-    else:
-        _print_reports(reports, publish_org)
-
-
-def _print_reports(reports: list[Any], publish_org: str | None) -> None:
-    """What `regenerate` did, as a table of scenarios and the pushes it made (or would)."""
+        return
     rows: list[list[Any]] = []
     for r in reports:  # a row per line of the change: a cell holds no line break
         lines = r.lines() or [""]
-        rows.append([r.name, r.status, ", ".join(r.folders) or "", lines[0]])
+        rows.append([r.name, r.status, ", ".join(r.folders), lines[0]])
         rows += [["", "", "", line] for line in lines[1:]]
     columns = ["scenario", "status", "folders", "changes"]  # wrapped below even when piped
     print_table("Scenarios", columns, rows, wrap=TABLE_WIDTH, text_columns=4)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from builders.cli.output import note, printable_message
+from builders.cli.output import note
 from builders.errors import SourceNotStored, StoreError
 from builders.hub.outdir import missing_folders
 from builders.progress import progress_bar
@@ -39,7 +39,7 @@ def open_store(
                     folder.rmdir()
 
     try:
-        store = Store(db, read_only=read_only, create=create, shared=shared, on_wait=_waiting)
+        store = Store(db, read_only=read_only, create=create, shared=shared, on_wait=note)
     except BaseException:
         forget()  # a store whose making failed (its first checkpoint, out of memory)
         raise
@@ -53,11 +53,6 @@ def open_store(
     _flush_and_close(store)
 
 
-def _waiting(message: str) -> None:
-    """Said on stderr, even with --quiet."""
-    click.echo(printable_message(message), err=True)
-
-
 def _flush_and_close(store: Store) -> None:
     """Write the label vectors a shared store holds, then close it; a write the lock kept out
     is a warning."""
@@ -65,12 +60,9 @@ def _flush_and_close(store: Store) -> None:
     try:
         store.flush_vectors(close=True)
     except StoreError as exc:
-        click.echo(
-            printable_message(
-                f"warning: {held:,} new label vectors were not cached in the store (the "
-                f"results are complete; a later run embeds them again): {exc}"
-            ),
-            err=True,
+        note(
+            f"warning: {held:,} new label vectors were not cached in the store (the "
+            f"results are complete; a later run embeds them again): {exc}"
         )
     finally:
         store.close()

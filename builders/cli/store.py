@@ -89,9 +89,7 @@ class _IngestCommand(click.Command):
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_paragraph()
-        with formatter.indentation():
-            for line in _options_help().splitlines():
-                formatter.write(line + "\n")
+        formatter.write(_options_help() + "\n")
 
 
 @click.command("ingest", cls=_IngestCommand)
@@ -130,7 +128,6 @@ class _IngestCommand(click.Command):
 )
 @click.option(
     "--label-map",
-    "label_map",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Raw tag -> label (.json object, or .toml: its [verbalise] table), read before the "
     "packaged table that verbalises tags (PER -> person); the benchmarks' --label-map format.",
@@ -227,9 +224,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
 @click.command("labels")
 @click.argument("source")
-@click.option(
-    "--top", type=click.IntRange(min=1), default=None, help="Only the N most frequent labels."
-)
+@click.option("--top", type=click.IntRange(min=1), help="Only the N most frequent labels.")
 @click.option("--split", "splits", multiple=True, help="Only these splits (repeatable).")
 @common_options
 @handle_errors
