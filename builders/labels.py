@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from builders.defaults import FEWNERD_MODES
 from builders.errors import InvalidValue, UnknownNameError
 
 _SPACES = re.compile(r"[\s_]+")
@@ -156,8 +157,6 @@ def reference_splits(corpus: str, strategy: str) -> dict[str, float] | None:
 # Few-NERD's type system and official INTRA / INTER parts are data (`data/fewnerd.toml`), read
 # here because both the Few-NERD builder and the benchmark resolver (its parts are benchmarks
 # too) need them.
-
-FEWNERD_MODES = ("intra", "inter")
 
 
 def fewnerd_table() -> dict:
