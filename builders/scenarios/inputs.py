@@ -288,10 +288,14 @@ def _kept_by_append(store: Store, sc: Scenario, plan: ReadPlan, base: Path | Non
     return notes
 
 
-def stored_commits(store: Store, name: str) -> list[str]:
-    """The Hub commits a stored source's inputs were read at, each once."""
-    found = (i.get("revision") for s in store.stored_splits(name).values() for i in s.inputs)
-    return sorted({c for c in found if c})
+def stored_at(store: Store, name: str) -> dict[str, str]:
+    """Per split of a stored source, the Hub commit(s) its inputs were read at (`, `-joined)."""
+    out = {}
+    for split, s in sorted(store.stored_splits(name).items()):
+        commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
+        if commits:
+            out[split] = ", ".join(commits)
+    return out
 
 
 def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
@@ -301,7 +305,7 @@ def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
     try:
         return hub_revision(dataset, sc.revision)
     except HubUnreachable as exc:
-        had = stored_commits(store, sc.stored)
+        had = sorted({c for cs in stored_at(store, sc.stored).values() for c in cs.split(", ")})
         if not store.has_source(sc.stored):
             raise _Unavailable(
                 f"scenario {sc.name!r}: {exc}, and {sc.stored!r} is not in the store yet: "

@@ -27,7 +27,7 @@ from builders.hub.outdir import OutLock
 from builders.labels import union_labels
 from builders.names import valid_tag
 from builders.scenarios.book import Scenario, ScenarioKeys
-from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inputs
+from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, stored_at, take_inputs
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, resolve
@@ -49,7 +49,7 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "params": {k: v for k, v in sc.params.items() if _UNKEYED_DEFAULTS.get(k, object()) != v},
         "toolkit_version": __version__,
     }
-    revisions = _revisions(store, sc.stored)
+    revisions = stored_at(store, sc.stored)
     if revisions:  # a Hub dataset: its commits, so that a new one is named (`_why`)
         parts["revisions"] = revisions
     if sc.kind == "splits":  # the bound as it applies (a strategy's default, resolved)
@@ -78,16 +78,6 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         runtime = EmbeddingSpec(backend=sc.params["backend"], precision=sc.params["precision"])
         parts["models"] = [model_part(runtime.with_model(m)) for m in models]
     return key_of(parts), parts
-
-
-def _revisions(store: Store, source: str) -> dict[str, str]:
-    """Per split of a stored source, the Hub commit(s) its inputs were read at."""
-    out = {}
-    for split, s in sorted(store.stored_splits(source).items()):
-        commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
-        if commits:
-            out[split] = ", ".join(commits)
-    return out
 
 
 def _models(sc: Scenario) -> list[str]:
@@ -375,7 +365,7 @@ def _one(
     for name in [sc.stored, *benches]:
         t = inputs.taken[name]
         rep.notes += t.notes if not isinstance(t, _Unavailable) else [str(t)]
-        commits = _revisions(store, name)
+        commits = stored_at(store, name)
         if commits or getattr(t, "checked", None) is not None:
             rep.revisions[name] = {"splits": commits, "checked": bool(getattr(t, "checked", 0))}
     with _in_scenario_words(sc):  # its settings checked first (a backend's precision)
