@@ -1,9 +1,6 @@
 """A scenario's input, read before anything is built: once per stored source, as its scenario
 says (docs/DESIGN.md, "Scenarios and their inputs": who owns an input, replace or append, the
 shrink guard, a Hub dataset's revision).
-
-    inputs = take_inputs(store, book, picked, explicit=..., stage=...)
-    inputs.taken[source] -> Taken | _Unavailable;  inputs.evaluated(scenario) -> its benchmarks
 """
 
 from __future__ import annotations
@@ -46,35 +43,30 @@ class Taken:
     checked: bool | None = None
 
 
+def _entries(sc: Scenario) -> list[str]:
+    """A splits scenario's benchmark entries as `resolve` reads them (`NAME=` dropped,
+    stripped), label files (`file:`) left out."""
+    if sc.kind != "splits":
+        return []
+    entries = (item.split("=", 1)[-1].strip() for item in sc.params["benchmarks"])
+    return [e for e in entries if not e.startswith("file:")]
+
+
 def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
     """The stored sources among `owned` that a scenario evaluates against (`med`,
     `med:test`, `NAME=med:test`); a packaged benchmark's name wins, as in `resolve`."""
-    if sc.kind != "splits":
-        return []
-    packaged = benchmarks()
-    found = []
-    for item in sc.params["benchmarks"]:
-        entry = item.partition("=")[2] if "=" in item else item
-        src = entry.strip().partition(":")[0]
-        if src in owned and src not in packaged and not entry.startswith("file:"):
-            found.append(src)
-    return list(dict.fromkeys(found))
+    found = (e.partition(":")[0] for e in _entries(sc))
+    return list(dict.fromkeys(s for s in found if s in owned and s not in benchmarks()))
 
 
 def local_benchmarks(sc: Scenario, owned: Collection[str]) -> list[str]:
     """The registered benchmark sources a scenario reads from the store and no scenario owns:
     a packaged benchmark's test sentences where leakage is measured or removed, and a
     stored-source entry naming one (`mit-movie:test`)."""
-    if sc.kind != "splits":
-        return []
-    packaged = benchmarks()
     sentences = bool(sc.params.get("leakage") or sc.params.get("decontaminate"))
     found: list[str] = []
-    for item in sc.params["benchmarks"]:
-        entry = (item.partition("=")[2] if "=" in item else item).strip()
-        if entry.startswith("file:"):
-            continue
-        if entry == "all" or entry in packaged:
+    for entry in _entries(sc):
+        if entry == "all" or entry in benchmarks():
             found += (list(ZERO_SHOT) if entry == "all" else [entry]) if sentences else []
         else:
             found.append(entry.partition(":")[0])
