@@ -15,6 +15,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,7 @@ def entity_counts(spans: Iterable[Span]) -> Counter[str]:
 
 def io_counts(labels: Sequence[str]) -> Counter[str]:
     """Mentions per type of one IO-tagged sentence (runs of one non-O tag)."""
-    out: Counter[str] = Counter()
-    prev = "O"
-    for tag in labels:
-        if tag != "O" and tag != prev:
-            out[tag] += 1
-        prev = tag
-    return out
+    return Counter(tag for tag, _ in groupby(labels) if tag != "O")
 
 
 def _greedy(
