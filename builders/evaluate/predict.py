@@ -1,12 +1,7 @@
-"""A local GLiNER model's zero-shot predictions on the stored benchmarks' test sets, in the
-layout `builders evaluate` reads (`builders predict`).
-
-    manifest = predict(store, PredictRequest(Path("model/"), Path("preds/")))
-
-GLiNER lives in a venv of its own (`make gliner`: `.venv-gliner`; it pins transformers) and is
-imported here only. Each benchmark's stored test sentences are predicted with its own labels
-(`else` among them) by the steps GLiNER's `evaluate` takes, into a folder written whole: one
-`<benchmark>.json` a benchmark and `manifest.json`.
+"""`builders predict`: a local GLiNER model's zero-shot predictions on the stored benchmarks'
+test sets, each with its own labels (`else` among them), by the steps GLiNER's `evaluate`
+takes, into a folder written whole (`<benchmark>.json` each, `manifest.json`). GLiNER is
+imported here only (its own venv: `make gliner`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Regenerating what the project publishes: scenarios -> repo folders, reusing what is current.
 
-    book = load_scenarios("scenarios.toml")
-    regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
-
-The inputs are read first (`builders.scenarios.inputs`). A scenario's key hashes its source's
-stored fingerprints (and Hub commits), its parameters, the evaluation label sets, the stored
-sources and (with leakage) benchmark sentences it evaluates against, each model's weights
-and runtime, and the toolkit version; a scenario is rebuilt (`builders.scenarios.rebuild`)
-only when no folder records its key. `--publish` pushes the folders this run built or rebuilt.
+The inputs are read first (`builders.scenarios.inputs`); a scenario is rebuilt
+(`builders.scenarios.rebuild`) only when no folder records its key (`scenario_key`).
+`--publish` pushes the folders this run built or rebuilt.
 """
 
 from __future__ import annotations
