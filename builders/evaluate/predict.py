@@ -27,9 +27,8 @@ GLINER_HINT = "GLiNER is not installed here: `make gliner` makes .venv-gliner wi
 
 @dataclass(frozen=True)
 class PredictRequest:
-    """What to predict: a GLiNER model folder, the folder to write, the benchmarks
-    (`--benchmarks` syntax), GLiNER's threshold, `flat_ner`, batch size, and at most `limit`
-    sentences a benchmark."""
+    """What to predict (`benchmarks` in `--benchmarks` syntax; `flat`: GLiNER's `flat_ner`;
+    at most `limit` sentences a benchmark)."""
 
     model: Path
     out: Path

@@ -1,12 +1,9 @@
-"""Few-NERD's greedy N-way K~2K-shot episode sampler (Algorithm 1; METHOD.md section 5).
-
-A sentence joins the support set unless it would push a type past 2K mentions, bring a type
-outside the N, or add nothing to a type still below K; the query set is drawn alike (Q~2Q, Q =
-K by default) from the rest. Mentions are counted as the official IO files count them
-(adjacent mentions of one type are one). "At random until done" is one pass over a random
-permutation of the candidates: counts only grow, so a sentence rejected once stays rejected;
-an unfinished pass redraws the types, a bounded number of times. Records are the official
-JSONL shape: {"support": {"word": [[...]], "label": [[...]]}, "query": {...}, "types": [...]}.
+"""Few-NERD's greedy N-way K~2K-shot episode sampler (Algorithm 1; METHOD.md section 5); a
+sentence that adds nothing to a type still below K is passed over too. Mentions are counted
+as the official IO files count them (adjacent mentions of one type are one). "At random until
+done" is one pass over a random permutation of the candidates: counts only grow, so a sentence
+rejected once stays rejected; an unfinished pass redraws the types, a bounded number of times.
+Records are the official JSONL shape (`episode_record`).
 """
 
 from __future__ import annotations
