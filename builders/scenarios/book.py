@@ -141,8 +141,7 @@ def parse_scenarios(
     doc: Mapping[str, Any], base: Path = Path("."), origin: str = "scenarios"
 ) -> ScenarioBook:
     defaults = dict(doc.get("defaults", {}))
-    out = Path(os.path.expandvars(str(defaults.pop("out", "out"))))
-    out = out if out.is_absolute() else base / out
+    out = base / os.path.expandvars(str(defaults.pop("out", "out")))  # an absolute one wins
     entries = doc.get("scenario", [])
     if not isinstance(entries, list) or not entries:
         raise ScenarioError(f"{origin}: no [[scenario]] tables")

@@ -261,15 +261,11 @@ def _publish(
         if rep.status != "skipped" and sc.publish:
             for f in rep.folders:
                 keys.setdefault(f, {})[sc.name] = rep.key
+    built = {rep.name for rep in reports if rep.status in ("built", "rebuilt")}
     folders = [
         f
         for f, now in keys.items()
-        if any(
-            rep.status in ("built", "rebuilt") and f in rep.folders
-            for rep in reports
-            if rep.name in now
-        )
-        or any((last.get(f) or {}).get(name) != key for name, key in now.items())
+        if any(name in built or (last.get(f) or {}).get(name) != key for name, key in now.items())
     ]
     if not folders:
         return
