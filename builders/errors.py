@@ -77,13 +77,11 @@ class BuildersError(Exception):
 
 
 class InvalidValue(BuildersError, ValueError):
-    """A value the library refuses (an argument, a reader option, an environment variable);
-    a `ValueError` too."""
+    """A value the library refuses: an argument, a reader option, an environment variable."""
 
 
 class ConflictingOptions(InvalidValue):
-    """Settings that exclude each other (`replace` with `append`), or that do not apply
-    together."""
+    """Settings that exclude each other (`replace` with `append`) or do not apply together."""
 
 
 class InputError(BuildersError):
@@ -157,8 +155,7 @@ class UnknownNameError(BuildersError):
 
 
 class StoreError(BuildersError):
-    """The span store cannot do what was asked; DuckDB's own errors become the kinds below
-    (`builders.store.failures.as_store_error`)."""
+    """The span store cannot do what was asked (`store.failures.as_store_error` types DuckDB's)."""
 
 
 class NoStore(StoreError):
@@ -222,13 +219,11 @@ class OutputFolderError(BuildersError):
 
 
 class CannotBuild(BuildersError):
-    """The stored data cannot give what was asked; the message says which settings ask for
-    less."""
+    """The stored data cannot give what was asked; the message says which settings ask less."""
 
 
 class LevelsUnreachable(CannotBuild):
-    """No placement of the levels at this size meets the targets and the gaps
-    (the `familiarity` strategy)."""
+    """No placement of the levels at this size meets the targets and gaps (`familiarity`)."""
 
     def __init__(self, message: str, low: float, high: float, alone: bool = False):
         super().__init__(message)

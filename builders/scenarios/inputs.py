@@ -324,11 +324,8 @@ def input_name(key: str, base: Path | None) -> str:
     """How a changelog names an input: its path under the scenario's `path`, else its file
     name, else (a Hub dataset split) as stored; never an absolute path."""
     p = Path(key)
-    if base is not None:
-        try:
-            return p.relative_to(base.resolve()).as_posix()
-        except ValueError:
-            pass
+    if base is not None and p.is_relative_to(base.resolve()):
+        return p.relative_to(base.resolve()).as_posix()
     return p.name if p.is_absolute() else key
 
 

@@ -108,13 +108,11 @@ def _sentence_fingerprints(store: Store, evalsets: list[EvalSet]) -> dict[str, s
     its local copy first, as the leakage scan would); None if unavailable."""
     out: dict[str, str | None] = {}
     for s in evalsets:
-        if s.sentences is None:
-            continue
-        src, split = s.sentences
-        if not store.has_source(src):
-            ingest_local(store, src)
-        found = dict((sp, fp) for _, sp, fp in store.fingerprints(src))
-        out[s.name] = found.get(split)
+        if s.sentences is not None:
+            src, split = s.sentences
+            if not store.has_source(src):
+                ingest_local(store, src)
+            out[s.name] = next((fp for _, sp, fp in store.fingerprints(src) if sp == split), None)
     return out
 
 
