@@ -180,14 +180,10 @@ class Part:
         self.tokens.append(tokens)
         self.spans.append(spans)
 
-    @property
-    def mentions(self) -> int:
-        return sum(self.type_counts.values())
-
     def summary(self) -> dict[str, Any]:
         return {
             "sentences": self.sentences,
-            "mentions": self.mentions,
+            "mentions": sum(self.type_counts.values()),
             "types": len(self.type_counts),
             "type_list": sorted(self.type_counts),
         }
