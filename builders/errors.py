@@ -13,8 +13,7 @@ from typing import ClassVar, Self
 
 
 class Surface:
-    """Where the user sets what a message asks them to change; this one is the library's
-    (keyword arguments: `min_labels=`, `replace=True`)."""
+    """Where the user sets what a message asks them to change: here, the library's keywords."""
 
     #: What a message calls the list of settings that would help.
     helping = "Options that help"
@@ -22,8 +21,7 @@ class Surface:
     NAMES: ClassVar[Mapping[str, str]] = {"db": "Store(path)"}
 
     def option(self, name: str, value: object = None) -> str:
-        """The setting `name` (a library parameter) as the user writes it here, with `value`
-        when the message shows one."""
+        """The setting `name` (a library parameter) as written here, with `value` if shown."""
         if name in self.NAMES:
             return self.NAMES[name]
         return f"{name}=" if value is None else f"{name}={value}"
