@@ -13,8 +13,7 @@ from typing import ClassVar, Self
 
 
 class Surface:
-    """Where the user sets what a message asks them to change; this one is the library's
-    (keyword arguments: `min_labels=`, `replace=True`)."""
+    """Where the user sets what a message asks them to change: here, the library's keywords."""
 
     #: What a message calls the list of settings that would help.
     helping = "Options that help"
@@ -22,8 +21,7 @@ class Surface:
     NAMES: ClassVar[Mapping[str, str]] = {"db": "Store(path)"}
 
     def option(self, name: str, value: object = None) -> str:
-        """The setting `name` (a library parameter) as the user writes it here, with `value`
-        when the message shows one."""
+        """The setting `name` (a library parameter) as written here, with `value` if shown."""
         if name in self.NAMES:
             return self.NAMES[name]
         return f"{name}=" if value is None else f"{name}={value}"
@@ -77,13 +75,11 @@ class BuildersError(Exception):
 
 
 class InvalidValue(BuildersError, ValueError):
-    """A value the library refuses (an argument, a reader option, an environment variable);
-    a `ValueError` too."""
+    """A value the library refuses: an argument, a reader option, an environment variable."""
 
 
 class ConflictingOptions(InvalidValue):
-    """Settings that exclude each other (`replace` with `append`), or that do not apply
-    together."""
+    """Settings that exclude each other (`replace` with `append`) or do not apply together."""
 
 
 class InputError(BuildersError):
@@ -157,8 +153,7 @@ class UnknownNameError(BuildersError):
 
 
 class StoreError(BuildersError):
-    """The span store cannot do what was asked; DuckDB's own errors become the kinds below
-    (`builders.store.failures.as_store_error`)."""
+    """The span store cannot do what was asked (`store.failures.as_store_error` types DuckDB's)."""
 
 
 class NoStore(StoreError):
@@ -222,13 +217,11 @@ class OutputFolderError(BuildersError):
 
 
 class CannotBuild(BuildersError):
-    """The stored data cannot give what was asked; the message says which settings ask for
-    less."""
+    """The stored data cannot give what was asked; the message says which settings ask less."""
 
 
 class LevelsUnreachable(CannotBuild):
-    """No placement of the levels at this size meets the targets and the gaps
-    (the `familiarity` strategy)."""
+    """No placement of the levels at this size meets the targets and gaps (`familiarity`)."""
 
     def __init__(self, message: str, low: float, high: float, alone: bool = False):
         super().__init__(message)

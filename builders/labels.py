@@ -12,20 +12,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from builders.defaults import FEWNERD_MODES
 from builders.errors import InvalidValue, UnknownNameError
 
 _SPACES = re.compile(r"[\s_]+")
-
-#: The seven zero-shot benchmarks of the Familiarity paper, in the paper's order.
-ZERO_SHOT = (
-    "crossner-ai",
-    "crossner-literature",
-    "crossner-music",
-    "crossner-politics",
-    "crossner-science",
-    "mit-movie",
-    "mit-restaurant",
-)
 
 MISC_LABEL = "else"
 
@@ -42,7 +32,6 @@ class Benchmark:
     name: str
     title: str
     tags: tuple[str, ...]
-    zero_shot: bool
 
 
 @cache
@@ -54,6 +43,10 @@ def _data(name: str) -> dict:
 
 def _table() -> dict:
     return _data("benchmarks.toml")
+
+
+#: The seven zero-shot benchmarks of the Familiarity paper, in the paper's order (the data's).
+ZERO_SHOT = tuple(n for n, e in _table()["benchmarks"].items() if e.get("zero_shot"))
 
 
 def verbalise(tag: str, mapping: Mapping[str, str] | None = None, *, natural: bool = False) -> str:
@@ -104,7 +97,7 @@ def label_map(mapping: Mapping[str, str]) -> dict[str, str]:
 def benchmarks() -> dict[str, Benchmark]:
     """All benchmarks with a packaged label set, by name."""
     return {
-        name: Benchmark(name, e["title"], tuple(e["tags"]), bool(e.get("zero_shot", False)))
+        name: Benchmark(name, e["title"], tuple(e["tags"]))
         for name, e in _table()["benchmarks"].items()
     }
 
@@ -156,8 +149,6 @@ def reference_splits(corpus: str, strategy: str) -> dict[str, float] | None:
 # Few-NERD's type system and official INTRA / INTER parts are data (`data/fewnerd.toml`), read
 # here because both the Few-NERD builder and the benchmark resolver (its parts are benchmarks
 # too) need them.
-
-FEWNERD_MODES = ("intra", "inter")
 
 
 def fewnerd_table() -> dict:

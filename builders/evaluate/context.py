@@ -147,11 +147,8 @@ def views(points: Sequence[Mapping[str, Any]], seed: int) -> dict[str, Any]:
     Familiarity and F1 with a bootstrap 95% CI."""
     pts = [p for p in points if p["f1"] is not None and p["familiarity"] is not None]
     out: dict[str, Any] = {}
-    for key, group in (
-        ("seen", [p for p in pts if p["seen"]]),
-        ("unseen", [p for p in pts if not p["seen"]]),
-    ):
-        f1 = [p["f1"] for p in group]
+    for key, seen in (("seen", True), ("unseen", False)):
+        f1 = [p["f1"] for p in pts if p["seen"] == seen]
         out[key] = {"labels": len(f1), "mean_f1": float(np.mean(f1)) if f1 else None}
     x = np.log10([p["mentions"] for p in pts if p["seen"]])
     y = np.array([p["f1"] for p in pts if p["seen"]])

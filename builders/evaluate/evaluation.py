@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvaluateRequest:
-    """What to evaluate: prediction files or folders, the training data to set them beside
-    (None: scores alone; `config` of a level folder), how `else` is scored, how labels are
-    embedded and how Familiarity is read."""
+    """What to evaluate; without `training` (`config`: of a level folder), scores alone."""
 
     predictions: tuple[str, ...]
     training: str | None = None

@@ -1,12 +1,7 @@
-"""A local GLiNER model's zero-shot predictions on the stored benchmarks' test sets, in the
-layout `builders evaluate` reads (`builders predict`).
-
-    manifest = predict(store, PredictRequest(Path("model/"), Path("preds/")))
-
-GLiNER lives in a venv of its own (`make gliner`: `.venv-gliner`; it pins transformers) and is
-imported here only. Each benchmark's stored test sentences are predicted with its own labels
-(`else` among them) by the steps GLiNER's `evaluate` takes, into a folder written whole: one
-`<benchmark>.json` a benchmark and `manifest.json`.
+"""`builders predict`: a local GLiNER model's zero-shot predictions on the stored benchmarks'
+test sets, each with its own labels (`else` among them), by the steps GLiNER's `evaluate`
+takes, into a folder written whole (`<benchmark>.json` each, `manifest.json`). GLiNER is
+imported here only (its own venv: `make gliner`).
 """
 
 from __future__ import annotations
@@ -32,9 +27,8 @@ GLINER_HINT = "GLiNER is not installed here: `make gliner` makes .venv-gliner wi
 
 @dataclass(frozen=True)
 class PredictRequest:
-    """What to predict: a GLiNER model folder, the folder to write, the benchmarks
-    (`--benchmarks` syntax), GLiNER's threshold, `flat_ner`, batch size, and at most `limit`
-    sentences a benchmark."""
+    """What to predict (`benchmarks` in `--benchmarks` syntax; `flat`: GLiNER's `flat_ner`;
+    at most `limit` sentences a benchmark)."""
 
     model: Path
     out: Path

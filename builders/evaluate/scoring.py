@@ -1,8 +1,5 @@
 """A model's predictions on stored benchmarks, scored as the field scores them (METHOD.md
 section 9: the files read, how sentences are matched, exact-match spans, micro per benchmark).
-
-    files = prediction_files(["preds/"])             (benchmark or None, path) pairs
-    scores = score_files(store, files, misc="keep")  one `BenchmarkScore` per benchmark
 """
 
 from __future__ import annotations

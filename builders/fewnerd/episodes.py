@@ -1,12 +1,9 @@
-"""Few-NERD's greedy N-way K~2K-shot episode sampler (Algorithm 1; METHOD.md section 5).
-
-A sentence joins the support set unless it would push a type past 2K mentions, bring a type
-outside the N, or add nothing to a type still below K; the query set is drawn alike (Q~2Q, Q =
-K by default) from the rest. Mentions are counted as the official IO files count them
-(adjacent mentions of one type are one). "At random until done" is one pass over a random
-permutation of the candidates: counts only grow, so a sentence rejected once stays rejected;
-an unfinished pass redraws the types, a bounded number of times. Records are the official
-JSONL shape: {"support": {"word": [[...]], "label": [[...]]}, "query": {...}, "types": [...]}.
+"""Few-NERD's greedy N-way K~2K-shot episode sampler (Algorithm 1; METHOD.md section 5); a
+sentence that adds nothing to a type still below K is passed over too. Mentions are counted
+as the official IO files count them (adjacent mentions of one type are one). "At random until
+done" is one pass over a random permutation of the candidates: counts only grow, so a sentence
+rejected once stays rejected; an unfinished pass redraws the types, a bounded number of times.
+Records are the official JSONL shape (`episode_record`).
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +46,7 @@ def entity_counts(spans: Iterable[Span]) -> Counter[str]:
 
 def io_counts(labels: Sequence[str]) -> Counter[str]:
     """Mentions per type of one IO-tagged sentence (runs of one non-O tag)."""
-    out: Counter[str] = Counter()
-    prev = "O"
-    for tag in labels:
-        if tag != "O" and tag != prev:
-            out[tag] += 1
-        prev = tag
-    return out
+    return Counter(tag for tag, _ in groupby(labels) if tag != "O")
 
 
 def _greedy(

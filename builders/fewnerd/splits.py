@@ -2,8 +2,7 @@
 
 Each sentence's part is picked among those owning one of its types, keyed by (seed,
 split/index) through BLAKE2b, so that it depends neither on processing order nor on the name
-the source is stored under. The type system and official assignments are data
-(`builders/data/fewnerd.toml`).
+the source is stored under.
 """
 
 from __future__ import annotations
@@ -53,9 +52,8 @@ RANDOM_SHARE = 0.2
 
 @dataclass(frozen=True)
 class FewnerdRequest:
-    """What `builders fewnerd-splits` builds: the `mode` split of a stored `source` under an
-    `assignment` of types to parts, picked with `seed`; with `familiarity`, the Familiarity
-    of the validation and test types against the train types."""
+    """What `builders fewnerd-splits` builds; `familiarity`: measure the validation and test
+    types against the train types."""
 
     mode: str
     assignment: str = "official"
@@ -182,14 +180,10 @@ class Part:
         self.tokens.append(tokens)
         self.spans.append(spans)
 
-    @property
-    def mentions(self) -> int:
-        return sum(self.type_counts.values())
-
     def summary(self) -> dict[str, Any]:
         return {
             "sentences": self.sentences,
-            "mentions": self.mentions,
+            "mentions": sum(self.type_counts.values()),
             "types": len(self.type_counts),
             "type_list": sorted(self.type_counts),
         }

@@ -141,8 +141,7 @@ def parse_scenarios(
     doc: Mapping[str, Any], base: Path = Path("."), origin: str = "scenarios"
 ) -> ScenarioBook:
     defaults = dict(doc.get("defaults", {}))
-    out = Path(os.path.expandvars(str(defaults.pop("out", "out"))))
-    out = out if out.is_absolute() else base / out
+    out = base / os.path.expandvars(str(defaults.pop("out", "out")))  # an absolute one wins
     entries = doc.get("scenario", [])
     if not isinstance(entries, list) or not entries:
         raise ScenarioError(f"{origin}: no [[scenario]] tables")
@@ -215,9 +214,7 @@ def _check_shared_inputs(scenarios: list[Scenario], origin: str) -> None:
         other = first.setdefault(sc.stored, sc)
         for key in INPUT_KEYS if other is not sc else ():
             a, b = getattr(other, key), getattr(sc, key)
-            if (dict(a) if isinstance(a, Mapping) else a) != (
-                dict(b) if isinstance(b, Mapping) else b
-            ):
+            if a != b:
                 raise ScenarioError(
                     f"{origin}: scenarios {other.name!r} and {sc.name!r} both store their input "
                     f"as {sc.stored!r} but disagree on `{key}` ({a!r} and {b!r}): give them the "

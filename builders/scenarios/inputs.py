@@ -1,9 +1,6 @@
 """A scenario's input, read before anything is built: once per stored source, as its scenario
 says (docs/DESIGN.md, "Scenarios and their inputs": who owns an input, replace or append, the
 shrink guard, a Hub dataset's revision).
-
-    inputs = take_inputs(store, book, picked, explicit=..., stage=...)
-    inputs.taken[source] -> Taken | _Unavailable;  inputs.evaluated(scenario) -> its benchmarks
 """
 
 from __future__ import annotations
@@ -46,35 +43,30 @@ class Taken:
     checked: bool | None = None
 
 
+def _entries(sc: Scenario) -> list[str]:
+    """A splits scenario's benchmark entries as `resolve` reads them (`NAME=` dropped,
+    stripped), label files (`file:`) left out."""
+    if sc.kind != "splits":
+        return []
+    entries = (item.split("=", 1)[-1].strip() for item in sc.params["benchmarks"])
+    return [e for e in entries if not e.startswith("file:")]
+
+
 def benchmark_sources(sc: Scenario, owned: Collection[str]) -> list[str]:
     """The stored sources among `owned` that a scenario evaluates against (`med`,
     `med:test`, `NAME=med:test`); a packaged benchmark's name wins, as in `resolve`."""
-    if sc.kind != "splits":
-        return []
-    packaged = benchmarks()
-    found = []
-    for item in sc.params["benchmarks"]:
-        entry = item.partition("=")[2] if "=" in item else item
-        src = entry.strip().partition(":")[0]
-        if src in owned and src not in packaged and not entry.startswith("file:"):
-            found.append(src)
-    return list(dict.fromkeys(found))
+    found = (e.partition(":")[0] for e in _entries(sc))
+    return list(dict.fromkeys(s for s in found if s in owned and s not in benchmarks()))
 
 
 def local_benchmarks(sc: Scenario, owned: Collection[str]) -> list[str]:
     """The registered benchmark sources a scenario reads from the store and no scenario owns:
     a packaged benchmark's test sentences where leakage is measured or removed, and a
     stored-source entry naming one (`mit-movie:test`)."""
-    if sc.kind != "splits":
-        return []
-    packaged = benchmarks()
     sentences = bool(sc.params.get("leakage") or sc.params.get("decontaminate"))
     found: list[str] = []
-    for item in sc.params["benchmarks"]:
-        entry = (item.partition("=")[2] if "=" in item else item).strip()
-        if entry.startswith("file:"):
-            continue
-        if entry == "all" or entry in packaged:
+    for entry in _entries(sc):
+        if entry == "all" or entry in benchmarks():
             found += (list(ZERO_SHOT) if entry == "all" else [entry]) if sentences else []
         else:
             found.append(entry.partition(":")[0])
@@ -288,10 +280,14 @@ def _kept_by_append(store: Store, sc: Scenario, plan: ReadPlan, base: Path | Non
     return notes
 
 
-def stored_commits(store: Store, name: str) -> list[str]:
-    """The Hub commits a stored source's inputs were read at, each once."""
-    found = (i.get("revision") for s in store.stored_splits(name).values() for i in s.inputs)
-    return sorted({c for c in found if c})
+def stored_at(store: Store, name: str) -> dict[str, str]:
+    """Per split of a stored source, the Hub commit(s) its inputs were read at (`, `-joined)."""
+    out = {}
+    for split, s in sorted(store.stored_splits(name).items()):
+        commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
+        if commits:
+            out[split] = ", ".join(commits)
+    return out
 
 
 def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
@@ -301,7 +297,7 @@ def hub_commit(store: Store, sc: Scenario, dataset: str) -> str | Taken:
     try:
         return hub_revision(dataset, sc.revision)
     except HubUnreachable as exc:
-        had = stored_commits(store, sc.stored)
+        had = sorted({c for cs in stored_at(store, sc.stored).values() for c in cs.split(", ")})
         if not store.has_source(sc.stored):
             raise _Unavailable(
                 f"scenario {sc.name!r}: {exc}, and {sc.stored!r} is not in the store yet: "
@@ -328,11 +324,8 @@ def input_name(key: str, base: Path | None) -> str:
     """How a changelog names an input: its path under the scenario's `path`, else its file
     name, else (a Hub dataset split) as stored; never an absolute path."""
     p = Path(key)
-    if base is not None:
-        try:
-            return p.relative_to(base.resolve()).as_posix()
-        except ValueError:
-            pass
+    if base is not None and p.is_relative_to(base.resolve()):
+        return p.relative_to(base.resolve()).as_posix()
     return p.name if p.is_absolute() else key
 
 

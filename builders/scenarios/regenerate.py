@@ -1,13 +1,8 @@
 """Regenerating what the project publishes: scenarios -> repo folders, reusing what is current.
 
-    book = load_scenarios("scenarios.toml")
-    regenerate(store, book.scenarios, book.out)   -> [ScenarioReport]  (reused | built | ...)
-
-The inputs are read first (`builders.scenarios.inputs`). A scenario's key hashes its source's
-stored fingerprints (and Hub commits), its parameters, the evaluation label sets, the stored
-sources and (with leakage) benchmark sentences it evaluates against, each model's weights
-and runtime, and the toolkit version; a scenario is rebuilt (`builders.scenarios.rebuild`)
-only when no folder records its key. `--publish` pushes the folders this run built or rebuilt.
+The inputs are read first (`builders.scenarios.inputs`); a scenario is rebuilt
+(`builders.scenarios.rebuild`) only when no folder records its key (`scenario_key`).
+`--publish` pushes the folders this run built or rebuilt.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from builders.hub.outdir import OutLock
 from builders.labels import union_labels
 from builders.names import valid_tag
 from builders.scenarios.book import Scenario, ScenarioKeys
-from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, take_inputs
+from builders.scenarios.inputs import Inputs, _Unavailable, inputs_now, stored_at, take_inputs
 from builders.scenarios.rebuild import key_of, rebuild_fewnerd, rebuild_splits, recorded
 from builders.scenarios.report import ScenarioReport
 from builders.shift.benchmarks import EvalSet, ingest_local, resolve
@@ -49,7 +44,7 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         "params": {k: v for k, v in sc.params.items() if _UNKEYED_DEFAULTS.get(k, object()) != v},
         "toolkit_version": __version__,
     }
-    revisions = _revisions(store, sc.stored)
+    revisions = stored_at(store, sc.stored)
     if revisions:  # a Hub dataset: its commits, so that a new one is named (`_why`)
         parts["revisions"] = revisions
     if sc.kind == "splits":  # the bound as it applies (a strategy's default, resolved)
@@ -78,16 +73,6 @@ def scenario_key(store: Store, sc: Scenario) -> tuple[str, dict[str, Any]]:
         runtime = EmbeddingSpec(backend=sc.params["backend"], precision=sc.params["precision"])
         parts["models"] = [model_part(runtime.with_model(m)) for m in models]
     return key_of(parts), parts
-
-
-def _revisions(store: Store, source: str) -> dict[str, str]:
-    """Per split of a stored source, the Hub commit(s) its inputs were read at."""
-    out = {}
-    for split, s in sorted(store.stored_splits(source).items()):
-        commits = sorted({i["revision"] for i in s.inputs if i.get("revision")})
-        if commits:
-            out[split] = ", ".join(commits)
-    return out
 
 
 def _models(sc: Scenario) -> list[str]:
@@ -123,13 +108,11 @@ def _sentence_fingerprints(store: Store, evalsets: list[EvalSet]) -> dict[str, s
     its local copy first, as the leakage scan would); None if unavailable."""
     out: dict[str, str | None] = {}
     for s in evalsets:
-        if s.sentences is None:
-            continue
-        src, split = s.sentences
-        if not store.has_source(src):
-            ingest_local(store, src)
-        found = dict((sp, fp) for _, sp, fp in store.fingerprints(src))
-        out[s.name] = found.get(split)
+        if s.sentences is not None:
+            src, split = s.sentences
+            if not store.has_source(src):
+                ingest_local(store, src)
+            out[s.name] = next((fp for _, sp, fp in store.fingerprints(src) if sp == split), None)
     return out
 
 
@@ -276,15 +259,11 @@ def _publish(
         if rep.status != "skipped" and sc.publish:
             for f in rep.folders:
                 keys.setdefault(f, {})[sc.name] = rep.key
+    built = {rep.name for rep in reports if rep.status in ("built", "rebuilt")}
     folders = [
         f
         for f, now in keys.items()
-        if any(
-            rep.status in ("built", "rebuilt") and f in rep.folders
-            for rep in reports
-            if rep.name in now
-        )
-        or any((last.get(f) or {}).get(name) != key for name, key in now.items())
+        if any(name in built or (last.get(f) or {}).get(name) != key for name, key in now.items())
     ]
     if not folders:
         return
@@ -375,7 +354,7 @@ def _one(
     for name in [sc.stored, *benches]:
         t = inputs.taken[name]
         rep.notes += t.notes if not isinstance(t, _Unavailable) else [str(t)]
-        commits = _revisions(store, name)
+        commits = stored_at(store, name)
         if commits or getattr(t, "checked", None) is not None:
             rep.revisions[name] = {"splits": commits, "checked": bool(getattr(t, "checked", 0))}
     with _in_scenario_words(sc):  # its settings checked first (a backend's precision)

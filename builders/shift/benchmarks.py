@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from builders.defaults import DEFAULT_PROTOCOL, canonical_split
+from builders.defaults import DEFAULT_PROTOCOL, FEWNERD_MODES, canonical_split
 from builders.errors import (
     AmbiguousInput,
     InputError,
@@ -31,7 +31,6 @@ from builders.errors import (
     opt,
 )
 from builders.labels import (
-    FEWNERD_MODES,
     MISC_LABEL,
     ZERO_SHOT,
     benchmarks,
