@@ -30,9 +30,6 @@ from builders.names import quoted
 from builders.sources import NAME_CREDITS
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity"]
-#: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix
-#: (builds without provenance; with it, the source's own credits are used): the registry's.
-SOURCE_CITATIONS = NAME_CREDITS
 LEVEL_TEXT = {
     "low": "the training labels closest to the benchmark labels (easy transfer)",
     "medium": "training labels from the middle of the score distribution",
@@ -40,12 +37,6 @@ LEVEL_TEXT = {
 }
 _MAX_LISTED = 20  # labels named per changelog line
 _LABELS_SHOWN = 40  # a level's labels named in its card
-
-
-def rebuild_command(build: Mapping[str, Any]) -> str:
-    """The build's recorded command, redacted."""
-    command = build.get("command") or f"build-splits --source {build['config']['source']}"
-    return redact(str(command))
 
 
 def subset_yaml(
@@ -87,19 +78,14 @@ def subset_yaml(
         checks = _checks(b)
         if checks:
             familiarity[c]["check_models"] = [familiarity_meta(rep, full) for rep, full in checks]
-    extra = {"label_shift": _label_shift_meta(builds), "familiarity": familiarity}
-    return card_yaml(header, data_configs, infos, extra)
-
-
-def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Source, level and how each config chose it, for the card's YAML."""
-    first = next(iter(builds.values()))
-    return {
+    label_shift = {
         "source": first["config"]["source"],
         "level": first["subset"]["level"],
         # how each config chose its level: its strategy's `cut_meta`
         "cuts": {c: dict(json.loads(str(_card(b).cut_meta(b)))) for c, b in builds.items()},
     }
+    extra = {"label_shift": label_shift, "familiarity": familiarity}
+    return card_yaml(header, data_configs, infos, extra)
 
 
 def _card(b: Mapping[str, Any]) -> Any:
@@ -159,7 +145,7 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "composition": _composition_rows(b),
         "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
-        "command": rebuild_command(b),
+        "command": redact(str(b.get("command") or f"build-splits --source {cfg['source']}")),
         "recipe": (b.get("provenance") or {}).get("recipe", []),
         "runtime": _runtime(b),
         "version": b.get("toolkit_version", "unknown"),
@@ -285,7 +271,7 @@ def render_card(
     if not builds:
         raise ValueError("render_card needs at least one config's build.json")
     first = next(iter(builds.values()))
-    license, source_origin, cites = _attribution(first, license, source_origin)
+    about = _source_vars(first, license, source_origin)
     views = [_config_view(c, b) for c, b in builds.items()]
     sections: dict[str, dict[str, Any]] = {}  # one per strategy's card text, as configs come
     for v in views:
@@ -295,32 +281,25 @@ def render_card(
         environment()
         .get_template("subset.md.j2")
         .render(
-            yaml_header=Markup(subset_yaml(builds, license, source_origin)),
+            yaml_header=Markup(
+                subset_yaml(builds, about["source_license"], about["source_origin"])
+            ),
             **_naming_vars(name, first, load_from, year),
-            **_source_vars(first, license, source_origin, cites),
+            **about,
             configs=views,
             sections=list(sections.values()),
             versions=sorted({v["version"] for v in views}),
             full=first.get("full"),
             changelog=_changelog_view(changelog),
-            limitations=_limitations(views),
+            # (config, failed checks and notes) of each config whose verdicts have any
+            limitations=[
+                (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
+                for v in views
+                if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
+            ],
         )
     )
     return redact(text)
-
-
-def _attribution(
-    first: Mapping[str, Any], license: str, source_origin: str | None
-) -> tuple[str, str | None, list[str]]:
-    """The card's licence, Hub origin and citation keys: the build's record of what was read,
-    else the registry's defaults."""
-    src = _source(first)
-    if src:
-        origin = src.get("hub_dataset") if src.get("read_from_hub") else None
-        return src.get("license") or license, origin, ["familiarity", *src.get("credits", [])]
-    source = first["config"]["source"]
-    cites = [key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)]
-    return license, source_origin, ["familiarity", *cites]
 
 
 def _naming_vars(
@@ -340,31 +319,28 @@ def _naming_vars(
 
 
 def _source_vars(
-    first: Mapping[str, Any], license: str, source_origin: str | None, cites: list[str]
+    first: Mapping[str, Any], license: str, source_origin: str | None
 ) -> dict[str, Any]:
-    """Template variables about the source: licence, origin, annotation, inputs, citations."""
-    source = first["config"]["source"]
-    src = _source(first)
+    """Template variables about the source: its licence, Hub origin and citation keys (the
+    build's record of what was read, else the registry's defaults), annotation and inputs."""
+    source, src = first["config"]["source"], _source(first)
+    if src:
+        license = src.get("license") or license
+        source_origin = src.get("hub_dataset") if src.get("read_from_hub") else None
+        cites = src.get("credits", [])
+    else:  # keys in `cards/_citations.md.j2` by the source's name
+        cites = [key for prefix, key in NAME_CREDITS.items() if source.startswith(prefix)]
     return {
         "source": source,
         "source_origin": source_origin,
         "license": license_id(license),
         "source_license": license,
-        "citations": cites,
+        "citations": ["familiarity", *cites],
         "annotation": src.get("annotation", "unknown"),
         "source_text": _source_text(source, src),
         "read_from": _read_from(src),
         "inputs": _inputs(src),
     }
-
-
-def _limitations(views: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
-    """(config, failed checks and notes) for each config whose verdicts have any."""
-    return [
-        (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
-        for v in views
-        if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
-    ]
 
 
 def _source(build: Mapping[str, Any]) -> dict[str, Any]:
