@@ -77,15 +77,14 @@ def run_version(tag: str | None) -> str:
     return tag or f"{UNTAGGED} (toolkit {__version__})"
 
 
-def is_untagged(version: object) -> bool:
-    """Whether an entry's version is `run_version`'s name for a build without a tag."""
-    return isinstance(version, str) and (version == UNTAGGED or version.startswith(UNTAGGED + " ("))
-
-
 def named_by(log: list[dict[str, Any]], tag: str | None) -> list[dict[str, Any]]:
     """The changelog as a push tagged `tag` publishes it: its newest entry, if built without a
-    tag, named by the tag; otherwise `log` itself."""
-    if not tag or not log or not is_untagged(log[0].get("version")):
+    tag (named by `run_version`), named by the tag; otherwise `log` itself."""
+    version = log[0].get("version") if log else None
+    untagged = isinstance(version, str) and (
+        version == UNTAGGED or version.startswith(UNTAGGED + " (")
+    )
+    if not tag or not untagged:
         return log
     return [{**log[0], "version": tag}, *log[1:]]
 
