@@ -191,35 +191,23 @@ def _runtime(b: Mapping[str, Any]) -> str:
     return f"{runtime}, weights `{weights}`" if "|" in str(model.get("cache_key")) else runtime
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.4f}" if isinstance(x, float) else f"{x:,}"
+def _delta(before: Any, after: Any) -> str:
+    if before is None or after is None:
+        return "added" if before is None else "removed"
+    if isinstance(before, float) or isinstance(after, float):
+        return f"{after - before:+.4f}"
+    return f"{after - before:+,}"
 
 
 def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     out = []
     for entry in changelog or []:
-        rows = []
-        for config, metrics in (entry.get("changes") or {}).items():
-            for metric, (before, after) in metrics.items():
-                if before == after:
-                    continue
-                if before is None or after is None:
-                    delta = "added" if before is None else "removed"
-                elif isinstance(before, float) or isinstance(after, float):
-                    delta = f"{after - before:+.4f}"
-                else:
-                    delta = f"{after - before:+,}"
-                rows.append(
-                    {
-                        "config": config,
-                        "metric": metric,
-                        "before": _fmt(before),
-                        "after": _fmt(after),
-                        "delta": delta,
-                    }
-                )
+        rows = [
+            {"config": c, "metric": m, "before": a, "after": b, "delta": _delta(a, b)}
+            for c, metrics in (entry.get("changes") or {}).items()
+            for m, (a, b) in metrics.items()
+            if a != b
+        ]
         labels = []
         for config, d in (entry.get("details") or {}).items():
             groups = [
