@@ -114,7 +114,7 @@ def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
-    cfg, sub = b["config"], b["subset"]
+    cfg, sub, levels = b["config"], b["subset"], b.get("levels") or {}
     full = b.get("full")
     symbol = SCORE_SYMBOLS[cfg["strategy"]][1] if cfg["strategy"] in SCORE_SYMBOLS else ""
     return {
@@ -139,10 +139,15 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
             lv for lv in LEVELS if lv in ((b.get("verdicts") or {}).get("shares") or {})
         ],
         "level_rows": {
-            lv: {"labels": c["labels"], "mentions": c["mentions"]}
-            for lv, c in (b.get("levels") or {}).items()
+            lv: {"labels": c["labels"], "mentions": c["mentions"]} for lv, c in levels.items()
         },
-        "composition": _composition_rows(b),
+        # what makes the levels comparable beside their Familiarity (METHOD.md section 4), easy
+        # to hard; none in a build.json written before they were recorded
+        "composition": [
+            {"level": lv, **levels[lv]}
+            for lv in LEVELS
+            if lv in levels and "sentences_shared" in levels[lv]
+        ],
         "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
         "command": redact(str(b.get("command") or f"build-splits --source {cfg['source']}")),
@@ -153,17 +158,6 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "measured": b.get("measured_difficulty"),
         "build_id": (b.get("build") or {}).get("id"),
     }
-
-
-def _composition_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per level, easy to hard, what makes the levels comparable beside their Familiarity
-    (METHOD.md section 4); none for a build.json written before they were recorded."""
-    levels = b.get("levels") or {}
-    return [
-        {"level": lv, **levels[lv]}
-        for lv in LEVELS
-        if lv in levels and "sentences_shared" in levels[lv]
-    ]
 
 
 def _listed(value: Any) -> list[Any]:
@@ -260,6 +254,7 @@ def render_card(
         raise ValueError("render_card needs at least one config's build.json")
     first = next(iter(builds.values()))
     about = _source_vars(first, license, source_origin)
+    level = first["subset"]["level"]
     views = [_config_view(c, b) for c, b in builds.items()]
     sections: dict[str, dict[str, Any]] = {}  # one per strategy's card text, as configs come
     for v in views:
@@ -272,7 +267,13 @@ def render_card(
             yaml_header=Markup(
                 subset_yaml(builds, about["source_license"], about["source_origin"])
             ),
-            **_naming_vars(name, first, load_from, year),
+            name=name,
+            load_from=load_from or name,
+            local="/" not in name,  # not for a Hub repo
+            title=name.rsplit("/", 1)[-1],
+            level=level,
+            level_text=LEVEL_TEXT.get(level, level),
+            dataset_bibtex=dataset_bibtex(name, first, year),
             **about,
             configs=views,
             sections=list(sections.values()),
@@ -288,22 +289,6 @@ def render_card(
         )
     )
     return redact(text)
-
-
-def _naming_vars(
-    name: str, first: Mapping[str, Any], load_from: str | None, year: int | None = None
-) -> dict[str, Any]:
-    """Template variables naming the dataset: title, load path, level and BibTeX entry."""
-    level = first["subset"]["level"]
-    return {
-        "name": name,
-        "load_from": load_from or name,
-        "local": "/" not in name,  # not for a Hub repo
-        "title": name.rsplit("/", 1)[-1],
-        "level": level,
-        "level_text": LEVEL_TEXT.get(level, level),
-        "dataset_bibtex": dataset_bibtex(name, first, year),
-    }
 
 
 def _source_vars(
