@@ -30,9 +30,6 @@ from builders.names import quoted
 from builders.sources import NAME_CREDITS
 
 TAGS = ["ner", "zero-shot", "label-shift", "familiarity"]
-#: Citation keys in `cards/_citations.md.j2` for sources whose name starts with the prefix
-#: (builds without provenance; with it, the source's own credits are used): the registry's.
-SOURCE_CITATIONS = NAME_CREDITS
 LEVEL_TEXT = {
     "low": "the training labels closest to the benchmark labels (easy transfer)",
     "medium": "training labels from the middle of the score distribution",
@@ -40,12 +37,6 @@ LEVEL_TEXT = {
 }
 _MAX_LISTED = 20  # labels named per changelog line
 _LABELS_SHOWN = 40  # a level's labels named in its card
-
-
-def rebuild_command(build: Mapping[str, Any]) -> str:
-    """The build's recorded command, redacted."""
-    command = build.get("command") or f"build-splits --source {build['config']['source']}"
-    return redact(str(command))
 
 
 def subset_yaml(
@@ -87,19 +78,14 @@ def subset_yaml(
         checks = _checks(b)
         if checks:
             familiarity[c]["check_models"] = [familiarity_meta(rep, full) for rep, full in checks]
-    extra = {"label_shift": _label_shift_meta(builds), "familiarity": familiarity}
-    return card_yaml(header, data_configs, infos, extra)
-
-
-def _label_shift_meta(builds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Source, level and how each config chose it, for the card's YAML."""
-    first = next(iter(builds.values()))
-    return {
+    label_shift = {
         "source": first["config"]["source"],
         "level": first["subset"]["level"],
         # how each config chose its level: its strategy's `cut_meta`
         "cuts": {c: dict(json.loads(str(_card(b).cut_meta(b)))) for c, b in builds.items()},
     }
+    extra = {"label_shift": label_shift, "familiarity": familiarity}
+    return card_yaml(header, data_configs, infos, extra)
 
 
 def _card(b: Mapping[str, Any]) -> Any:
@@ -128,7 +114,7 @@ def _cuts_view(b: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
-    cfg, sub = b["config"], b["subset"]
+    cfg, sub, levels = b["config"], b["subset"], b.get("levels") or {}
     full = b.get("full")
     symbol = SCORE_SYMBOLS[cfg["strategy"]][1] if cfg["strategy"] in SCORE_SYMBOLS else ""
     return {
@@ -153,13 +139,18 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
             lv for lv in LEVELS if lv in ((b.get("verdicts") or {}).get("shares") or {})
         ],
         "level_rows": {
-            lv: {"labels": c["labels"], "mentions": c["mentions"]}
-            for lv, c in (b.get("levels") or {}).items()
+            lv: {"labels": c["labels"], "mentions": c["mentions"]} for lv, c in levels.items()
         },
-        "composition": _composition_rows(b),
+        # what makes the levels comparable beside their Familiarity (METHOD.md section 4), easy
+        # to hard; none in a build.json written before they were recorded
+        "composition": [
+            {"level": lv, **levels[lv]}
+            for lv in LEVELS
+            if lv in levels and "sentences_shared" in levels[lv]
+        ],
         "n_eval": sub["familiarity"]["summary"]["n"],
         "short_of_k": int(sub["mentions"]) < int(cfg["k"]),
-        "command": rebuild_command(b),
+        "command": redact(str(b.get("command") or f"build-splits --source {cfg['source']}")),
         "recipe": (b.get("provenance") or {}).get("recipe", []),
         "runtime": _runtime(b),
         "version": b.get("toolkit_version", "unknown"),
@@ -167,17 +158,6 @@ def _config_view(config: str, b: Mapping[str, Any]) -> dict[str, Any]:
         "measured": b.get("measured_difficulty"),
         "build_id": (b.get("build") or {}).get("id"),
     }
-
-
-def _composition_rows(b: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per level, easy to hard, what makes the levels comparable beside their Familiarity
-    (METHOD.md section 4); none for a build.json written before they were recorded."""
-    levels = b.get("levels") or {}
-    return [
-        {"level": lv, **levels[lv]}
-        for lv in LEVELS
-        if lv in levels and "sentences_shared" in levels[lv]
-    ]
 
 
 def _listed(value: Any) -> list[Any]:
@@ -205,35 +185,23 @@ def _runtime(b: Mapping[str, Any]) -> str:
     return f"{runtime}, weights `{weights}`" if "|" in str(model.get("cache_key")) else runtime
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.4f}" if isinstance(x, float) else f"{x:,}"
+def _delta(before: Any, after: Any) -> str:
+    if before is None or after is None:
+        return "added" if before is None else "removed"
+    if isinstance(before, float) or isinstance(after, float):
+        return f"{after - before:+.4f}"
+    return f"{after - before:+,}"
 
 
 def _changelog_view(changelog: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     out = []
     for entry in changelog or []:
-        rows = []
-        for config, metrics in (entry.get("changes") or {}).items():
-            for metric, (before, after) in metrics.items():
-                if before == after:
-                    continue
-                if before is None or after is None:
-                    delta = "added" if before is None else "removed"
-                elif isinstance(before, float) or isinstance(after, float):
-                    delta = f"{after - before:+.4f}"
-                else:
-                    delta = f"{after - before:+,}"
-                rows.append(
-                    {
-                        "config": config,
-                        "metric": metric,
-                        "before": _fmt(before),
-                        "after": _fmt(after),
-                        "delta": delta,
-                    }
-                )
+        rows = [
+            {"config": c, "metric": m, "before": a, "after": b, "delta": _delta(a, b)}
+            for c, metrics in (entry.get("changes") or {}).items()
+            for m, (a, b) in metrics.items()
+            if a != b
+        ]
         labels = []
         for config, d in (entry.get("details") or {}).items():
             groups = [
@@ -285,7 +253,8 @@ def render_card(
     if not builds:
         raise ValueError("render_card needs at least one config's build.json")
     first = next(iter(builds.values()))
-    license, source_origin, cites = _attribution(first, license, source_origin)
+    about = _source_vars(first, license, source_origin)
+    level = first["subset"]["level"]
     views = [_config_view(c, b) for c, b in builds.items()]
     sections: dict[str, dict[str, Any]] = {}  # one per strategy's card text, as configs come
     for v in views:
@@ -295,76 +264,56 @@ def render_card(
         environment()
         .get_template("subset.md.j2")
         .render(
-            yaml_header=Markup(subset_yaml(builds, license, source_origin)),
-            **_naming_vars(name, first, load_from, year),
-            **_source_vars(first, license, source_origin, cites),
+            yaml_header=Markup(
+                subset_yaml(builds, about["source_license"], about["source_origin"])
+            ),
+            name=name,
+            load_from=load_from or name,
+            local="/" not in name,  # not for a Hub repo
+            title=name.rsplit("/", 1)[-1],
+            level=level,
+            level_text=LEVEL_TEXT.get(level, level),
+            dataset_bibtex=dataset_bibtex(name, first, year),
+            **about,
             configs=views,
             sections=list(sections.values()),
             versions=sorted({v["version"] for v in views}),
             full=first.get("full"),
             changelog=_changelog_view(changelog),
-            limitations=_limitations(views),
+            # (config, failed checks and notes) of each config whose verdicts have any
+            limitations=[
+                (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
+                for v in views
+                if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
+            ],
         )
     )
     return redact(text)
 
 
-def _attribution(
-    first: Mapping[str, Any], license: str, source_origin: str | None
-) -> tuple[str, str | None, list[str]]:
-    """The card's licence, Hub origin and citation keys: the build's record of what was read,
-    else the registry's defaults."""
-    src = _source(first)
-    if src:
-        origin = src.get("hub_dataset") if src.get("read_from_hub") else None
-        return src.get("license") or license, origin, ["familiarity", *src.get("credits", [])]
-    source = first["config"]["source"]
-    cites = [key for prefix, key in SOURCE_CITATIONS.items() if source.startswith(prefix)]
-    return license, source_origin, ["familiarity", *cites]
-
-
-def _naming_vars(
-    name: str, first: Mapping[str, Any], load_from: str | None, year: int | None = None
-) -> dict[str, Any]:
-    """Template variables naming the dataset: title, load path, level and BibTeX entry."""
-    level = first["subset"]["level"]
-    return {
-        "name": name,
-        "load_from": load_from or name,
-        "local": "/" not in name,  # not for a Hub repo
-        "title": name.rsplit("/", 1)[-1],
-        "level": level,
-        "level_text": LEVEL_TEXT.get(level, level),
-        "dataset_bibtex": dataset_bibtex(name, first, year),
-    }
-
-
 def _source_vars(
-    first: Mapping[str, Any], license: str, source_origin: str | None, cites: list[str]
+    first: Mapping[str, Any], license: str, source_origin: str | None
 ) -> dict[str, Any]:
-    """Template variables about the source: licence, origin, annotation, inputs, citations."""
-    source = first["config"]["source"]
-    src = _source(first)
+    """Template variables about the source: its licence, Hub origin and citation keys (the
+    build's record of what was read, else the registry's defaults), annotation and inputs."""
+    source, src = first["config"]["source"], _source(first)
+    if src:
+        license = src.get("license") or license
+        source_origin = src.get("hub_dataset") if src.get("read_from_hub") else None
+        cites = src.get("credits", [])
+    else:  # keys in `cards/_citations.md.j2` by the source's name
+        cites = [key for prefix, key in NAME_CREDITS.items() if source.startswith(prefix)]
     return {
         "source": source,
         "source_origin": source_origin,
         "license": license_id(license),
         "source_license": license,
-        "citations": cites,
+        "citations": ["familiarity", *cites],
         "annotation": src.get("annotation", "unknown"),
         "source_text": _source_text(source, src),
         "read_from": _read_from(src),
         "inputs": _inputs(src),
     }
-
-
-def _limitations(views: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
-    """(config, failed checks and notes) for each config whose verdicts have any."""
-    return [
-        (v["name"], v["verdicts"]["failed"] + v["verdicts"]["notes"])
-        for v in views
-        if v["verdicts"] and (v["verdicts"]["failed"] or v["verdicts"]["notes"])
-    ]
 
 
 def _source(build: Mapping[str, Any]) -> dict[str, Any]:

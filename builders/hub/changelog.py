@@ -15,17 +15,16 @@ Familiarity report. Pure: the scenarios' rebuild writes the file, the cards show
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from builders import __version__
-from builders.defaults import config_order
 from builders.hub.templating import r4
 
 CHANGELOG = "changelog.json"
 #: How an entry built without a tag is named until a push names it (`named_by`).
 UNTAGGED = "untagged"
-#: The metrics of `changelog_entry`, in order (no per-benchmark Familiarity).
+#: The metrics a commit message names, in order (no per-benchmark Familiarity).
 HEADLINE = ("rows", "mentions", "labels", "familiarity")
 
 
@@ -65,28 +64,11 @@ def fewnerd_metrics(summary: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**m, **report_metrics(summary.get("familiarity"))}
 
 
-def compare(
-    before: Mapping[str, Any], after: Mapping[str, Any], metrics: Iterable[str] | None = None
-) -> dict[str, list[Any]]:
-    """metric -> [before, after] (None where a side lacks it); by default `after`'s metrics,
-    then those only `before` has."""
-    keys = [*after, *(k for k in before if k not in after)] if metrics is None else metrics
+def compare(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """metric -> [before, after] (None where a side lacks it): `after`'s metrics, then those
+    only `before` has."""
+    keys = [*after, *(k for k in before if k not in after)]
     return {k: [before.get(k), after.get(k)] for k in keys}
-
-
-def changelog_entry(
-    version: str,
-    old: Mapping[str, Mapping[str, Any]],
-    new: Mapping[str, Mapping[str, Any]],
-    note: str | None = None,
-) -> dict[str, Any]:
-    """One changelog entry: the `HEADLINE` metrics per config (config -> build.json) of two
-    sets of builds, a config of one side only included."""
-    changes = {
-        c: compare(subset_metrics(old.get(c)), subset_metrics(new.get(c)), HEADLINE)
-        for c in config_order(set(old) | set(new))
-    }
-    return {"version": version, "note": note, "changes": changes}
 
 
 def run_version(tag: str | None) -> str:
@@ -95,15 +77,14 @@ def run_version(tag: str | None) -> str:
     return tag or f"{UNTAGGED} (toolkit {__version__})"
 
 
-def is_untagged(version: object) -> bool:
-    """Whether an entry's version is `run_version`'s name for a build without a tag."""
-    return isinstance(version, str) and (version == UNTAGGED or version.startswith(UNTAGGED + " ("))
-
-
 def named_by(log: list[dict[str, Any]], tag: str | None) -> list[dict[str, Any]]:
     """The changelog as a push tagged `tag` publishes it: its newest entry, if built without a
-    tag, named by the tag; otherwise `log` itself."""
-    if not tag or not log or not is_untagged(log[0].get("version")):
+    tag (named by `run_version`), named by the tag; otherwise `log` itself."""
+    version = log[0].get("version") if log else None
+    untagged = isinstance(version, str) and (
+        version == UNTAGGED or version.startswith(UNTAGGED + " (")
+    )
+    if not tag or not untagged:
         return log
     return [{**log[0], "version": tag}, *log[1:]]
 

@@ -207,27 +207,32 @@ def parquet_rows(files: list[Path]) -> Iterator[Row]:
         if not {"tokens", "spans"} <= names:
             raise InputError(f"{path}: expected columns tokens and spans, got {sorted(names)}")
         optional = [c for c in ("negatives", "negative_spans") if c in names]
-        for batch in pf.iter_batches(
-            batch_size=10_000, columns=["id", "tokens", "spans", *optional]
+        columns = ["id", "tokens", "spans", *optional]
+        yield from _rows(pf.iter_batches(batch_size=10_000, columns=columns), path)
+
+
+def _rows(batches: Iterable[Any], path: Path | None = None) -> Iterator[Row]:
+    """The rows of Arrow record batches (`Store.source_reader`'s, or a file's: `path`, named
+    with the row's id in messages)."""
+    for batch in batches:
+        data = batch.to_pydict()
+        none = [None] * batch.num_rows
+        for rid, tokens, spans, neg, neg_spans in zip(
+            data.get("id") or none,
+            data["tokens"],
+            data["spans"],
+            data.get("negatives") or none,
+            data.get("negative_spans") or none,
+            strict=True,
         ):
-            data = batch.to_pydict()
-            none = [None] * batch.num_rows
-            for rid, tokens, spans, neg, neg_spans in zip(
-                data["id"],
-                data["tokens"],
-                data["spans"],
-                data.get("negatives") or none,
-                data.get("negative_spans") or none,
-                strict=True,
-            ):
-                where = f"{path}: row {rid!r}"
-                yield Row(
-                    list(tokens),
-                    _checked(where, len(tokens), spans),
-                    list(neg) if neg else None,
-                    _checked(where, len(tokens), neg_spans or []),
-                    where,
-                )
+            where = f"{path}: row {rid!r}" if path else ""
+            yield Row(
+                list(tokens),
+                _checked(where, len(tokens), spans),
+                list(neg) if neg else None,
+                _checked(where, len(tokens), neg_spans or []),
+                where,
+            )
 
 
 def parquet_labels(files: list[Path]) -> Iterator[str]:
@@ -348,22 +353,7 @@ def export_gliner_source(
         )
     labels = store.split_labels(source, name)  # before the reader: one open result at a time
     with store.source_reader(source, name) as reader:
-        return write_training(_store_rows(reader), labels, out, limits, count)
-
-
-def _store_rows(reader: Any) -> Iterator[Row]:
-    """Rows from `Store.source_reader`'s batches (spans as stored: never out of bounds)."""
-    for batch in reader:
-        data = batch.to_pydict()
-        for tokens, spans, neg, neg_spans in zip(
-            data["tokens"], data["spans"], data["negatives"], data["negative_spans"], strict=True
-        ):
-            yield Row(
-                list(tokens),
-                [(s["start"], s["end"], s["label"]) for s in spans],
-                list(neg) if neg else None,
-                [(s["start"], s["end"], s["label"]) for s in neg_spans],
-            )
+        return write_training(_rows(reader), labels, out, limits, count)
 
 
 # ------------------------------------------------------------------------- evaluation layout

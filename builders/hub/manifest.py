@@ -66,7 +66,12 @@ def check_levels(
     folders = [Path(f) for f in folders]
     for parent in dict.fromkeys(Path(os.path.abspath(f)).parent for f in folders):
         if (parent / JOURNAL).exists():
-            raise InputError(_interrupted(parent))
+            raise InputError(
+                f"{parent}: a build into this folder was interrupted or is under way ({JOURNAL}), "
+                "so its levels may come from two builds: let it finish, or run any build into it "
+                f"again (build-splits, fewnerd-splits or regenerate with {opt('out', parent)}), "
+                "which first finishes the interrupted one"
+            )
     read: dict[str, list[tuple[Path, str, dict[str, Any]]]] = {}
     unchecked: list[str] = []
     manifests: dict[Path, dict[str, Any] | None] = {}
@@ -75,8 +80,9 @@ def check_levels(
         if where.parent not in manifests:
             manifests[where.parent] = read_manifest(where.parent)
         for cfg in _configs(folder, config):
-            entry = _entry(manifests[where.parent], where.name, cfg)
-            if entry is None:
+            manifest = manifests[where.parent]
+            entry = (manifest["folders"].get(where.name) or {}).get(cfg) if manifest else None
+            if not isinstance(entry, dict):
                 unchecked.append(str(folder / cfg))
                 continue
             _check_files(folder / cfg, entry, where.parent / MANIFEST)
@@ -115,15 +121,6 @@ def _warn(text: str) -> None:
     warnings.warn(text, BuildersNote, stacklevel=3)
 
 
-def _interrupted(parent: Path) -> str:
-    return (
-        f"{parent}: a build into this folder was interrupted or is under way ({JOURNAL}), so "
-        "its levels may come from two builds: let it finish, or run any build into it again "
-        f"(build-splits, fewnerd-splits or regenerate with {opt('out', parent)}), which first "
-        "finishes the interrupted one"
-    )
-
-
 def _configs(folder: Path, config: str | None) -> list[str]:
     """The configs of `folder` to check: `config`, or all; those with a build.json."""
     if not folder.is_dir():
@@ -131,13 +128,6 @@ def _configs(folder: Path, config: str | None) -> list[str]:
     if config is None:
         return configs_of(folder)
     return [config] if (folder / config / BUILD_JSON).is_file() else []
-
-
-def _entry(manifest: dict[str, Any] | None, folder: str, config: str) -> dict[str, Any] | None:
-    if manifest is None:
-        return None
-    entry = (manifest["folders"].get(folder) or {}).get(config)
-    return entry if isinstance(entry, dict) else None
 
 
 def _check_files(where: Path, entry: dict[str, Any], manifest: Path) -> None:

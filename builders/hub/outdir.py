@@ -332,27 +332,21 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def _rmtree(path: Path, errors: list[OSError]) -> None:
-    """shutil.rmtree, each failure kept in `errors`."""
-
-    def keep(_f: object, _p: object, exc: object) -> None:
-        err = exc[1] if isinstance(exc, tuple) else exc
-        errors.append(err if isinstance(err, OSError) else OSError(str(err)))
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=keep)
-    else:
-        shutil.rmtree(path, onerror=keep)
-
-
 def _remove(path: Path) -> bool:
     """Remove a temporary entry or an old folder; False, with a warning, where it cannot."""
     errors: list[OSError] = []
+
+    def keep(_f: object, _p: object, exc: object) -> None:  # each failure of shutil.rmtree
+        err = exc[1] if isinstance(exc, tuple) else exc
+        errors.append(err if isinstance(err, OSError) else OSError(str(err)))
+
     try:
-        if path.is_dir() and not path.is_symlink():
-            _rmtree(path, errors)
-        else:
+        if not path.is_dir() or path.is_symlink():
             path.unlink(missing_ok=True)
+        elif sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=keep)
+        else:
+            shutil.rmtree(path, onerror=keep)
     except OSError as exc:
         errors.append(exc)
     if not errors or not os.path.lexists(path):

@@ -19,6 +19,7 @@ refused.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import logging
@@ -227,11 +228,6 @@ def resolve_token(token: str | None = None) -> str:
     return found
 
 
-def endpoint() -> str | None:
-    """`HF_ENDPOINT` read at call time (huggingface_hub reads it once, at import)."""
-    return os.environ.get("HF_ENDPOINT") or None
-
-
 def _status(exc: BaseException) -> int | None:
     response = getattr(exc, "response", None)
     return getattr(response, "status_code", None)
@@ -242,19 +238,17 @@ def retry_delay(exc: BaseException, attempt: int) -> float:
     8, 8 s; at most `MAX_WAIT`."""
     response = getattr(exc, "response", None)
     header = response.headers.get("Retry-After") if response is not None else None
+    wait = BACKOFF * (2**attempt)
     if header:
         try:
-            return min(max(float(header), 0.0), MAX_WAIT)
+            wait = max(float(header), 0.0)
         except ValueError:
             from email.utils import parsedate_to_datetime  # 8 ms: not in every --help
 
-            try:
+            with contextlib.suppress(TypeError, ValueError):
                 when = parsedate_to_datetime(header)
-                now = _dt.datetime.now(when.tzinfo or _dt.UTC)
-                return min(max((when - now).total_seconds(), 0.0), MAX_WAIT)
-            except (TypeError, ValueError):
-                pass
-    return min(BACKOFF * (2**attempt), MAX_WAIT)
+                wait = max((when - _dt.datetime.now(when.tzinfo or _dt.UTC)).total_seconds(), 0.0)
+    return min(wait, MAX_WAIT)
 
 
 def with_retries(fn: Callable[[], T], what: str) -> T:
@@ -344,7 +338,9 @@ def publish(
     if api is None:
         from huggingface_hub import HfApi
 
-        api = HfApi(endpoint=endpoint(), token=secret, library_name="labelshift-builders")
+        # HF_ENDPOINT read now: huggingface_hub reads it once, at import
+        endpoint = os.environ.get("HF_ENDPOINT") or None
+        api = HfApi(endpoint=endpoint, token=secret, library_name="labelshift-builders")
     for plan in plans:
         _check_no_token(plan, secret)
     if tag:

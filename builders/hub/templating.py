@@ -141,10 +141,8 @@ def size_category(n: int) -> str:
     names = ["1K", "10K", "100K", "1M", "10M", "100M", "1B", "10B", "100B", "1T"]
     if n < 1_000:
         return "n<1K"
-    for i in range(1, len(names)):
-        if n < 10 ** (3 + i):
-            return f"{names[i - 1]}<n<{names[i]}"
-    return "n>1T"
+    k = len(str(n)) - 4  # n has k + 4 digits: names[k] <= n < names[k + 1]
+    return f"{names[k]}<n<{names[k + 1]}" if k + 1 < len(names) else "n>1T"
 
 
 def r4(x: float | None) -> float | None:

@@ -165,10 +165,10 @@ def test_gliner_reads_an_exported_level_whole(
 
 
 def _rows(store: Path, source: str) -> list[Row]:
-    from builders.hub.export import _store_rows
+    from builders.hub.export import _rows as batch_rows
 
     with Store(store, read_only=True) as s, s.source_reader(source, "train") as reader:
-        return list(_store_rows(reader))
+        return list(batch_rows(reader))
 
 
 def test_windows_never_cut_an_entity(sample_store: Path, minilm: str) -> None:
