@@ -87,6 +87,11 @@ class ReadReport:
         self.note(f"{where.name if isinstance(where, Path) else where}: {what} not read: {listed}")
 
 
+def dataset_name(dataset: str, config: str | None) -> str:
+    """`DFKI-SLT/few-nerd[supervised]`: a dataset and its config as errors name them."""
+    return dataset.rstrip("/") + (f"[{config}]" if config else "")
+
+
 @dataclass(frozen=True)
 class DatasetSplit:
     """One split of a Hugging Face dataset, the unit the `hf` reader reads.
@@ -106,12 +111,7 @@ class DatasetSplit:
     revision: str | None = None
 
     def __str__(self) -> str:
-        return (
-            self.dataset.rstrip("/")
-            + (f"[{self.config}]" if self.config else "")
-            + "/"
-            + self.split
-        )
+        return f"{dataset_name(self.dataset, self.config)}/{self.split}"
 
     @property
     def name(self) -> str:
