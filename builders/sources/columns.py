@@ -6,27 +6,16 @@
     # http://...  [2009]   comment lines before a sentence are skipped and counted (GermEval)
     1  Lehmbruck  B-OTH  B-PER   an index column and outer and nested tags (GermEval 2014)
 
-Layout (`columns`): what each column holds, e.g. `token,tag` or `token,pos,chunk,tag` (other
-names are columns skipped and named in the report); `columns=auto` finds it from the values
-(`layout.py`).
+`columns` says what each column holds (`token,pos,chunk,tag`; other names are skipped and
+named in the report), or `auto` finds it (`layout.py`). A `#` line (a space or tab after it)
+before a sentence is a comment, skipped and counted, unless it reads as a row of the file
+(its width, a tag in the tag column, `1` in the index column); a file with both is refused.
 
-Comments (`comments`): a line starting with `#` and a space or tab before a sentence's first
-row is a comment (skipped and counted) when it cannot be a row of the file (other width, no
-tag in the tag column, no `1` in the index column), else a row (the token `#`). A file with
-both is refused with its line, naming `comments=skip` and `comments=none`.
-
-Tag schemes: BIO, BIOES and IO (`I-x` or a bare type such as Few-NERD's
-`person-artist/author`). In IO, adjacent tokens of one type are one entity, so IO files have
-fewer mentions than their BIO originals.
-
-Separators: tabs if the first row has one (cells stripped), else runs of whitespace. Empty
-cells past the last column (a trailing tab) are dropped and counted. A row without a tab in a
-file cut on tabs (MIT Movie trivia10k13's `I-Plot supernatural`) is refused, naming
-`sep=space` when it reads every row of the file.
-
-Strictness: a row of the wrong width, a tag outside the scheme, or an `I-x` that does not
-continue an `x` entity is an error naming the file, line and value (and the option that reads
-it); `repair=True` reads such an `I-x` as `B-x` and counts it (`repaired_tags`).
+Schemes: BIO, BIOES and IO (`I-x` or a bare type, Few-NERD's `person-artist/author`: adjacent
+tokens of one type are one entity). Cells are cut on tabs if the first row has one, else on
+whitespace; empty cells past the last column are dropped and counted. A bad row or tag, or an
+`I-x` that continues no `x`, is an error naming the file, line and value and the option that
+reads it (`repair=True` reads such an `I-x` as `B-x` and counts it).
 """
 
 from __future__ import annotations
@@ -312,14 +301,13 @@ def _decode(
     report: ReadReport,
 ) -> Example:
     """One sentence's tags as (start, stop, label) spans, validated."""
-    decode = _decode_io if scheme == "io" else _decode_bio
-    spans = decode(path, first_line, tags, scheme, repair, report)
+    if scheme == "io":
+        return Example(tokens=tokens, spans=_decode_io(path, first_line, tags), line=first_line)
+    spans = _decode_bio(path, first_line, tags, scheme, repair, report)
     return Example(tokens=tokens, spans=spans, line=first_line)
 
 
-def _decode_io(
-    path: Path, first_line: int, tags: list[str], scheme: str, repair: bool, report: ReadReport
-) -> list[tuple[int, int, str]]:
+def _decode_io(path: Path, first_line: int, tags: list[str]) -> list[tuple[int, int, str]]:
     """IO: a run of one type is one entity (neighbours of one type merge)."""
     spans: list[tuple[int, int, str]] = []
     open_label: str | None = None
@@ -327,9 +315,9 @@ def _decode_io(
     for i, tag in enumerate(tags):
         label = None
         if tag != "O":
-            prefix, label = _split_tag(tag, scheme)
+            prefix, label = _split_tag(tag, "io")
             if prefix is None or not label:
-                raise SourceFormatError(path, first_line + i, _bad_tag_message(scheme, tag), tag)
+                raise SourceFormatError(path, first_line + i, _bad_tag_message("io", tag), tag)
         if label == open_label:
             continue
         if open_label is not None:
