@@ -42,9 +42,6 @@ def ingest(
     name: str | None = None,
     replace: bool = False,
     append: bool = False,
-    exact: bool = False,
-    allow_shrink: bool = False,
-    fixes: Mapping[str, str] | None = None,
     options: dict[str, Any] | None = None,
     label_map: Mapping[str, str] | None = None,
     revision: str | None = None,
@@ -54,7 +51,7 @@ def ingest(
 
     `path` is one or more files, folders or globs; `label_map` (raw tag -> label) is read
     before the packaged table (METHOD.md section 6); a Hub dataset is read at `revision`
-    (default its main branch). The other arguments: `writer.prepare_source`.
+    (default its main branch); `name`, `replace`, `append`: `writer.prepare_source`.
     """
     spec, plan = plan_ingest(
         source, path, split=split, options=options, label_map=label_map, revision=revision
@@ -66,8 +63,5 @@ def ingest(
         name=name,
         replace=replace,
         append=append,
-        exact=exact,
-        allow_shrink=allow_shrink,
-        fixes=fixes,
         progress=progress,
     ).write()
