@@ -120,22 +120,12 @@ def prepare_source(
 ) -> SourceWrite:
     """What an ingest of a read plan writes, decided and checked against what is stored,
     nothing written (`SourceWrite.write` writes it): a caller writing several sources checks
-    them all before it writes any (`regenerate`).
-
-    Args:
-        name: the name to store it under (default: the source name).
-        replace: replace what a split holds, even an unchanged input.
-        append: add the plan's new inputs to what a split holds.
-        exact: the plan is the source's whole input: a changed split is read again, an
-            unchanged one kept, and a stored split the plan does not name removed.
-        allow_shrink: with `exact`, accept a split removed whole or a source falling by more
-            than half of its sentences.
-        fixes: how the caller spells the fixes its refusals name (keys `replace`, `append`,
-            `name`, `shrink`; default: as the surface in force names them).
-        progress: called with the number of examples read since the last call.
-
-    Raises:
-        BuildersError: a refusal (module docstring), as far as is known before reading.
+    them all before it writes any (`regenerate`). `name`: stored under (default the source's
+    name); `replace` (even an unchanged input), `append`, `exact`, `allow_shrink` (with
+    `exact`, accept what `ShrinkGuard` refuses): the module docstring; `fixes`: how
+    the caller spells the fixes its refusals name (keys `replace`, `append`, `name`,
+    `shrink`); `progress`: called with the examples read since the last call. A refusal
+    known before reading is raised here.
     """
     fix = {**_fixes(), **(fixes or {})}
     if replace and append:
