@@ -47,12 +47,9 @@ def ingest(
     revision: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Read a source into the store in one transaction; a no-op when nothing changed.
-
-    `path` is one or more files, folders or globs; `label_map` (raw tag -> label) is read
-    before the packaged table (METHOD.md section 6); a Hub dataset is read at `revision`
-    (default its main branch); `name`, `replace`, `append`: `writer.prepare_source`.
-    """
+    """Read a source into the store in one transaction (a no-op when nothing changed): the
+    arguments of `plan_ingest` and `writer.prepare_source`; `label_map` (raw tag -> label) is
+    read before the packaged table (METHOD.md section 6)."""
     spec, plan = plan_ingest(
         source, path, split=split, options=options, label_map=label_map, revision=revision
     )

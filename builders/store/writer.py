@@ -2,12 +2,12 @@
 
 `prepare_source` decides what to do with each split of a read plan; `SourceWrite.write` reads,
 validates (`batches.Validator`) and writes every split in ONE transaction: all land or none.
-Per split, by what is stored there: nothing, or the same files changed (bytes, reader version,
-options or label map), is read; the same input is kept; a different input is refused unless
-`replace` or `append` (new inputs added, a changed one refused). With `exact` (a scenario's
-`ingest = "replace"`) a split gone from the input is removed, and a split removed whole or a
-source falling by more than half is refused (`shrink.ShrinkGuard`). What to do is decided
-again under the write lock: another process may have written the source since.
+A split with nothing stored, or whose files changed (bytes, reader version, options or label
+map), is read; the same input is kept; a different one is refused unless `replace` or
+`append` (new inputs added, a changed one refused). With `exact` (a scenario's `ingest =
+"replace"`) a split gone from the input is removed, and a split removed whole or a source
+falling by more than half is refused (`shrink.ShrinkGuard`). The decision is made again under
+the write lock: another process may have written the source since.
 """
 
 from __future__ import annotations
