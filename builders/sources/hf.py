@@ -53,12 +53,9 @@ def is_commit(revision: str | None) -> bool:
 
 
 def hub_revision(dataset: str, revision: str | None = None) -> str:
-    """The commit of the Hub dataset `dataset` at `revision` (default its main branch).
-
-    Raises:
-        HubUnreachable: offline, no connection, a timeout, a server error or a 429.
-        InputError: no such dataset or revision, no access to it, or any other failure.
-    """
+    """The commit of the Hub dataset `dataset` at `revision` (default its main branch); a
+    `HubUnreachable` offline, without a connection, on a timeout, a server error or a 429; an
+    `InputError` for no such dataset or revision, no access to it, or any other failure."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
