@@ -92,20 +92,14 @@ def _training(rec: Record, record: dict[str, Any], report: ReadReport) -> Exampl
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
         raise rec.error("'tokenized_text' is not a list of strings", tokens)
     spans = _token_spans(rec, record["ner"], "ner", len(tokens), report, "duplicate_spans")
-    negative_spans: set[tuple[int, int, str]] = set()
-    if NEGATIVE_SPANS_KEY in record:
-        negative_spans = _token_spans(
-            rec,
-            record[NEGATIVE_SPANS_KEY],
-            NEGATIVE_SPANS_KEY,
-            len(tokens),
-            report,
-            "duplicate_negative_spans",
-        )
-        both = negative_spans & spans
-        if both:  # a span both is and is not of a type: keep the mention, count the clash
-            report.add("negative_spans_also_mentions_dropped", len(both))
-            negative_spans -= both
+    key = NEGATIVE_SPANS_KEY
+    negative_spans = _token_spans(
+        rec, record.get(key, []), key, len(tokens), report, "duplicate_negative_spans"
+    )
+    both = negative_spans & spans
+    if both:  # a span both is and is not of a type: keep the mention, count the clash
+        report.add("negative_spans_also_mentions_dropped", len(both))
+        negative_spans -= both
     return Example(
         tokens=tokens,
         spans=sorted(spans),
