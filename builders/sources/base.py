@@ -100,9 +100,7 @@ class DatasetSplit:
     def __str__(self) -> str:
         return f"{dataset_name(self.dataset, self.config)}/{self.split}"
 
-    @property
-    def name(self) -> str:
-        return str(self)
+    name = property(__str__)
 
 
 @dataclass(frozen=True)
@@ -159,6 +157,11 @@ def read_text(path: Path, bom_as: str = "") -> str:
         bad = data[exc.start : exc.end]
         raise SourceFormatError(path, line, f"not UTF-8 (byte {bad.hex(' ')})", bad) from None
     return bom_as + text[1:] if text.startswith(BOM) else text
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 row`, `2,048 rows`: a count and its noun, for reports."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def as_in_file(value: object) -> Verbatim:

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import ClassVar, Literal
 
 from builders.errors import InvalidValue, SourceFormatError, reader_opt
-from builders.sources.base import Example, ReadReport
+from builders.sources.base import Example, ReadReport, counted
 from builders.sources.layout import (
     BLANK,
     DOCSTART,
@@ -235,14 +235,14 @@ class _Rows:
         if self.comments:
             report.add("comment_lines_skipped", self.comments)
             report.note(
-                f"{name}: {_lines(self.comments, 'comment line')} skipped ('#' and a space or tab "
+                f"{name}: {counted(self.comments, 'comment line')} skipped ('#' and a space or tab "
                 f"before a sentence; the first: line {self.first_comment}); -o comments=none "
                 "reads them as rows"
             )
         if self.trailing:
             report.add("trailing_empty_cells", self.trailing)
             report.note(
-                f"{name}: {_lines(self.trailing, 'row')} ended in empty cells past column {lay.width} "
+                f"{name}: {counted(self.trailing, 'row')} ended in empty cells past column {lay.width} "
                 f"(a trailing separator; the first: line {self.first_trailing}); read without them"
             )
         if lay.width > 2 and self.rows:
@@ -250,10 +250,6 @@ class _Rows:
             report.not_kept(
                 self.path, "columns", Counter({_unread_name(lay, i): self.rows for i in others})
             )
-
-
-def _lines(n: int, what: str) -> str:
-    return f"{n:,} {what}" + ("" if n == 1 else "s")
 
 
 def _unread_name(layout: Layout, i: int) -> str:
