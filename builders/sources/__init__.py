@@ -1,9 +1,7 @@
-"""The registry of sources: one place that maps a source name to its reader and metadata.
-
-`spec` describes a source (`SourceSpec`), `planning` decides what an ingest reads (`ReadPlan`,
-`check_split`), `table` lists the known sources (`SOURCES`; `get_source` here reads it). Readers live one
-format per module in this package (see `base.py` for the contract) and are imported lazily, so
-listing sources never imports `datasets` or parses anything.
+"""The registry of sources: a source name -> its reader and metadata. `spec` describes a source
+(`SourceSpec`), `planning` decides what an ingest reads (`ReadPlan`, `check_split`), `table`
+lists them (`SOURCES`, read by `get_source`). Readers, one format per module here (`base.py`:
+the contract), are imported lazily: listing sources never imports `datasets`.
 """
 
 from builders.errors import UnknownNameError

@@ -4,18 +4,16 @@ A reader is a module under `builders.sources` with a function
 
     read(unit: Path | FileGroup | DatasetSplit, report: ReadReport, **options) -> Iterator[Example]
 
-that reads ONE unit of input lazily and yields examples in order: a file, one split of a
-Hugging Face dataset (`hf`), or the files of one name (`FileGroup`) for a reader that declares
-`PAIRED` suffixes (brat: `(".txt", ".ann")`). Each reader module also declares `Options`
-(`options.ReaderOptions`), through which its options are validated before anything is read.
+that reads ONE unit lazily, yielding examples in order: a file, one split of a Hugging Face
+dataset (`hf`), or the files of one name (`FileGroup`) for a reader that declares `PAIRED`
+suffixes (brat's `(".txt", ".ann")`); and an `Options` class (`options.ReaderOptions`) that
+validates its options before anything is read.
 
-Readers only parse: the store validates spans, normalises labels, assigns ids and writes
-everything in one transaction. A reader raises `SourceFormatError(path, line, message, value,
-record)` on the first malformed row, showing the value as it stands in the file, and never
-repairs data silently: a repair happens only behind an explicit option and is counted in
-`report`, and whatever a reader cannot keep is counted and named there.
-
-Text is strict UTF-8; a byte-order mark at the start of a file is skipped, CRLF read like LF.
+Readers only parse: the store validates spans, normalises labels, assigns ids and writes in
+one transaction. A reader raises `SourceFormatError(path, line, message, value, record)` on the
+first malformed row, the value as it stands in the file; it repairs only behind an explicit
+option, and counts in `report` what it repaired or could not keep. Text is strict UTF-8 (a
+leading byte-order mark skipped, CRLF read like LF).
 """
 
 from __future__ import annotations
@@ -36,16 +34,11 @@ BOM = "\ufeff"
 
 @dataclass(slots=True)
 class Example:
-    """One sentence (or passage) as a reader produces it.
-
-    Attributes:
-        spans: (start, stop, raw_label) with token offsets, `stop` exclusive.
-        negatives: raw labels that were asked about and have no mention (Pile-NER's `[]`).
-        negative_spans: spans that are NOT of their type (`negative_ner` in GLiNER json).
-        line: 1-based line where the example starts, for error messages.
-        record: 1-based record number in formats made of records (JSON), else None.
-        raw_id: the example's id in the raw file, when the format has one.
-    """
+    """One sentence (or passage) as a reader produces it: `spans` and `negative_spans` (spans
+    NOT of their type, GLiNER's `negative_ner`) as (start, stop exclusive, raw_label) token
+    offsets; `negatives`, raw labels asked about with no mention (Pile-NER's `[]`); `line`, the
+    1-based line it starts on, and `record`, its 1-based number in formats made of records
+    (JSON); `raw_id`, its id in the raw file, where the format has one."""
 
     tokens: list[str]
     spans: list[tuple[int, int, str]] = field(default_factory=list)
@@ -87,17 +80,16 @@ class ReadReport:
         self.note(f"{where.name if isinstance(where, Path) else where}: {what} not read: {listed}")
 
 
+def dataset_name(dataset: str, config: str | None) -> str:
+    """`DFKI-SLT/few-nerd[supervised]`: a dataset and its config as errors name them."""
+    return dataset.rstrip("/") + (f"[{config}]" if config else "")
+
+
 @dataclass(frozen=True)
 class DatasetSplit:
-    """One split of a Hugging Face dataset, the unit the `hf` reader reads.
-
-    Attributes:
-        dataset: a Hub id or a local folder (`save_to_disk`, or data files).
-        split: the split as the dataset names it (`validation`, not `dev`).
-        files: a local folder's files, which fingerprint it (a Hub dataset: its id, config,
-            split and revision).
-        revision: a Hub dataset's commit; None for a local folder, or offline.
-    """
+    """One split of a Hugging Face dataset, the unit the `hf` reader reads. `split` is as the
+    dataset names it (`validation`, not `dev`); `files`, a local folder's files, fingerprint it
+    (a Hub dataset: its id, config, split and `revision`, its commit; None offline)."""
 
     dataset: str
     config: str | None
@@ -106,16 +98,9 @@ class DatasetSplit:
     revision: str | None = None
 
     def __str__(self) -> str:
-        return (
-            self.dataset.rstrip("/")
-            + (f"[{self.config}]" if self.config else "")
-            + "/"
-            + self.split
-        )
+        return f"{dataset_name(self.dataset, self.config)}/{self.split}"
 
-    @property
-    def name(self) -> str:
-        return str(self)
+    name = property(__str__)
 
 
 @dataclass(frozen=True)
@@ -172,6 +157,11 @@ def read_text(path: Path, bom_as: str = "") -> str:
         bad = data[exc.start : exc.end]
         raise SourceFormatError(path, line, f"not UTF-8 (byte {bad.hex(' ')})", bad) from None
     return bom_as + text[1:] if text.startswith(BOM) else text
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 row`, `2,048 rows`: a count and its noun, for reports."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def as_in_file(value: object) -> Verbatim:

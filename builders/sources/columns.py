@@ -6,27 +6,16 @@
     # http://...  [2009]   comment lines before a sentence are skipped and counted (GermEval)
     1  Lehmbruck  B-OTH  B-PER   an index column and outer and nested tags (GermEval 2014)
 
-Layout (`columns`): what each column holds, e.g. `token,tag` or `token,pos,chunk,tag` (other
-names are columns skipped and named in the report); `columns=auto` finds it from the values
-(`layout.py`).
+`columns` says what each column holds (`token,pos,chunk,tag`; other names are skipped and
+named in the report), or `auto` finds it (`layout.py`). A `#` line (a space or tab after it)
+before a sentence is a comment, skipped and counted, unless it reads as a row of the file
+(its width, a tag in the tag column, `1` in the index column); a file with both is refused.
 
-Comments (`comments`): a line starting with `#` and a space or tab before a sentence's first
-row is a comment (skipped and counted) when it cannot be a row of the file (other width, no
-tag in the tag column, no `1` in the index column), else a row (the token `#`). A file with
-both is refused with its line, naming `comments=skip` and `comments=none`.
-
-Tag schemes: BIO, BIOES and IO (`I-x` or a bare type such as Few-NERD's
-`person-artist/author`). In IO, adjacent tokens of one type are one entity, so IO files have
-fewer mentions than their BIO originals.
-
-Separators: tabs if the first row has one (cells stripped), else runs of whitespace. Empty
-cells past the last column (a trailing tab) are dropped and counted. A row without a tab in a
-file cut on tabs (MIT Movie trivia10k13's `I-Plot supernatural`) is refused, naming
-`sep=space` when it reads every row of the file.
-
-Strictness: a row of the wrong width, a tag outside the scheme, or an `I-x` that does not
-continue an `x` entity is an error naming the file, line and value (and the option that reads
-it); `repair=True` reads such an `I-x` as `B-x` and counts it (`repaired_tags`).
+Schemes: BIO, BIOES and IO (`I-x` or a bare type, Few-NERD's `person-artist/author`: adjacent
+tokens of one type are one entity). Cells are cut on tabs if the first row has one, else on
+whitespace; empty cells past the last column are dropped and counted. A bad row or tag, or an
+`I-x` that continues no `x`, is an error naming the file, line and value and the option that
+reads it (`repair=True` reads such an `I-x` as `B-x` and counts it).
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ from types import MappingProxyType
 from typing import ClassVar, Literal
 
 from builders.errors import InvalidValue, SourceFormatError, reader_opt
-from builders.sources.base import Example, ReadReport
+from builders.sources.base import Example, ReadReport, counted
 from builders.sources.layout import (
     BLANK,
     DOCSTART,
@@ -246,14 +235,14 @@ class _Rows:
         if self.comments:
             report.add("comment_lines_skipped", self.comments)
             report.note(
-                f"{name}: {_lines(self.comments, 'comment line')} skipped ('#' and a space or tab "
+                f"{name}: {counted(self.comments, 'comment line')} skipped ('#' and a space or tab "
                 f"before a sentence; the first: line {self.first_comment}); -o comments=none "
                 "reads them as rows"
             )
         if self.trailing:
             report.add("trailing_empty_cells", self.trailing)
             report.note(
-                f"{name}: {_lines(self.trailing, 'row')} ended in empty cells past column {lay.width} "
+                f"{name}: {counted(self.trailing, 'row')} ended in empty cells past column {lay.width} "
                 f"(a trailing separator; the first: line {self.first_trailing}); read without them"
             )
         if lay.width > 2 and self.rows:
@@ -261,10 +250,6 @@ class _Rows:
             report.not_kept(
                 self.path, "columns", Counter({_unread_name(lay, i): self.rows for i in others})
             )
-
-
-def _lines(n: int, what: str) -> str:
-    return f"{n:,} {what}" + ("" if n == 1 else "s")
 
 
 def _unread_name(layout: Layout, i: int) -> str:
@@ -312,14 +297,13 @@ def _decode(
     report: ReadReport,
 ) -> Example:
     """One sentence's tags as (start, stop, label) spans, validated."""
-    decode = _decode_io if scheme == "io" else _decode_bio
-    spans = decode(path, first_line, tags, scheme, repair, report)
+    if scheme == "io":
+        return Example(tokens=tokens, spans=_decode_io(path, first_line, tags), line=first_line)
+    spans = _decode_bio(path, first_line, tags, scheme, repair, report)
     return Example(tokens=tokens, spans=spans, line=first_line)
 
 
-def _decode_io(
-    path: Path, first_line: int, tags: list[str], scheme: str, repair: bool, report: ReadReport
-) -> list[tuple[int, int, str]]:
+def _decode_io(path: Path, first_line: int, tags: list[str]) -> list[tuple[int, int, str]]:
     """IO: a run of one type is one entity (neighbours of one type merge)."""
     spans: list[tuple[int, int, str]] = []
     open_label: str | None = None
@@ -327,9 +311,9 @@ def _decode_io(
     for i, tag in enumerate(tags):
         label = None
         if tag != "O":
-            prefix, label = _split_tag(tag, scheme)
+            prefix, label = _split_tag(tag, "io")
             if prefix is None or not label:
-                raise SourceFormatError(path, first_line + i, _bad_tag_message(scheme, tag), tag)
+                raise SourceFormatError(path, first_line + i, _bad_tag_message("io", tag), tag)
         if label == open_label:
             continue
         if open_label is not None:

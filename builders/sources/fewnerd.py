@@ -6,11 +6,9 @@
 
 Both spellings name the same 66 fine types; `map_label` turns either into `coarse-fine`
 lower-cased (`location_GPE` -> `location-gpe`) and its coarse type. Lines are read by
-`columns.read`, the scheme detected per file.
-
-The published BIO variant was converted from IO and opens an entity that directly follows one
-of another type with `I-` (`B-organization_other` then `I-organization_company`), so such an
-`I-x` is read as `B-x` (columns' `repair`, on by default here; `repair=False` rejects them).
+`columns.read`. The BIO variant, converted from IO, opens an entity right after one of another
+type with `I-` (`B-organization_other` then `I-organization_company`): such an `I-x` is read
+as `B-x` (columns' `repair`, on by default here; `repair=False` rejects them).
 """
 
 from __future__ import annotations

@@ -6,26 +6,22 @@
     benchmark: [{"sentence": "Ada wrote ...", "entities": [{"name": "Ada", "type": "person",
                  "pos": [0, 3]}]}, ...]                   (character offsets, end exclusive)
 
-Training spans become (start, end + 1, label). Negatives are kept: label-level ones under
-`ner_negatives`, `negative` or `negatives` (`NEGATIVE_KEYS`); span-level ones under
-`negative_ner` (`[start, end, label]`: this span is NOT a `label`, as LLM annotation pipelines
-write hard negatives); a negative span equal to a mention is dropped and counted. Record keys
-the reader does not use (`ner_labels`, `relations`, ...) are counted and named in the report.
+Training spans become (start, end + 1, label). Label-level negatives are kept (the keys of
+`NEGATIVE_KEYS`), and span-level ones under `negative_ner` (this span is NOT a `label`, as LLM
+annotation pipelines write hard negatives); one equal to a mention is dropped and counted.
+Record keys the reader does not use (`ner_labels`, `relations`, ...) are counted and named.
 
-Benchmark sentences are split on whitespace, as GLiNER's evaluation does (`sentence.split()`),
-which gives back the benchmark's own tokens (CrossNER AI test: 431 of 431 sentences, against
-349 with GLiNER's inference regex). A character span becomes the tokens that overlap it
-(METHOD.md section 9). A boundary inside a token is GLiNER's conversion placing an entity at
-the first `str.find` of its name, inside another word ("r" in "are": 95 of mit-movie test's
-5,338 entities), while the annotated words come later: once every aligned entity is in place,
-it moves to the first later tokens that spell its name and overlap no placed span
+Benchmark sentences are split on whitespace, as GLiNER's evaluation does, which gives back the
+benchmark's own tokens (CrossNER AI test: 431 of 431 sentences; 349 with GLiNER's inference
+regex), and a character span becomes the tokens it overlaps (METHOD.md section 9). GLiNER's
+conversion placed an entity at the first `str.find` of its name, sometimes inside another word
+("r" in "are": 95 of mit-movie test's 5,338): once every entity is placed, such a one moves to
+the first later tokens that spell its name and overlap no placed span
 (`char_spans_moved_to_whole_words`), else it is snapped outwards (`char_spans_snapped`). An
-entity whose `name` is not its `sentence[start:end]` is counted (`entity_name_mismatch`) and
-never moved; a span that no token overlaps is an error. A sentence that is not its words
-joined by single spaces is counted (`sentences_not_single_spaced`).
-
-GLiNER's benchmark files are converted from BIO and drop an entity that ends a sentence with no
-final punctuation (5 of CrossNER AI test's 1,809 mentions); that is the data, read as it is.
+entity whose `name` is not its `sentence[start:end]` is counted (`entity_name_mismatch`), never
+moved; a span no token overlaps is an error; a sentence not single-spaced is counted
+(`sentences_not_single_spaced`). The conversion from BIO also dropped an entity that ends a
+sentence with no final punctuation (5 of CrossNER AI test's 1,809): the data, read as it is.
 """
 
 from __future__ import annotations
@@ -96,20 +92,14 @@ def _training(rec: Record, record: dict[str, Any], report: ReadReport) -> Exampl
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
         raise rec.error("'tokenized_text' is not a list of strings", tokens)
     spans = _token_spans(rec, record["ner"], "ner", len(tokens), report, "duplicate_spans")
-    negative_spans: set[tuple[int, int, str]] = set()
-    if NEGATIVE_SPANS_KEY in record:
-        negative_spans = _token_spans(
-            rec,
-            record[NEGATIVE_SPANS_KEY],
-            NEGATIVE_SPANS_KEY,
-            len(tokens),
-            report,
-            "duplicate_negative_spans",
-        )
-        both = negative_spans & spans
-        if both:  # a span both is and is not of a type: keep the mention, count the clash
-            report.add("negative_spans_also_mentions_dropped", len(both))
-            negative_spans -= both
+    key = NEGATIVE_SPANS_KEY
+    negative_spans = _token_spans(
+        rec, record.get(key, []), key, len(tokens), report, "duplicate_negative_spans"
+    )
+    both = negative_spans & spans
+    if both:  # a span both is and is not of a type: keep the mention, count the clash
+        report.add("negative_spans_also_mentions_dropped", len(both))
+        negative_spans -= both
     return Example(
         tokens=tokens,
         spans=sorted(spans),
@@ -153,10 +143,9 @@ def _negatives(rec: Record, record: dict[str, Any]) -> list[str]:
         )
     if not present:
         return []
-    key = present[0]
-    value = record[key]
+    value = record[present[0]]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise rec.error(f"{key!r} is not a list of strings", value)
+        raise rec.error(f"{present[0]!r} is not a list of strings", value)
     return list(dict.fromkeys(value))
 
 

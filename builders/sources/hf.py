@@ -4,26 +4,18 @@
     {"tokens": ["Apple", "Inc", "."], "ner_tags": ["B-company", "I-company", "O"]}   plain strings
     {"tokens": ["Paris", "is", "big"], "fine_ner_tags": ["location-GPE", "O", "O"]}  IO, bare types
 
-`dataset` is a Hub id (online users only), a `save_to_disk` folder, or a folder of parquet /
-json / csv files (`datasets.load_dataset(folder)`, splits from the file names).
+`dataset` is a Hub id (online), a `save_to_disk` folder, or a folder of parquet / json / csv
+files (splits from their names). A Hub dataset is read at the commit resolved when the read is
+planned (`resolve_revision`), carried by `DatasetSplit.revision` and recorded by the store;
+offline, a revision that is not a commit is read as given, with a note.
 
-A Hub dataset is read at one commit, resolved when the read is planned (`resolve_revision`),
-carried by the units (`DatasetSplit.revision`) and recorded by the store; offline, a revision
-that is not a commit cannot be resolved and the read goes on, known by its id, with a note.
+ClassLabel ids become their names and tags are decoded as in column files (`columns._decode`:
+the same schemes and `repair`); `scheme="auto"` decides per split from the tag names. Errors
+name the dataset, split and 0-based row (`ds[split][i]`) in place of a line:
+`DFKI-SLT/few-nerd[supervised]/train:17: ...`.
 
-ClassLabel ids become their names; tags are decoded by `columns._decode`, so the BIO / BIOES /
-IO rules (and `repair`) are those of column files. `scheme="auto"` decides per split from the
-tag names (the ClassLabel names, or every string tag of the split).
-
-Errors name the dataset, the split and the 0-based row index (as in `ds[split][i]`) in the
-place of a line: `DFKI-SLT/few-nerd[supervised]/train:17: ...`.
-
-Examples:
-
-    builders ingest hf --path ./my_dataset_on_disk --name mine
     builders ingest hf --path extraordinarylab/cross-ner -o config=ai --name crossner-ai-hub
-    # Few-NERD `supervised`: `ner_tags` holds the 8 coarse types (ClassLabel, IO: `person`),
-    # `fine_ner_tags` the 66 fine ones (`person-artist/author`); pick the column with -o:
+    # Few-NERD: `ner_tags` holds the 8 coarse types, `fine_ner_tags` the 66 fine ones
     builders ingest hf --path DFKI-SLT/few-nerd -o config=supervised \\
         -o tags_column=fine_ner_tags --name fewnerd-supervised
 """
@@ -46,7 +38,7 @@ from builders.errors import (
     SourceFormatError,
     reader_opt,
 )
-from builders.sources.base import DatasetSplit, Example, ReadReport
+from builders.sources.base import DatasetSplit, Example, ReadReport, dataset_name
 from builders.sources.columns import _decode
 from builders.sources.layout import check_io, column_stats, detect_scheme, scheme_of
 from builders.sources.options import ReaderOptions, option
@@ -61,12 +53,9 @@ def is_commit(revision: str | None) -> bool:
 
 
 def hub_revision(dataset: str, revision: str | None = None) -> str:
-    """The commit of the Hub dataset `dataset` at `revision` (default its main branch).
-
-    Raises:
-        HubUnreachable: offline, no connection, a timeout, a server error or a 429.
-        InputError: no such dataset or revision, no access to it, or any other failure.
-    """
+    """The commit of the Hub dataset `dataset` at `revision` (default its main branch); a
+    `HubUnreachable` offline, without a connection, on a timeout, a server error or a 429; an
+    `InputError` for no such dataset or revision, no access to it, or any other failure."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
@@ -140,7 +129,7 @@ def available_splits(
     hits = [n for n in names if canonical_split(n) == want]
     if not hits:
         raise InputError(
-            f"{_display(dataset, config)}: no split {split!r} (available: {', '.join(names) or 'none'})"
+            f"{dataset_name(dataset, config)}: no split {split!r} (available: {', '.join(names) or 'none'})"
         )
     return hits
 
@@ -282,10 +271,6 @@ def _is_local(dataset: str) -> bool:
     return Path(dataset).exists()
 
 
-def _display(dataset: str, config: str | None) -> str:
-    return dataset.rstrip("/") + (f"[{config}]" if config else "")
-
-
 def _load_local(folder: str) -> Any:
     """A local folder as a DatasetDict, loaded again when a file's name, size or mtime changed."""
     path = Path(folder)
@@ -328,6 +313,6 @@ def _load_split(dataset: str, config: str | None, split: str, revision: str | No
 
 def _load_failure(dataset: str, config: str | None, exc: Exception) -> str:
     return (
-        f"{_display(dataset, config)}: cannot load the dataset ({type(exc).__name__}: {exc}); "
+        f"{dataset_name(dataset, config)}: cannot load the dataset ({type(exc).__name__}: {exc}); "
         "give a Hub id (online), a save_to_disk folder or a folder of parquet/json files"
     )

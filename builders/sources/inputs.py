@@ -1,15 +1,12 @@
 """From `--path` arguments to files per split: globs, folders, split names, and what was left.
 
-- Every `--path` may be a file, a folder or a glob (`shards/part-*.json`); a glob that matches
-  nothing is an error. A glob's or a folder's files are read in natural order.
-- A file's split comes from its name: the source's own patterns (`valid.txt` is CoNLL's dev)
-  or else a split word in the name. A name that says two splits is refused; one that says
-  none is read as `train`, with a note.
-- A folder gives each file its split the same way, except that a source with its own patterns
-  reads only the files they match (Few-NERD's folder holds `dev_5_1.jsonl` episodes beside
-  `dev.txt`). If no file name says a split, the folder is shards of one corpus, read as
-  `train` (or `--split`). Files not read (README, hidden files, ...) are named in a note.
-- A reader that reads files in pairs (`PAIRED`) gets each name's files as one unit (`pair`).
+Every `--path` is a file, a folder or a glob (one matching nothing is an error); a glob's or a
+folder's files are read in natural order. A file's split comes from its name: the source's own
+patterns (`valid.txt` is CoNLL's dev), else a split word (two splits: refused; none: `train`,
+with a note). In a folder, a source with its own patterns reads only the files they match
+(Few-NERD's `dev_5_1.jsonl` episodes beside `dev.txt`); a folder whose names say no split is
+shards of one corpus, read as `train` (or `--split`); files not read are named in a note. A
+reader that reads files in pairs (`PAIRED`) gets each name's files as one unit (`pair`).
 """
 
 from __future__ import annotations

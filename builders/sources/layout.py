@@ -1,29 +1,21 @@
 """Which column of a column file holds the tags, and in which scheme: decided from evidence.
 
-One pass over the file collects, per column, whether EVERY value is a tag (`O` or
-`B-`/`I-`/`E-`/`S-<type>`), the tag prefixes seen and the values' frequencies, and whether the
-first column numbers the tokens of each sentence (`1`, `2`, ... `n`: an index). Then:
+One pass collects, per column, whether every value is a tag (`O` or `B-`/`I-`/`E-`/`S-<type>`),
+the tag prefixes and the values, and whether the first column numbers each sentence's tokens
+(`1` ... `n`: an index, neither tokens nor tags). Comment-like lines (`#` and a space or tab
+before a sentence) are no evidence; the reader decides what they are (`columns.py`).
 
-- **Comment-like lines.** A line that starts with `#` and a space or tab before a sentence is
-  no evidence (GermEval 2014's `#<TAB>http://...`, or a sentence's token `#`): the reader
-  decides (`columns.py`).
-- **Layout** (`columns=auto`). An index column holds neither tokens nor tags. Of the other
-  columns, the tag column is the one column whose every value is a tag (label first or token
-  first alike). If no column is, the file may be IO with bare types (`person-artist/author`):
-  the tag column is then the one column whose most frequent value is `O`. With two columns
-  the other one holds the tokens. Several tag columns are read without options only where the
-  evidence says they are levels of one annotation: an index column, one column of words, and
-  tag columns whose types are all types of the first (GermEval 2014's outer and nested tags).
-  The first (outer) one is read, the others are named in a note, and `tags=nested` (or a
-  column number) reads another. Anything else (CoNLL's chunk and NER columns, several columns
-  of words, no tag-like column) is refused with a message that names `--columns` or `-o tags=`.
-- **Scheme** (`scheme=auto`). BIOES if a tag has an `E-`/`S-` prefix, else BIO if one has `B-`,
-  else IO.
-- **IO sanity.** A tag column read as IO by detection must look like tags, not words: it is
-  refused when the token column holds only tags (the columns are swapped), or when it has more
-  distinct values than the token column. So a label-first file read token first, whose
-  "types" would be `the`, `a`, ... by the thousand, is refused rather than stored. An explicit
-  `scheme=io` skips this check.
+- **Layout** (`columns=auto`): the tag column is the one column whose every value is a tag,
+  else (IO with bare types, `person-artist/author`) the one whose most frequent value is `O`;
+  with two columns the other holds the tokens. Several tag columns are read only as levels of
+  one annotation: an index, one column of words, and tag columns whose types are all the
+  first's (GermEval 2014's outer and nested tags): the outer is read, the others named in a
+  note (`tags=nested` or a column number reads another). Anything else (CoNLL's chunk and NER
+  columns, several columns of words, none of tags) is refused, naming `--columns` or `-o tags=`.
+- **Scheme** (`scheme=auto`): BIOES if a tag has `E-`/`S-`, else BIO if one has `B-`, else IO.
+- **IO sanity**: a column read as IO by detection is refused when the token column holds only
+  tags (swapped columns) or it has more distinct values than the token column (a label-first
+  file read token first, whose "types" would be `the`, `a`, ...). `scheme=io` skips the check.
 """
 
 from __future__ import annotations
@@ -74,16 +66,6 @@ def scheme_of(prefixes: set[str]) -> str:
     return "io"
 
 
-def splitter(first_row: str, sep: str | None) -> str | None:
-    """The separator `str.split` cuts the rows with: a tab when `sep` is a tab or when `sep`
-    is unset and the first row has a tab; None (runs of whitespace) when `sep` is a space or
-    unset without tabs; else `sep`. Callers strip the cells they use, so `tag<TAB> token`
-    gives `token`."""
-    if sep is None:
-        return "\t" if "\t" in first_row else None
-    return None if sep == " " else sep
-
-
 def is_comment_like(line: str) -> bool:
     """`#` alone, or followed by a space or tab: what a comment line looks like."""
     return line.startswith("#") and (len(line) == 1 or line[1].isspace())
@@ -124,14 +106,17 @@ def row_width(line: str, cut: str | None) -> int:
 
 
 def first_cut(path: Path, sep: str | None) -> str | None:
-    """The separator, decided on the file's first row (comment-like lines are not rows)."""
-    first: str | None = None
+    """The separator `str.split` cuts the rows with: `sep`, None (runs of whitespace) for a
+    space; unset, a tab if the file's first row (without rows, its first comment-like line)
+    has one. Callers strip the cells they use, so `tag<TAB> token` gives `token`."""
+    if sep is not None:
+        return None if sep == " " else sep
+    hashed = ""
     for _, line, kind in lines(path):
         if kind == ROW:
-            return splitter(line, sep)
-        if kind == HASH and first is None:
-            first = line
-    return splitter(first or "", sep)
+            return "\t" if "\t" in line else None
+        hashed = hashed or (line if kind == HASH else "")
+    return "\t" if "\t" in hashed else None
 
 
 def space_misfit(path: Path, width: int) -> tuple[int, int] | None:
@@ -238,11 +223,7 @@ def _count(path: Path, cut: str | None, width: int, j: int) -> Counter[str]:
 
 
 def decide(
-    path: Path,
-    found: Scan,
-    roles: tuple[str, ...] | None,
-    scheme: str,
-    tags: str = "auto",
+    path: Path, found: Scan, roles: tuple[str, ...] | None, scheme: str, tags: str
 ) -> Layout:
     """The token and tag columns and the scheme (see the module docstring)."""
     notes: list[str] = []

@@ -11,15 +11,14 @@ A mention found nowhere is counted as `mentions_not_found`; an item that repeats
 item of its row up to case and spacing (`Apple <> company` after `apple <> company`, so the
 same spans) as `duplicate_items`; a mention without any token as `empty_mentions`.
 
-Items are split on their LAST ` <> `: NuNER's types never contain it, mentions might. An item
-without ` <> `, an empty type, or an output that is not a list of string literals is an error
-naming the file and the 1-based physical line where the record starts (CSV fields may span
-lines). The literal is never evaluated as code (`parse_list_literal`).
+Items are split on their LAST ` <> ` (NuNER's types never contain it, mentions might). An item
+without it, an empty type, or an output that is not a list of string literals (never evaluated
+as code: `parse_list_literal`) is an error naming the file and the 1-based physical line where
+the record starts (CSV fields may span lines).
 
-Speed (NuNER is ~1M rows, 4.4M mentions): tokens come from `WORD_RE.findall` (no offsets); a
-mention is matched by `str.find` of its lower-cased tokens, framed by spaces, in the row's
-lower-cased joined tokens. Files over 64 MiB are parsed in a helper process (`workers=1`), so
-parsing and the store's writing use two cores.
+Speed (~1M rows, 4.4M mentions): a mention is found by `str.find` of its lower-cased tokens,
+framed by spaces, in the row's lower-cased joined tokens; files over 64 MiB are parsed in a
+helper process (`workers=1`), so parsing and the store's writing use two cores.
 """
 
 from __future__ import annotations
@@ -93,7 +92,10 @@ def parse_list_literal(text: str) -> list[str]:
                 body = _unescape(body, "'" if a else '"')
             out.append(body)
         return out
-    return _literal_eval(s)
+    value = _safe_eval(s)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise LiteralError(f"not a list of strings but {type(value).__name__}")
+    return value
 
 
 def _unescape(body: str, quote: str) -> str:
@@ -113,13 +115,6 @@ def _safe_eval(s: str) -> object:
             return ast.literal_eval(s)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise LiteralError(str(exc)) from None
-
-
-def _literal_eval(s: str) -> list[str]:
-    value = _safe_eval(s)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise LiteralError(f"not a list of strings but {type(value).__name__}")
-    return value
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ _FALSE = {"false", "no", "0", "off"}
 
 
 def _coerce(value: object, hint: Any) -> Any:
-    """`value` as type `hint` (bool, int, float, str, Literal[...], X | None), or _BadValue."""
+    """`value` as type `hint` (bool, int, str, Literal[...], X | None), or _BadValue."""
     origin, args = get_origin(hint), get_args(hint)
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
@@ -145,4 +145,4 @@ def _type_name(hint: Any) -> str:
         return " | ".join(_type_name(a) for a in args if a is not type(None))
     if origin is Literal:
         return "|".join(map(str, args))
-    return {bool: "bool", int: "int", str: "text", float: "number"}.get(hint, str(hint))
+    return {bool: "bool", int: "int", str: "text"}.get(hint, str(hint))

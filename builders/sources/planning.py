@@ -60,12 +60,10 @@ def plan(
     revision: str | None = None,
 ) -> ReadPlan:
     """What to read: the reader, its units per split, its validated options, the label map
-    (`labels`: raw tag -> label, read before the packaged table), and notes. A Hub dataset is
-    read at `revision` (default its main branch), resolved to its commit here.
-
-    `path` is one or more local files, folders or globs (see `inputs.py`), or a Hub id;
-    without it, the source's local copy (`default_path`) or else its Hub origin is read. A Hub
-    id, a `save_to_disk` folder, or any path given to the `hf` source is read by `hf`.
+    (`labels`: raw tag -> label, read before the packaged table), and notes. `path`: local
+    files, folders or globs (`inputs.py`), or a Hub id (read by `hf`, as is a `save_to_disk`
+    folder or any path of the `hf` source); without it, the source's local copy, else its Hub
+    origin. A Hub dataset is read at `revision` (default its main branch), resolved here.
     """
     if labels and spec.label_fn:
         raise ConflictingOptions(

@@ -23,28 +23,21 @@ LabelKind = Literal["tags", "natural"]
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """How to load one named source.
+    """How to load one named source (`name`: also its default name in the store).
 
-    Attributes:
-        name: registry key, also the default name in the store.
-        module: reader module under `builders.sources`.
-        options: fixed keyword options passed to the reader (column layout, scheme, ...).
-        origin: Hub dataset id read when no `--path` is given (online users).
-        local: folder or file under `$LABELSHIFT_DATA` (or `package:` data) read before it.
-        splits: split -> file-name glob patterns that name a file's split before the generic
-            split words do (`valid.txt` is CoNLL's dev split).
-        labels: `tags`, verbalised through the whole packaged table, or `natural` language,
-            which keeps the table's natural-language keys where no other tag is beside them.
-        label_fn: optional `module:function` turning a raw label into (label, coarse), in
-            place of the table (Few-NERD's types).
-        hub_options: the `hf` reader's options for the Hub origin (named differently there).
-        license: licence of the published data, inherited by derived datasets.
-        annotation: `llm` (synthetic), `human`, or `unknown`.
-        credits: citation keys (`cards/_citations.md.j2`) the data's authors ask for.
-        loader_version: bump when the reader's output changes; part of the fingerprint.
-        profile: the paper's quantile profile a build of this corpus uses (`shift.scoring`);
-            None: chosen by the number of labels.
-        local_note: what the `local` copy is where it is not the whole corpus (a reader note).
+    - `origin`: the Hub dataset read without `--path` (online users); `local`, a folder or file
+      under `$LABELSHIFT_DATA` (or `package:` data), is read before it; `local_note` says what
+      that copy is where it is not the whole corpus.
+    - `splits`: split -> file-name globs that name a file's split before the generic split
+      words do (`valid.txt` is CoNLL's dev split).
+    - `labels`: `tags`, verbalised through the packaged table, or `natural` language, which
+      keeps the table's natural-language keys where no other tag is beside them; `label_fn`
+      (`module:function`: raw label -> (label, coarse)) replaces the table (Few-NERD's types).
+    - `hub_options`: the `hf` reader's options for the Hub origin; `license` is inherited by
+      derived datasets; `annotation`: `llm`, `human` or `unknown`; `credits`: citation keys
+      (`cards/_citations.md.j2`).
+    - `loader_version`: bumped when the reader's output changes (part of the fingerprint);
+      `profile`: the paper's quantile profile (`shift.scoring`), None: by the number of labels.
     """
 
     name: str

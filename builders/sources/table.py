@@ -39,7 +39,6 @@ def _mit(name: str, description: str, origin: str | None = None) -> SourceSpec:
         origin=origin,
         local=name,
         splits=frozen({"train": ("*train*.bio",), "test": ("*test*.bio",)}),
-        license="unknown",
         annotation="human",
     )
 
@@ -166,7 +165,6 @@ _SPECS: list[SourceSpec] = [
         module="gliner",
         description="GLiNER json: training (tokenized_text, ner) or benchmark (sentence, entities)",
         labels="natural",
-        license="unknown",
         # 2: benchmark sentences split on whitespace, as GLiNER's eval; 3: tags among its types
         # verbalised (`PER` -> person)
         loader_version="3",
@@ -177,7 +175,6 @@ _SPECS: list[SourceSpec] = [
         module="columns",
         description="Any column file: BIO/IO/BIOES, token-first or label-first (found from the "
         "values, or --columns), tab or space",
-        license="unknown",
         loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
     ),
     SourceSpec(
@@ -185,14 +182,12 @@ _SPECS: list[SourceSpec] = [
         kind="corpus",
         module="brat",
         description="brat standoff (brat, INCEpTION): NAME.txt documents with their NAME.ann",
-        license="unknown",
     ),
     SourceSpec(
         name="hf",
         kind="corpus",
         module="hf",
         description="Any Hugging Face dataset with a tokens column and tag sequences",
-        license="unknown",
         loader_version="2",  # 2: tags verbalised by the packaged table (`PER` -> person)
     ),
 ]

@@ -13,7 +13,7 @@ from builders.deferred import duckdb, pa
 from builders.errors import SourceFormatError, opt
 from builders.labels import natural_keys, normalise_label, table_label
 from builders.sources import SourceSpec
-from builders.sources.base import Example, ReadReport, Unit
+from builders.sources.base import Example, ReadReport, Unit, counted
 
 BATCH = 50_000
 #: How many raw -> label pairs a note names before it says how many more there are.
@@ -98,10 +98,12 @@ class Validator:
         ):
             if changed:
                 report.add(key, len(changed))
-                report.note(f"{_count(len(changed), 'label')} verbalised {what}: {_pairs(changed)}")
+                report.note(
+                    f"{counted(len(changed), 'label')} verbalised {what}: {_pairs(changed)}"
+                )
         if unknown and self.spec.labels == "tags":
             report.note(
-                f"{_count(len(unknown), 'tag')} not in the packaged table, kept as written "
+                f"{counted(len(unknown), 'tag')} not in the packaged table, kept as written "
                 f"(normalised): {_listed(sorted(unknown))}; --label-map FILE verbalises them"
             )
 
@@ -314,7 +316,3 @@ def _pairs(changed: dict[str, str]) -> str:
 def _listed(items: list[str], shown: int = SHOWN) -> str:
     more = len(items) - shown
     return ", ".join(items[:shown]) + (f" and {more:,} more" if more > 0 else "")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")

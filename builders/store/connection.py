@@ -26,10 +26,7 @@ _LOCK_POLL_S = 0.2
 
 
 def _connect(
-    path: Path,
-    read_only: bool,
-    wait: float | None = None,
-    on_wait: Callable[[str], None] | None = None,
+    path: Path, read_only: bool, wait: float | None, on_wait: Callable[[str], None] | None
 ) -> duckdb.DuckDBPyConnection:
     """DuckDB's connection to the store file, its refusals said in one line with the fix. While
     another process holds a lock that excludes it, it is tried again for up to `wait` seconds

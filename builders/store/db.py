@@ -1,11 +1,7 @@
-"""The DuckDB span store: one schema for every corpus and benchmark (`schema`; its tables in
-docs/DESIGN.md, "The span store").
-
-This module owns the `Store`'s lifecycle: opening (with the schema made or checked), closing,
-transactions whose refused writes are undone, and a shared store's swap of connections. Its
-rooms: `settings` (the environment), `connection` (opening, lock waits), `failures` (one-line
-messages, typed errors, the undo), and the queries it inherits: `catalogue`, `vectors`,
-`subsets` and `overlap`. `writer` writes a source into it, `ingest` decides where from.
+"""The DuckDB span store (`Store`): opening (the schema made or checked), closing, transactions
+whose refused writes are undone, and a shared store's swap of connections. Its tables are in
+docs/DESIGN.md, "The span store"; its queries come from `catalogue`, `vectors`, `subsets` and
+`overlap`, its messages from `connection` and `failures`; `writer` writes a source into it.
 """
 
 from __future__ import annotations
@@ -65,14 +61,12 @@ __all__ = [
 
 
 class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
-    """A connection to the span store. Use as a context manager or call `close()`.
-
-    DuckDB lets one process write a store, or any number of processes read it. A `shared`
-    store reads through a read-only connection, so that other commands can read beside it
-    during a long computation: each write (`transaction()`) takes the write lock only while it
-    runs, and label vectors (`add_vectors`) are held in memory until `flush_vectors()` writes
-    them in one short transaction. A DuckDB error that leaves a `with Store(...)` block as one
-    the store knows (damage, a refused write, memory) leaves it as its typed `StoreError`."""
+    """A connection to the span store; a context manager, or call `close()`. A `shared` store
+    reads through a read-only connection (DuckDB lets one process write a store, or many read
+    it), so other commands can read beside a long computation: each `transaction()` holds the
+    write lock only while it runs, and label vectors wait in memory for `flush_vectors()`. A
+    DuckDB error the store knows (damage, a refused write, memory) leaves a `with Store(...)`
+    block as its typed `StoreError`."""
 
     def __init__(
         self,
@@ -85,14 +79,9 @@ class Store(CatalogueQueries, VectorQueries, OverlapQueries, SubsetQueries):
         on_wait: Callable[[str], None] | None = None,
     ):
         """Open the store at `path` (default: $LABELSHIFT_DB or ./labelshift.duckdb).
-
-        Args:
-            read_only: share the store with other readers; nothing can be written.
-            create: make a new store when there is none at `path` (a command that only reads
-                never leaves an empty store).
-            wait: seconds to wait for a store another process holds (default: `lock_wait()`).
-            on_wait: told once, in words, who holds a store that is waited for.
-        """
+        `read_only` shares it with other readers; `create` makes one where there is none (a
+        command that only reads never leaves an empty store); `wait`: seconds to wait for a
+        store another process holds (default `lock_wait()`); `on_wait` is told who holds it."""
         self.path = Path(path) if path is not None else default_db_path()
         if (read_only or not create) and not self.path.exists():
             raise NoStore(

@@ -162,14 +162,12 @@ def walk(
     size: int,
     index: WalkIndex | None = None,
 ) -> tuple[list[int], dict[int, int]]:
-    """`fit_level`'s walk over the labels in order: each taken as planned where the size
-    allows it, else capped at what is left of the size (when its forced mentions leave
-    room), else left out (METHOD.md section 4, a level's size on what it writes).
-
-    A capped label's forced mentions (those in the sentences kept for whole labels) are read
-    at its turn; later only a sentence holding a capped label (`capped_in`) can add to them.
-    `pos`, `n`: each (sentence, label) row's label and mentions, a sentence's rows from
-    `first[i]` to `first[i + 1]`; `index`: their `walk_index`, made here when not given."""
+    """`fit_level`'s walk over the labels in order (METHOD.md section 4, a level's size on what
+    it writes): each taken as planned where the size allows it, else capped at what is left of
+    the size (when its forced mentions leave room), else left out. A capped label's forced
+    mentions (in the sentences kept for whole labels) are read at its turn; later only a
+    sentence holding a capped label (`capped_in`) adds to them. `pos`, `n`, `first`: as in
+    `LevelRows`; `index`: their `walk_index`, made here when not given."""
     labels = take.size
     if index is None or len(index.totals) != labels:
         index = walk_index(pos, n, first, labels)

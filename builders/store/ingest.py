@@ -42,20 +42,14 @@ def ingest(
     name: str | None = None,
     replace: bool = False,
     append: bool = False,
-    exact: bool = False,
-    allow_shrink: bool = False,
-    fixes: Mapping[str, str] | None = None,
     options: dict[str, Any] | None = None,
     label_map: Mapping[str, str] | None = None,
     revision: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Read a source into the store in one transaction; a no-op when nothing changed.
-
-    `path` is one or more files, folders or globs; `label_map` (raw tag -> label) is read
-    before the packaged table (METHOD.md section 6); a Hub dataset is read at `revision`
-    (default its main branch). The other arguments: `writer.prepare_source`.
-    """
+    """Read a source into the store in one transaction (a no-op when nothing changed): the
+    arguments of `plan_ingest` and `writer.prepare_source`; `label_map` (raw tag -> label) is
+    read before the packaged table (METHOD.md section 6)."""
     spec, plan = plan_ingest(
         source, path, split=split, options=options, label_map=label_map, revision=revision
     )
@@ -66,8 +60,5 @@ def ingest(
         name=name,
         replace=replace,
         append=append,
-        exact=exact,
-        allow_shrink=allow_shrink,
-        fixes=fixes,
         progress=progress,
     ).write()

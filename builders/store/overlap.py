@@ -61,22 +61,31 @@ def _chunk_pairs(n: int) -> str:
     """
 
 
+#: The pairs, one row per (benchmark sentence, training sentence), `{text}`: `_TEXTS` or "".
+_PAIRS = """
+SELECT b.benchmark, b.sentence_id AS benchmark_sentence_id,
+       t.sentence_id AS training_sentence_id, p.exact, p.positions,
+       coalesce(tl.labels, []::VARCHAR[]) AS training_labels{text}
+FROM _lk_p p
+JOIN _lk_bs b ON b.bno = p.bno
+JOIN _lk_ts t ON t.split = p.split AND t.idx = p.idx
+LEFT JOIN _lk_tl tl ON tl.split = p.split AND tl.idx = p.idx
+ORDER BY p.bno, p.split, p.idx
+"""
+_TEXTS = (
+    ", array_to_string(b.tokens, ' ') AS benchmark_text, "
+    "array_to_string(t.tokens, ' ') AS training_text"
+)
+
+
 @dataclass(frozen=True)
 class OverlapTables:
-    """What one scan found (Arrow tables, in a fixed order).
-
-    Attributes:
-        sentences: every benchmark sentence: benchmark, sentence_id, n_tokens.
-        pairs: benchmark, benchmark_sentence_id, training_sentence_id, exact (the normalised
-            sentences are equal), positions (1-based starts of the benchmark sentence's
-            n-grams found in the training sentence), training_labels (the training
-            sentence's labels), benchmark_text, training_text.
-        mentions: every benchmark mention: benchmark, sentence_id, start, stop, raw_label,
-            label, text (normalised surface), surface (the hash of its normalised tokens).
-        surface_labels: surface, label: the labels the training mentions of each benchmark
-            surface carry, distinct (a surface missing here is unseen). A surface can carry
-            thousands of labels in a corpus with free-form types, so they are kept once per
-            surface, not once per mention.
+    """What one scan found (Arrow tables; their columns as `overlap_tables` selects them):
+    every benchmark sentence; the (benchmark, training sentence) pairs, `exact` when the
+    normalised sentences are equal, `positions` the 1-based starts of the benchmark sentence's
+    n-grams found; every benchmark mention, `surface` the hash of its normalised tokens; and
+    the distinct labels the training mentions of each benchmark surface carry (a surface
+    missing is unseen; kept per surface, not per mention: one can carry thousands).
     """
 
     sentences: pa.Table
@@ -122,16 +131,10 @@ class OverlapQueries:
     def overlap_tables(
         self, source: str, benchmarks: pa.Table, n: int, texts: bool = True
     ) -> OverlapTables:
-        """Scan the training source `source` for the benchmarks' sentences and mentions.
-
-        Args:
-            benchmarks: columns benchmark, source, split: where each benchmark's evaluation
-                sentences are stored.
-            n: the n-gram length; sentences shorter than n take part in the exact figure only.
-            texts: give the pairs their two sentences' texts (for inspection; a build's
-                figures do not need them, and a corpus with a million pairs holds ~0.5 GB
-                of them).
-        """
+        """Scan the training source `source` for the benchmarks' sentences and mentions
+        (`benchmarks`: where each one's sentences are stored). Sentences shorter than `n` take
+        part in the exact figure only. `texts` gives the pairs their sentences' texts (a
+        build's figures do not need them; a million pairs hold ~0.5 GB of them)."""
         if n < 1:
             raise ValueError(f"n-gram length must be >= 1, got {n}")
         self.con.register("_lk_query", benchmarks)
@@ -141,7 +144,7 @@ class OverlapQueries:
                 sentences=self.con.sql(
                     "SELECT benchmark, sentence_id, len(norm) AS n_tokens FROM _lk_bs ORDER BY bno"
                 ).to_arrow_table(),
-                pairs=self._overlap_pairs(texts),
+                pairs=self.con.sql(_PAIRS.format(text=_TEXTS if texts else "")).to_arrow_table(),
                 mentions=self.con.sql(
                     "SELECT benchmark, sentence_id, start, stop, raw_label, label, text, "
                     "mh AS surface FROM _lk_bm ORDER BY bno, start, stop, label"
@@ -238,28 +241,6 @@ class OverlapQueries:
             "WHERE mh IN (SELECT mh FROM _lk_bm)",
             where,
         )
-
-    def _overlap_pairs(self, texts: bool) -> pa.Table:
-        """The pairs, one row per (benchmark sentence, training sentence), with the training
-        sentence's id and labels (and with `texts` both sentences' texts)."""
-        text = (
-            ", array_to_string(b.tokens, ' ') AS benchmark_text, "
-            "array_to_string(t.tokens, ' ') AS training_text"
-            if texts
-            else ""
-        )
-        return self.con.sql(
-            f"""
-            SELECT b.benchmark, b.sentence_id AS benchmark_sentence_id,
-                   t.sentence_id AS training_sentence_id, p.exact, p.positions,
-                   coalesce(tl.labels, []::VARCHAR[]) AS training_labels{text}
-            FROM _lk_p p
-            JOIN _lk_bs b ON b.bno = p.bno
-            JOIN _lk_ts t ON t.split = p.split AND t.idx = p.idx
-            LEFT JOIN _lk_tl tl ON tl.split = p.split AND tl.idx = p.idx
-            ORDER BY p.bno, p.split, p.idx
-            """
-        ).to_arrow_table()
 
     @contextmanager
     def without_sentences(self, source: str, sentence_ids: Sequence[str]) -> Iterator[int]:

@@ -1,9 +1,9 @@
 """The guard of an ingest that replaces a source's whole input (`prepare_source(exact=True)`).
 
-Files gone from a scenario's `path` leave the store too: that is how a shard is retired, and
-also what a folder copied in part (a sync not finished, a mount missing) looks like. So a
-split removed whole, or a source whose sentences fall by more than half, is refused unless the
-caller accepts it (regenerate's `--allow-shrink SOURCE`).
+Files gone from a scenario's `path` leave the store too: a retired shard, or a folder copied in
+part (a sync not finished, a mount missing). So a split removed whole, or a source whose
+sentences fall by more than half, is refused unless the caller accepts it (regenerate's
+`--allow-shrink SOURCE`).
 """
 
 from __future__ import annotations

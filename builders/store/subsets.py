@@ -184,11 +184,9 @@ class SubsetQueries:
         chosen: Selection | None = None,
         seed: int = SEED,
     ) -> pa.Table:
-        """The rows of a label subset, in corpus order (METHOD.md section 4): the sentences
-        with a mention of `labels` (with `caps` or `chosen`: those `select_sentences` keeps).
-        Columns: id, tokens, spans [{start, end, label}] (`end` exclusive), negatives,
-        negative_spans [{start, end, label}] (`end` exclusive).
-        """
+        """The rows of a label subset in corpus order (METHOD.md section 4): the sentences with
+        a mention of `labels` (with `caps` or `chosen`: those `select_sentences` keeps), as id,
+        tokens, spans and negative_spans [{start, end (exclusive), label}], negatives."""
         with self._rows(source, labels, caps, chosen, seed) as sql:
             return self.con.sql(sql, params=[source]).to_arrow_table()
 
@@ -221,11 +219,9 @@ class SubsetQueries:
         members: Mapping[str, Sequence[str]] | None = None,
     ) -> tuple[list[str], dict[str, int]]:
         """The labels of a level cut to `size` mentions counted on what it writes (`order`: its
-        labels in the order it takes them, `take`: the mentions planned of each; METHOD.md
-        section 4). Returns (whole labels, capped labels -> cap); `select_fitted` then draws.
-        `members`: the stored labels a label of `order` stands for (`LabelTable.members`;
-        absent: itself), counted as one label.
-        """
+        labels in the order it takes them, `take`: the mentions planned of each, `members`: the
+        stored labels each stands for, counted as one, default itself; METHOD.md section 4), as
+        (whole labels, capped label -> cap); `select_fitted` then draws."""
         rows = self._level_rows(source, order, take, members)
         take = np.asarray(take, dtype=np.int64)
         whole, caps = walk(rows.pos, rows.n, rows.first, take, int(size), rows.walk_index)

@@ -2,12 +2,12 @@
 
 `prepare_source` decides what to do with each split of a read plan; `SourceWrite.write` reads,
 validates (`batches.Validator`) and writes every split in ONE transaction: all land or none.
-Per split, by what is stored there: nothing, or the same files changed (bytes, reader version,
-options or label map), is read; the same input is kept; a different input is refused unless
-`replace` or `append` (new inputs added, a changed one refused). With `exact` (a scenario's
-`ingest = "replace"`) a split gone from the input is removed, and a split removed whole or a
-source falling by more than half is refused (`shrink.ShrinkGuard`). What to do is decided
-again under the write lock: another process may have written the source since.
+A split with nothing stored, or whose files changed (bytes, reader version, options or label
+map), is read; the same input is kept; a different one is refused unless `replace` or
+`append` (new inputs added, a changed one refused). With `exact` (a scenario's `ingest =
+"replace"`) a split gone from the input is removed, and a split removed whole or a source
+falling by more than half is refused (`shrink.ShrinkGuard`). The decision is made again under
+the write lock: another process may have written the source since.
 """
 
 from __future__ import annotations
@@ -120,22 +120,12 @@ def prepare_source(
 ) -> SourceWrite:
     """What an ingest of a read plan writes, decided and checked against what is stored,
     nothing written (`SourceWrite.write` writes it): a caller writing several sources checks
-    them all before it writes any (`regenerate`).
-
-    Args:
-        name: the name to store it under (default: the source name).
-        replace: replace what a split holds, even an unchanged input.
-        append: add the plan's new inputs to what a split holds.
-        exact: the plan is the source's whole input: a changed split is read again, an
-            unchanged one kept, and a stored split the plan does not name removed.
-        allow_shrink: with `exact`, accept a split removed whole or a source falling by more
-            than half of its sentences.
-        fixes: how the caller spells the fixes its refusals name (keys `replace`, `append`,
-            `name`, `shrink`; default: as the surface in force names them).
-        progress: called with the number of examples read since the last call.
-
-    Raises:
-        BuildersError: a refusal (module docstring), as far as is known before reading.
+    them all before it writes any (`regenerate`). `name`: stored under (default the source's
+    name); `replace` (even an unchanged input), `append`, `exact`, `allow_shrink` (with
+    `exact`, accept what `ShrinkGuard` refuses): the module docstring; `fixes`: how
+    the caller spells the fixes its refusals name (keys `replace`, `append`, `name`,
+    `shrink`); `progress`: called with the examples read since the last call. A refusal
+    known before reading is raised here.
     """
     fix = {**_fixes(), **(fixes or {})}
     if replace and append:
