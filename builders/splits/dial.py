@@ -16,7 +16,7 @@ the largest size at which `place` succeeds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -137,10 +137,6 @@ class Dial:
         """Every start whose Familiarity was computed, with it (the build's model)."""
         return {s: float(f[0]) for s, f in self._memo.items()}
 
-    def fits(self, n: int) -> bool:
-        """Whether `n` windows fit one after another."""
-        return _fits(self.cum, self.size, n)
-
     def span(self) -> tuple[float, float]:
         """(least, most) Familiarity of the windows computed so far."""
         values = self.evaluated().values()
@@ -203,7 +199,7 @@ def place(
         Unreachable: when no placement keeps the gaps (under every model) and, with targets,
             brings every level within `tolerance` of its own.
     """
-    if not dial.fits(len(levels)):
+    if not _fits(dial.cum, dial.size, len(levels)):
         raise Unreachable(f"{len(levels)} levels of {dial.size:,} mentions do not fit", 0.0, 0.0)
     starts = _grid(dial, len(levels))
     goal = _goals(dial, starts, levels, targets)
@@ -391,12 +387,8 @@ def choose(
     models: Sequence[str] = (),
 ) -> tuple[Dial, list[Placement]]:
     """The levels' windows at `size` mentions each, or (size None) at the largest size from
-    K (or `smallest`, if larger) up at which `place` places them: every target within
-    `tolerance`, consecutive levels at least `min_gap` apart under every model.
-
-    The largest size at which the windows fit is tried first; then sizes falling by
-    `SIZE_STEP` until one places, then bisection between it and the smallest size known not
-    to place, to `SIZE_PRECISION` (`_Search.largest`).
+    K (or `smallest`, if larger) up at which `place` places them (`_largest`): every target
+    within `tolerance`, consecutive levels at least `min_gap` apart under every model.
 
     Raises:
         Unreachable: naming the largest size the corpus gives, or the Familiarity range the
@@ -408,90 +400,85 @@ def choose(
     if top < floor:
         raise Unreachable(_too_big(ranking, len(levels), size, floor, top, k), 0.0, 0.0)
     ranked = [ranked_sims(m, ranking) for m in mats]
-    search = _Search(ranking, ranked, levels, targets, min_gap, tolerance)
-    search.dial_options = {
-        "k": k,
-        "weighting": weighting,
-        "min_labels": min_labels,
-        "models": models,
-    }
-    found = search.at(size) if size is not None else search.largest(top, floor)
+    tried: dict[int, Unreachable] = {}  # size -> why it did not place
+
+    def at(size: int) -> tuple[Dial, list[Placement]] | None:
+        """The levels placed at `size`, or None (the reason kept in `tried`)."""
+        dial = Dial(
+            ranking,
+            ranked,
+            size,
+            k=k,
+            weighting=weighting,
+            min_labels=min_labels,
+            ranked=True,
+            models=models,
+        )
+        try:
+            return dial, place(dial, levels, targets, min_gap, tolerance)
+        except Unreachable as e:
+            tried[size] = e
+            return None
+
+    found = at(size) if size is not None else _largest(at, top, floor)
     if found is None:
-        raise search.refusal()
+        raise _refusal(tried, levels, targets, min_gap, tolerance, several=len(ranked) > 1)
     return found
 
 
-class _Search:
-    """The size search of `choose`: what it tried, and why a size did not do."""
+def _largest(
+    at: Callable[[int], tuple[Dial, list[Placement]] | None], top: int, floor: int
+) -> tuple[Dial, list[Placement]] | None:
+    """The largest size in [floor, top] found to place the levels (`at`): `top`, else sizes
+    falling by `SIZE_STEP` until one places, then bisection between it and the last that did
+    not, until they are within `SIZE_PRECISION` of each other."""
+    size, found, failed = top, at(top), None
+    while found is None and size > floor:
+        failed, size = size, max(floor, int(size * SIZE_STEP))
+        found = at(size)
+    while found is not None and failed is not None:
+        if failed - size <= max(1, failed * SIZE_PRECISION):
+            break
+        mid = (size + failed) // 2
+        got = at(mid)
+        size, found, failed = (mid, got, failed) if got else (size, found, mid)
+    return found
 
-    def __init__(
-        self,
-        ranking: Ranking,
-        ranked: list[np.ndarray],
-        levels: Sequence[str],
-        targets: Sequence[float] | None,
-        min_gap: float,
-        tolerance: float,
-    ):
-        self.ranking, self.ranked, self.levels = ranking, ranked, list(levels)
-        self.targets, self.min_gap, self.tolerance = targets, min_gap, tolerance
-        self.dial_options: dict[str, Any] = {}
-        self.tried: dict[int, Unreachable] = {}  # size -> why it did not place
 
-    def at(self, size: int) -> tuple[Dial, list[Placement]] | None:
-        """The levels placed at `size`, or None (the reason kept)."""
-        dial = Dial(self.ranking, self.ranked, size, ranked=True, **self.dial_options)
-        try:
-            placed = place(dial, self.levels, self.targets, self.min_gap, self.tolerance)
-        except Unreachable as e:
-            self.tried[size] = e
-            return None
-        return dial, placed
-
-    def largest(self, top: int, floor: int) -> tuple[Dial, list[Placement]] | None:
-        """The largest size in [floor, top] found to place the levels: `top`, else sizes
-        falling by `SIZE_STEP` until one places, then bisection between it and the last
-        that did not, until they are within `SIZE_PRECISION` of each other."""
-        size, found, failed = top, self.at(top), None
-        while found is None and size > floor:
-            failed, size = size, max(floor, int(size * SIZE_STEP))
-            found = self.at(size)
-        while found is not None and failed is not None:
-            if failed - size <= max(1, failed * SIZE_PRECISION):
-                break
-            mid = (size + failed) // 2
-            got = self.at(mid)
-            size, found, failed = (mid, got, failed) if got else (size, found, mid)
-        return found
-
-    def refusal(self) -> Unreachable:
-        if len(self.tried) == 1:
-            return next(iter(self.tried.values()))
-        low = min(e.low for e in self.tried.values())
-        high = max(e.high for e in self.tried.values())
-        sizes = f"{min(self.tried):,} to {max(self.tried):,}"
-        if self.targets is None:
-            wanted = f"at least {self.min_gap:g} apart"
-        else:
-            asked = ", ".join(
-                f"{lv} {t:.3f}" for lv, t in zip(self.levels, self.targets, strict=True)
-            )
-            wanted = (
-                f"at {asked} (each within {self.tolerance:g}, consecutive levels at least "
-                f"{self.min_gap:g} apart)"
-            )
-        detail = ""
-        if len(self.ranked) > 1:  # each model's gaps, at the largest size one model places
-            wanted += " under every model"
-            alone = [n for n, e in self.tried.items() if e.alone]
-            if alone:
-                detail = f" ({self.tried[max(alone)]})"
-        return Unreachable(
-            f"no level size gives disjoint {'/'.join(self.levels)} levels {wanted}: levels of "
-            f"{sizes} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus{detail}",
-            low,
-            high,
+def _refusal(
+    tried: dict[int, Unreachable],
+    levels: Sequence[str],
+    targets: Sequence[float] | None,
+    min_gap: float,
+    tolerance: float,
+    several: bool,
+) -> Unreachable:
+    """Why no size tried placed the levels (`tried`: size -> its reason; `several`: more
+    than one model)."""
+    if len(tried) == 1:
+        return next(iter(tried.values()))
+    low = min(e.low for e in tried.values())
+    high = max(e.high for e in tried.values())
+    sizes = f"{min(tried):,} to {max(tried):,}"
+    if targets is None:
+        wanted = f"at least {min_gap:g} apart"
+    else:
+        asked = ", ".join(f"{lv} {t:.3f}" for lv, t in zip(levels, targets, strict=True))
+        wanted = (
+            f"at {asked} (each within {tolerance:g}, consecutive levels at least {min_gap:g} apart)"
         )
+    detail = ""
+    if several:  # each model's gaps, at the largest size one model places
+        wanted += " under every model"
+        alone = [n for n, e in tried.items() if e.alone]
+        if alone:
+            detail = f" ({tried[max(alone)]})"
+    return Unreachable(
+        f"no level size gives disjoint {'/'.join(levels)} levels {wanted}: levels of "
+        f"{sizes} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus{detail}",
+        low,
+        high,
+    )
 
 
 def _too_big(ranking: Ranking, n: int, size: int | None, floor: int, top: int, k: int) -> str:
