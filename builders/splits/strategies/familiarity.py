@@ -76,7 +76,7 @@ class Familiarity(Strategy):
             _check_targets(cfg, cfg.options.targets)
 
     def size_remedy(self) -> str:
-        return _size_remedy()
+        return f"{opt('level_mentions')} (another size), "
 
     def place(
         self,
@@ -88,7 +88,49 @@ class Familiarity(Strategy):
         stage: Callable[[str], None],
         checks: dict[str, np.ndarray],
     ) -> Placed:
-        return _placed_on_what_is_written(store, cfg, table, m, stage, checks)
+        """The levels placed, fitted and measured on what they write; placed again where a
+        gap or target is missed there, refused where no placement keeps them (METHOD.md
+        section 8, "On what is written"; README: "or refuses with each model's gaps")."""
+        sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
+        order = _familiarity_levels(cfg, table, m)
+        stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
+        ranking = familiarity_ranking(
+            m, table.mentions, cfg.metric.k, cfg.metric.weighting
+        )  # once: sizes vary
+        gap, size = cfg.options.min_gap, cfg.options.level_mentions
+        rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
+        for _ in range(PLACE_TRIES):
+            if len(rounds) >= PLACE_ROUNDS or size == 0:
+                break
+            try:
+                found = _by_familiarity(cfg, table, ranking, order, sims, stage, checks, gap, size)
+                scores, cuts, levels, extra = found
+                check_levels(levels, table, cfg, self.size_remedy())
+            except CannotBuild:
+                if not rounds:
+                    raise
+                if cfg.options.level_mentions is not None:
+                    break  # the size is given and a wider gap does not place: keep the best
+                size = _smaller(cfg, size)  # this size does not place: a step smaller
+                continue
+            stage("choosing each level's sentences")
+            fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
+            short = _gap_shortfall(cfg, table, sims, fitted)
+            planned = int(levels[0].size or 0)
+            rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
+            if short <= 0:
+                break
+            if cfg.options.level_mentions is not None:
+                if cfg.options.targets is not None:
+                    break  # a given size and targets: no wider gap meets them
+                gap += short + 0.002  # the same size, windows further apart
+            size = _smaller(cfg, planned)
+            stage(f"the written levels miss {_promise(cfg)} by {short:.3f}: placing again")
+        kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
+        if rounds[kept][0] > 0:
+            raise _missed(cfg, table, sims, checks, rounds, kept)
+        _note_rounds(cfg, rounds, kept)
+        return rounds[kept][3]
 
     def promised_gap(self, cfg: SplitConfig) -> float | None:
         return cfg.options.min_gap
@@ -149,75 +191,13 @@ def _shown(values: tuple[float, ...]) -> str:
     return ",".join(f"{v:g}" for v in values)
 
 
-#: A familiarity placement is measured on the rows the levels write (fitted to their size,
-#: whole sentences) under every model; where a gap falls short of --min-gap there (or a level
-#: misses its --targets value), the levels are placed again a little smaller (or, at a size
-#: given by --level-mentions, with the gap widened by the shortfall), at most this many
-#: placements written in all...
+#: Levels whose written rows miss a gap or target are placed again (METHOD.md section 8): at
+#: most this many placements written in all...
 PLACE_ROUNDS = 8
 #: ...and at most this many placements tried (those that do not place count too).
 PLACE_TRIES = 24
 #: ...each size this share of the one before (sizes that do not place are stepped past).
 RETRY_STEP = 0.95
-
-
-def _placed_on_what_is_written(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    m: np.ndarray,
-    stage: Callable[[str], None],
-    checks: dict[str, np.ndarray],
-) -> Placed:
-    """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
-    plan (label counts), and the written levels can differ (a whole label's sentences hold
-    more of a frequent label than its cap; a level that cannot fill its size makes every
-    level smaller), so the gaps (and targets) are checked on what is written. Where one is
-    missed, the levels are placed again: at the largest size (the default) the plan has no
-    slack, so a smaller size is tried, in steps, until the written levels keep every gap and
-    target; at a given size, the gap is widened by the shortfall. The first placement that
-    keeps them all is kept; where none does, the build is refused with the closest one's
-    figures under every model (README: "or refuses with each model's gaps")."""
-    sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
-    order = _familiarity_levels(cfg, table, m)
-    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
-    ranking = familiarity_ranking(
-        m, table.mentions, cfg.metric.k, cfg.metric.weighting
-    )  # once: sizes vary
-    gap, size = cfg.options.min_gap, cfg.options.level_mentions
-    rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
-    for _ in range(PLACE_TRIES):
-        if len(rounds) >= PLACE_ROUNDS or size == 0:
-            break
-        try:
-            found = _by_familiarity(cfg, table, ranking, order, sims, stage, checks, gap, size)
-            scores, cuts, levels, extra = found
-            check_levels(levels, table, cfg, _size_remedy())
-        except CannotBuild:
-            if not rounds:
-                raise
-            if cfg.options.level_mentions is not None:
-                break  # the size is given and a wider gap does not place: keep the best
-            size = _smaller(cfg, size)  # this size does not place: a step smaller
-            continue
-        stage("choosing each level's sentences")
-        fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
-        short = _gap_shortfall(cfg, table, sims, fitted)
-        planned = int(levels[0].size or 0)
-        rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
-        if short <= 0:
-            break
-        if cfg.options.level_mentions is not None:
-            if cfg.options.targets is not None:
-                break  # a given size and targets: no wider gap meets them
-            gap += short + 0.002  # the same size, windows further apart
-        size = _smaller(cfg, planned)
-        stage(f"the written levels miss {_promise(cfg)} by {short:.3f}: placing again")
-    kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
-    if rounds[kept][0] > 0:
-        raise _missed(cfg, table, sims, checks, rounds, kept)
-    _note_rounds(cfg, rounds, kept)
-    return rounds[kept][3]
 
 
 def _promise(cfg: SplitConfig) -> str:
@@ -335,8 +315,8 @@ def _by_familiarity(
     sims: list[np.ndarray],
     stage: Callable[[str], None],
     checks: dict[str, np.ndarray],
-    min_gap: float | None = None,
-    size: int | None = None,
+    min_gap: float,
+    size: int | None,
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
     """The `familiarity` strategy (METHOD.md section 8): the levels' windows over the ranking,
     placed so that the gaps hold under the build's model and every check model (`sims`: the
@@ -353,9 +333,9 @@ def _by_familiarity(
             sims,
             order,
             targets=cfg.options.targets,
-            min_gap=cfg.options.min_gap if min_gap is None else min_gap,
+            min_gap=min_gap,
             tolerance=TARGET_TOLERANCE,
-            size=size if size is not None else cfg.options.level_mentions,
+            size=size,
             smallest=cfg.min_mentions,
             k=cfg.metric.k,
             weighting=cfg.metric.weighting,
@@ -394,11 +374,6 @@ def _familiarity_levels(cfg: SplitConfig, table: LabelTable, m: np.ndarray) -> l
     if m.shape[1] == 0:
         raise CannotBuild(f"{cfg.source}: the benchmarks have no labels to place levels by")
     return order
-
-
-def _size_remedy() -> str:
-    """What `check_levels` suggests first when levels come out too small."""
-    return f"{opt('level_mentions')} (another size), "
 
 
 def _remedy() -> str:
