@@ -47,6 +47,7 @@ from builders.splits.levels import (
 )
 from builders.splits.provenance import provenance
 from builders.splits.strategies import strategy
+from builders.splits.strategies.base import Group
 from builders.store import Store
 from builders.store.subsets import Selection
 
@@ -193,7 +194,7 @@ def _measure(
     for group in groups:
         cols = np.array([all_evals.index(z) for z in union_labels(group)])
         mine = {model: m[:, cols] for model, m in checks.items()}
-        res = _build_group(store, cfg, table, group, m_all[:, cols], stage, spill, mine)
+        res = _build_group(Group(store, cfg, table, group, m_all[:, cols], stage, mine), spill)
         res.embedded_new = new
         res.timings = {"similarities": similarities, **res.timings}
         results.append(res)
@@ -294,25 +295,16 @@ def _subset(
     )
 
 
-def _build_group(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    group: dict[str, tuple[str, ...]],
-    m: np.ndarray,
-    stage: Callable[[str], None],
-    spill: Path | None = None,
-    checks: dict[str, np.ndarray] | None = None,
-) -> BuildResult:
+def _build_group(g: Group, spill: Path | None) -> BuildResult:
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group
-    (and their Familiarity under each check model: `checks`, model -> (D, Z) similarities)."""
+    (and their Familiarity under each check model)."""
+    store, cfg, table, group, stage = g.store, g.cfg, g.table, g.benchmarks, g.stage
     begun = time.perf_counter()
     timings: dict[str, float] = {}
-    sims_zd = np.ascontiguousarray(m.T)
-    checks = checks or {}
+    sims_zd = np.ascontiguousarray(g.m.T)
     method = strategy(cfg.strategy)
     with _timed(timings, "placement"):  # scores, cuts or windows, levels fitted
-        placed = method.place(store, cfg, table, group, m, stage, checks)
+        placed = method.place(g)
     model = canonical_name(cfg.embedding.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
@@ -350,8 +342,8 @@ def _build_group(
         ),
         **placed.extra,
     )
-    if checks:
-        _check(cfg, res, checks)
+    if g.checks:
+        _check(cfg, res, g.checks)
     res.timings = {**timings, "measure": time.perf_counter() - begun - sum(timings.values())}
     return res
 

@@ -23,6 +23,21 @@ if TYPE_CHECKING:
     from builders.store.subsets import Selection
 
 
+@dataclass(frozen=True)
+class Group:
+    """What a strategy places one benchmark group's levels from: `benchmarks` (name -> its
+    labels), `m` (training x evaluation similarities), `checks` (each check model's `m`) and
+    `stage` (says what is being done)."""
+
+    store: Store
+    cfg: SplitConfig
+    table: LabelTable
+    benchmarks: dict[str, tuple[str, ...]]
+    m: np.ndarray
+    stage: Callable[[str], None]
+    checks: dict[str, np.ndarray]
+
+
 @dataclass
 class Placed:
     """A strategy's levels for one benchmark group: the profile it names, every label's
@@ -94,18 +109,8 @@ class Strategy:
     def check(self, cfg: SplitConfig) -> None:
         """This strategy's own options, checked together."""
 
-    def place(
-        self,
-        store: Store,
-        cfg: SplitConfig,
-        table: LabelTable,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
-        stage: Callable[[str], None],
-        checks: dict[str, np.ndarray],
-    ) -> Placed:
-        """The levels of one benchmark group (`m`: training x evaluation similarities;
-        `checks`: each check model's), fitted to what they write."""
+    def place(self, g: Group) -> Placed:
+        """The levels of one benchmark group, fitted to what they write."""
         raise NotImplementedError
 
     def promised_gap(self, cfg: SplitConfig) -> float | None:

@@ -29,8 +29,7 @@ from builders.splits.config import BuildResult, SplitConfig, as_tuple
 from builders.splits.dial import Dial, Placement, Unreachable, choose
 from builders.splits.fitting import equal_sizes, fit, table_counts
 from builders.splits.levels import Level, bound_share, check_levels
-from builders.splits.strategies.base import Options, Placed, Strategy, named
-from builders.store import Store
+from builders.splits.strategies.base import Group, Options, Placed, Strategy, named
 from builders.store.subsets import Selection
 
 
@@ -78,19 +77,11 @@ class Familiarity(Strategy):
     def size_remedy(self) -> str:
         return f"{opt('level_mentions')} (another size), "
 
-    def place(
-        self,
-        store: Store,
-        cfg: SplitConfig,
-        table: LabelTable,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
-        stage: Callable[[str], None],
-        checks: dict[str, np.ndarray],
-    ) -> Placed:
+    def place(self, g: Group) -> Placed:
         """The levels placed, fitted and measured on what they write; placed again where a
         gap or target is missed there, refused where no placement keeps them (METHOD.md
         section 8, "On what is written"; README: "or refuses with each model's gaps")."""
+        store, cfg, table, m, stage, checks = g.store, g.cfg, g.table, g.m, g.stage, g.checks
         sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
         order = _familiarity_levels(cfg, table, m)
         stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
