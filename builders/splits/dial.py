@@ -115,13 +115,8 @@ class Dial:
         """The union macro of the window starting at `start` under each model."""
         if start not in self._memo:
             _, take, stop = self.window(start)
-            ties = np.arange(stop - start)  # equal values sum alike in any order
-            k, weighting = self.k, self.weighting
             self._memo[start] = np.array(
-                [
-                    np.sort(closed_form(s[:, start:stop], take, ties, k, weighting)).mean()
-                    for s in self.sims
-                ]
+                [union_macro(s[:, start:stop], take, self.k, self.weighting) for s in self.sims]
             )
         return self._memo[start]
 
@@ -149,6 +144,12 @@ class Dial:
         return Placement(
             level, start, stop, offset, self.size, labels, take, fam, target, tuple(checks)
         )
+
+
+def union_macro(sims_zd: np.ndarray, counts: np.ndarray, k: int, weighting: str) -> float:
+    """The union macro Familiarity of labels with these similarities (already clipped at 0)
+    and mention counts, ties by column order (equal values sum alike in any order)."""
+    return float(np.sort(closed_form(sims_zd, counts, np.arange(counts.size), k, weighting)).mean())
 
 
 def ranked_sims(sims_zd: np.ndarray, ranking: Ranking) -> np.ndarray:

@@ -23,10 +23,9 @@ from builders.errors import (
 from builders.hub.plots import dial_png
 from builders.shift.coverage import Ranking, familiarity_ranking
 from builders.shift.embedder import canonical_name
-from builders.shift.familiarity import closed_form
 from builders.shift.report import LabelTable
 from builders.splits.config import BuildResult, SplitConfig, as_tuple
-from builders.splits.dial import Dial, Placement, Unreachable, choose
+from builders.splits.dial import Dial, Placement, Unreachable, choose, union_macro
 from builders.splits.fitting import equal_sizes, fit, table_counts
 from builders.splits.levels import Level, bound_share, check_levels
 from builders.splits.strategies.base import Group, Options, Placed, Strategy, named
@@ -280,22 +279,15 @@ def _written_unions(
 ) -> list[list[float]]:
     """Each model's (the build's first) union macro of each written level, as the dial
     computes a window's."""
-    out = []
-    for s in sims:
-        union = []
-        for _, chosen in fitted:
-            counts = table_counts(table, chosen)
-            cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
-            f = closed_form(
-                np.maximum(s[:, cols], 0),
-                counts[cols],
-                np.arange(cols.size),
-                cfg.metric.k,
-                cfg.metric.weighting,
-            )
-            union.append(float(np.sort(f).mean()))
-        out.append(union)
-    return out
+    written = []
+    for _, chosen in fitted:
+        counts = table_counts(table, chosen)
+        cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
+        written.append((cols, counts[cols]))
+    k, weighting = cfg.metric.k, cfg.metric.weighting
+    return [
+        [union_macro(np.maximum(s[:, c], 0), n, k, weighting) for c, n in written] for s in sims
+    ]
 
 
 def _by_familiarity(
