@@ -4,14 +4,9 @@
     placed = place(dial, ("low", "medium", "high"), targets=None, min_gap=0.05, tolerance=0.02)
 
 A level of `size` mentions is a window of the ranking: the labels from a start position on,
-each with its usable mentions (at most K), the last one cut to make the size exact. Windows
-near the front are familiar (they hold the labels that make the benchmark familiar), windows
-near the back are not. Levels are disjoint windows in order, low first; `place` picks their
-starts so that each level's Familiarity (union macro, under the build's model: the first
-similarity matrix) is nearest its target and consecutive levels differ by at least `min_gap`
-under every model given. Without targets, low is the most familiar window, high the least
-familiar one, and medium the one between them nearest the middle of the two. `choose` finds
-the largest size at which `place` succeeds.
+each with its usable mentions (at most K), the last one cut to make the size exact. Levels are
+disjoint windows in order, low first: `place` picks their starts, `choose` finds the largest
+size at which `place` succeeds.
 """
 
 from __future__ import annotations
@@ -188,13 +183,9 @@ def place(
     min_gap: float,
     tolerance: float,
 ) -> list[Placement]:
-    """Disjoint windows for `levels` (easy to hard), nearest their targets under the build's
-    model, consecutive levels at least `min_gap` apart under every model of the dial.
-
-    Without targets, low aims at the most familiar window, high at the least familiar one,
-    and medium at the middle of the two. Levels with at most `FULL_SCAN` starts open to them
-    are searched at every start (exact); others at `GRID` starts spread over those, then
-    zooming in around the starts chosen.
+    """Disjoint windows for `levels` (easy to hard), nearest their targets (`_goals`) under
+    the build's model, consecutive levels at least `min_gap` apart under every model of the
+    dial: searched over the starts of `_grid`, then zooming in around the starts chosen.
 
     Raises:
         Unreachable: when no placement keeps the gaps (under every model) and, with targets,

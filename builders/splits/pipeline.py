@@ -1,14 +1,11 @@
 """The splitter: score training labels against benchmark labels and build label-shift subsets.
 
-    labels + counts (store) -> embeddings (cached) -> M[d, z] = sim(d, z) -> max | entropy
-    -> quantile cuts -> selected label sets -> subset rows (store SQL)
+    labels + counts (store) -> embeddings (cached) -> M[d, z] = sim(d, z)
+    -> the strategy's levels (`builders.splits.strategies`) -> subset rows (store SQL)
     -> Familiarity of the full corpus and of every subset against every benchmark
     -> (with `out`) every folder written at once (`builders.splits.subsets`)
 
-METHOD.md sections 2-4. A subset keeps the sentences with at least one mention of a selected
-label, only those mentions, and only the negatives that are selected labels; since every
-mention of a selected label survives, a subset's label counts are the corpus counts restricted
-to its labels, which is what its Familiarity is computed from.
+METHOD.md sections 2-4 and 8.
 """
 
 from __future__ import annotations

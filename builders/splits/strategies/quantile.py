@@ -79,10 +79,6 @@ class Quantile(Strategy):
             f"{opt('low_quantile')}, {opt('high_quantile')} and {opt('medium_band')} (wider cuts), "
         )
 
-    def scores(self, m: np.ndarray, temperature: float) -> np.ndarray:
-        """Every training label's score against the evaluation labels (`m`: D x Z)."""
-        return max_scores(m) if self.familiar_high else entropy_scores(m, temperature)
-
     def place(self, g: Group) -> Placed:
         """The profile, every label's score, the cuts and the levels, fitted."""
         store, cfg, table = g.store, g.cfg, g.table
@@ -106,7 +102,8 @@ class Quantile(Strategy):
         if it qualifies for any benchmark (scores of shape (D, B))."""
         cfg = g.cfg
         if cfg.metric.protocol != "paper":
-            scores = self.scores(g.m, cfg.metric.temperature)
+            t = cfg.metric.temperature
+            scores = max_scores(g.m) if self.familiar_high else entropy_scores(g.m, t)
             return scores, select(scores, cfg.strategy, rule)
         evals = union_labels(g.benchmarks)
         cols = [np.array([evals.index(z) for z in labels]) for labels in g.benchmarks.values()]
