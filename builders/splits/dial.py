@@ -127,11 +127,6 @@ class Dial:
         """Every start whose Familiarity was computed, with it (the build's model)."""
         return {s: float(f[0]) for s, f in self._memo.items()}
 
-    def span(self) -> tuple[float, float]:
-        """(least, most) Familiarity of the windows computed so far."""
-        values = self.evaluated().values()
-        return (min(values), max(values)) if values else (0.0, 0.0)
-
     def placement(self, level: str, start: int, target: float | None) -> Placement:
         labels, take, stop = self.window(start)
         offset = int(self.cum[start])
@@ -209,7 +204,8 @@ def place(
     bound = tolerance if targets is not None else None
     placed = _search(dial, starts, goal, min_gap, bound)
     if placed is None:
-        low, high = dial.span()
+        values = dial.evaluated().values()  # the windows computed so far
+        low, high = (min(values), max(values)) if values else (0.0, 0.0)
         errors = None
         if chosen is not None:
             errors = [abs(dial.familiarity(s) - t) for s, t in zip(chosen, goal, strict=True)]

@@ -69,8 +69,6 @@ class Strategy:
     #: Fields of the build's specs that only this strategy may change: field -> default
     #: (`protocol` for the quantile strategies).
     claims: ClassVar[Mapping[str, Any]] = {}
-    #: What those options do, for the refusal of them under another strategy
-    #: ("targets place levels by Familiarity: use the familiarity strategy").
     #: What its own options are for, after "is an option" / "are options": `of the quantile
     #: strategies (entropy, max)`.
     purpose: str = ""

@@ -84,9 +84,8 @@ class Familiarity(Strategy):
         sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
         order = _familiarity_levels(cfg, table, m)
         stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
-        ranking = familiarity_ranking(
-            m, table.mentions, cfg.metric.k, cfg.metric.weighting
-        )  # once: sizes vary
+        # once: every size tried places windows over this one ranking
+        ranking = familiarity_ranking(m, table.mentions, cfg.metric.k, cfg.metric.weighting)
         gap, size = cfg.options.min_gap, cfg.options.level_mentions
         rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
         for _ in range(PLACE_TRIES):
@@ -301,13 +300,10 @@ def _by_familiarity(
     min_gap: float,
     size: int | None,
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
-    """The `familiarity` strategy (METHOD.md section 8): the levels' windows over the ranking,
-    placed so that the gaps hold under the build's model and every check model (`sims`: the
-    (Z, D) similarities, the build's model's first, then each check model's).
-
-    Returns the per-label gains (the scores), each level's window, the levels, and the
-    BuildResult fields it adds (the ranking's columns and the Familiarity along it).
-    """
+    """The levels' windows over the ranking, the gaps kept under every model (`sims`: the
+    (Z, D) similarities, the build's model's first). Returns the per-label gains (the
+    scores), each level's window, the levels, and the BuildResult fields it adds (the
+    ranking's columns and the Familiarity along it)."""
     stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
     models = [canonical_name(cfg.embedding.model), *checks]
     try:
