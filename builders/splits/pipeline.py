@@ -184,7 +184,12 @@ def _measure(
     m_all, new = similarity_matrix(store, emb, table.labels, all_evals, progress)
     total = len(set(table.labels) | set(all_evals))
     stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")
-    checks = _check_matrices(store, cfg, table, all_evals, progress, stage)
+    checks = {}  # each check model's (D, Z): `familiarity` places by them, all report under them
+    for name in cfg.check_model:
+        model = canonical_name(name)
+        stage(f"check model {model}: the labels' similarities under it")
+        check = Embedder.of(cfg.embedding.with_model(name))
+        checks[model], _ = similarity_matrix(store, check, table.labels, all_evals, progress)
     groups = [{b: ls} for b, ls in sets.items()] if cfg.per_benchmark else [sets]
     similarities = time.perf_counter() - begun  # every group's, and the check models'
     results = []
@@ -196,25 +201,6 @@ def _measure(
         res.timings = {"similarities": similarities, **res.timings}
         results.append(res)
     return results
-
-
-def _check_matrices(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    evals: tuple[str, ...],
-    progress: bool,
-    stage: Callable[[str], None],
-) -> dict[str, np.ndarray]:
-    """Each check model's similarity matrix (D, Z), computed once: the `familiarity`
-    strategy places its levels by all of them, and every strategy reports under them."""
-    out = {}
-    for name in cfg.check_model:
-        model = canonical_name(name)
-        stage(f"check model {model}: the labels' similarities under it")
-        check = Embedder.of(cfg.embedding.with_model(name))
-        out[model], _ = similarity_matrix(store, check, table.labels, evals, progress)
-    return out
 
 
 def _check(cfg: SplitConfig, res: BuildResult, checks: dict[str, np.ndarray]) -> None:
@@ -310,7 +296,16 @@ def _build_group(g: Group, spill: Path | None) -> BuildResult:
         )
 
     stage("Familiarity of the full corpus")
-    full = _full(store, cfg, table, fam(table.mentions))
+    full = SubsetResult(  # the full corpus, the row every level stands beside
+        name=cfg.source,
+        level="full",
+        strategy=cfg.strategy,
+        selection={},
+        sentences=store.count_sentences(cfg.source),
+        mentions=int(table.mentions.sum()),
+        labels=len(table.labels),
+        familiarity=fam(table.mentions),
+    )
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets, levels = [], [lv for lv, _ in placed.fitted]
     for level, chosen in placed.fitted:
@@ -343,19 +338,3 @@ def _build_group(g: Group, spill: Path | None) -> BuildResult:
         _check(cfg, res, g.checks)
     res.timings = {**timings, "measure": time.perf_counter() - begun - sum(timings.values())}
     return res
-
-
-def _full(
-    store: Store, cfg: SplitConfig, table: LabelTable, familiarity: FamiliarityReport
-) -> SubsetResult:
-    """The full corpus as the row every level stands beside."""
-    return SubsetResult(
-        name=cfg.source,
-        level="full",
-        strategy=cfg.strategy,
-        selection={},
-        sentences=store.count_sentences(cfg.source),
-        mentions=int(table.mentions.sum()),
-        labels=len(table.labels),
-        familiarity=familiarity,
-    )

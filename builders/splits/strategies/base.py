@@ -1,9 +1,9 @@
 """The protocol every splitting strategy follows (`Strategy`), and what placing returns.
 
-A strategy owns, in its one module: its options (`Options`, nested in `SplitConfig` as
-`options`; another strategy's given a value are refused), the levels it places (`place`: scores, cuts and the levels fitted to what they
-write), the gap its levels promise, the default bound on a label's share of a level, and how
-its levels are described in the printed table and drawn in `scores.png`.
+A strategy owns, in its one module: its options (`Options`, nested in `SplitConfig.options`;
+another strategy's given a value are refused), the levels it places (`place`), the gap they
+promise, the default bound on a label's share of a level, and how its levels are described in
+the printed table and drawn in `scores.png`.
 """
 
 from __future__ import annotations
