@@ -128,10 +128,9 @@ class Familiarity(Strategy):
         """The levels' size as the rows hold it: one size is planned, and the last sentence
         of a label kept in part may pass it by a few mentions."""
         planned = res.subsets[0].selection["level_mentions"]
-        sizes = [s.mentions for s in res.subsets]
-        if min(sizes) == max(sizes) == planned:
+        low, high = min(s.mentions for s in res.subsets), max(s.mentions for s in res.subsets)
+        if low == high == planned:
             return f"levels of {planned:,} mentions"
-        low, high = min(sizes), max(sizes)
         written = f"{low:,}" if low == high else f"{low:,}-{high:,}"
         return f"levels of {written} mentions, {planned:,} planned"
 
@@ -304,14 +303,16 @@ def _by_familiarity(
     (Z, D) similarities, the build's model's first). Returns the per-label gains (the
     scores), each level's window, the levels, and the BuildResult fields it adds (the
     ranking's columns and the Familiarity along it)."""
-    stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
+    targets = cfg.options.targets
+    asked = "" if targets is None else " at Familiarity " + ", ".join(f"{t:g}" for t in targets)
+    stage(f"placing {'/'.join(order)} levels{asked}")
     models = [canonical_name(cfg.embedding.model), *checks]
     try:
         dial, placed = choose(
             ranking,
             sims,
             order,
-            targets=cfg.options.targets,
+            targets=targets,
             min_gap=min_gap,
             tolerance=TARGET_TOLERANCE,
             size=size,
@@ -362,12 +363,6 @@ def _remedy() -> str:
         f"(another size), {opt('min_gap')} (a smaller gap), {opt('levels')} (fewer levels), "
         f"or {opt('strategy', 'entropy|max')}"
     )
-
-
-def _asked(cfg: SplitConfig) -> str:
-    if cfg.options.targets is None:
-        return ""
-    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.options.targets)
 
 
 #: How far past its window a level may reach for labels to fill its size on what it writes
