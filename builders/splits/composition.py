@@ -1,13 +1,5 @@
-"""What makes a build's levels comparable beside their Familiarity (METHOD.md section 4).
-
-    sentences_shared   the level's sentences (by `id`) that another level of the group holds
-    effective_labels   exp of the entropy (natural log) of its labels' shares of its mentions
-    largest_label      its largest label, with that label's mentions and share of the mentions
-
-Levels are disjoint in labels, not in sentences: a passage with a familiar and an unfamiliar
-label is in two levels, each with its own mentions. And two levels of one size can differ in
-how evenly their mentions spread over their labels: a level that is mostly one label teaches
-fewer types than its label count says. The figures are computed from what is written: the
+"""What makes a build's levels comparable beside their Familiarity (METHOD.md section 4):
+`sentences_shared`, `effective_labels` and `largest_label`, computed from what is written: the
 label counts a level's rows hold (`SubsetResult.label_counts`) and the `id` column of its rows,
 read back from the parquet file it was streamed to (DuckDB, within the store's memory limit,
 spilling beside it), never its rows held in memory.

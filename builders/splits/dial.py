@@ -4,19 +4,14 @@
     placed = place(dial, ("low", "medium", "high"), targets=None, min_gap=0.05, tolerance=0.02)
 
 A level of `size` mentions is a window of the ranking: the labels from a start position on,
-each with its usable mentions (at most K), the last one cut to make the size exact. Windows
-near the front are familiar (they hold the labels that make the benchmark familiar), windows
-near the back are not. Levels are disjoint windows in order, low first; `place` picks their
-starts so that each level's Familiarity (union macro, under the build's model: the first
-similarity matrix) is nearest its target and consecutive levels differ by at least `min_gap`
-under every model given. Without targets, low is the most familiar window, high the least
-familiar one, and medium the one between them nearest the middle of the two. `choose` finds
-the largest size at which `place` succeeds.
+each with its usable mentions (at most K), the last one cut to make the size exact. Levels are
+disjoint windows in order, low first: `place` picks their starts, `choose` finds the largest
+size at which `place` succeeds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -115,13 +110,8 @@ class Dial:
         """The union macro of the window starting at `start` under each model."""
         if start not in self._memo:
             _, take, stop = self.window(start)
-            ties = np.arange(stop - start)  # equal values sum alike in any order
-            k, weighting = self.k, self.weighting
             self._memo[start] = np.array(
-                [
-                    np.sort(closed_form(s[:, start:stop], take, ties, k, weighting)).mean()
-                    for s in self.sims
-                ]
+                [union_macro(s[:, start:stop], take, self.k, self.weighting) for s in self.sims]
             )
         return self._memo[start]
 
@@ -137,15 +127,6 @@ class Dial:
         """Every start whose Familiarity was computed, with it (the build's model)."""
         return {s: float(f[0]) for s, f in self._memo.items()}
 
-    def fits(self, n: int) -> bool:
-        """Whether `n` windows fit one after another."""
-        return _fits(self.cum, self.size, n)
-
-    def span(self) -> tuple[float, float]:
-        """(least, most) Familiarity of the windows computed so far."""
-        values = self.evaluated().values()
-        return (min(values), max(values)) if values else (0.0, 0.0)
-
     def placement(self, level: str, start: int, target: float | None) -> Placement:
         labels, take, stop = self.window(start)
         offset = int(self.cum[start])
@@ -153,6 +134,12 @@ class Dial:
         return Placement(
             level, start, stop, offset, self.size, labels, take, fam, target, tuple(checks)
         )
+
+
+def union_macro(sims_zd: np.ndarray, counts: np.ndarray, k: int, weighting: str) -> float:
+    """The union macro Familiarity of labels with these similarities (already clipped at 0)
+    and mention counts, ties by column order (equal values sum alike in any order)."""
+    return float(np.sort(closed_form(sims_zd, counts, np.arange(counts.size), k, weighting)).mean())
 
 
 def ranked_sims(sims_zd: np.ndarray, ranking: Ranking) -> np.ndarray:
@@ -191,19 +178,15 @@ def place(
     min_gap: float,
     tolerance: float,
 ) -> list[Placement]:
-    """Disjoint windows for `levels` (easy to hard), nearest their targets under the build's
-    model, consecutive levels at least `min_gap` apart under every model of the dial.
-
-    Without targets, low aims at the most familiar window, high at the least familiar one,
-    and medium at the middle of the two. Levels with at most `FULL_SCAN` starts open to them
-    are searched at every start (exact); others at `GRID` starts spread over those, then
-    zooming in around the starts chosen.
+    """Disjoint windows for `levels` (easy to hard), nearest their targets (`_goals`) under
+    the build's model, consecutive levels at least `min_gap` apart under every model of the
+    dial: searched over the starts of `_grid`, then zooming in around the starts chosen.
 
     Raises:
         Unreachable: when no placement keeps the gaps (under every model) and, with targets,
             brings every level within `tolerance` of its own.
     """
-    if not dial.fits(len(levels)):
+    if not _fits(dial.cum, dial.size, len(levels)):
         raise Unreachable(f"{len(levels)} levels of {dial.size:,} mentions do not fit", 0.0, 0.0)
     starts = _grid(dial, len(levels))
     goal = _goals(dial, starts, levels, targets)
@@ -221,7 +204,8 @@ def place(
     bound = tolerance if targets is not None else None
     placed = _search(dial, starts, goal, min_gap, bound)
     if placed is None:
-        low, high = dial.span()
+        values = dial.evaluated().values()  # the windows computed so far
+        low, high = (min(values), max(values)) if values else (0.0, 0.0)
         errors = None
         if chosen is not None:
             errors = [abs(dial.familiarity(s) - t) for s, t in zip(chosen, goal, strict=True)]
@@ -391,12 +375,8 @@ def choose(
     models: Sequence[str] = (),
 ) -> tuple[Dial, list[Placement]]:
     """The levels' windows at `size` mentions each, or (size None) at the largest size from
-    K (or `smallest`, if larger) up at which `place` places them: every target within
-    `tolerance`, consecutive levels at least `min_gap` apart under every model.
-
-    The largest size at which the windows fit is tried first; then sizes falling by
-    `SIZE_STEP` until one places, then bisection between it and the smallest size known not
-    to place, to `SIZE_PRECISION` (`_Search.largest`).
+    K (or `smallest`, if larger) up at which `place` places them (`_largest`): every target
+    within `tolerance`, consecutive levels at least `min_gap` apart under every model.
 
     Raises:
         Unreachable: naming the largest size the corpus gives, or the Familiarity range the
@@ -408,90 +388,85 @@ def choose(
     if top < floor:
         raise Unreachable(_too_big(ranking, len(levels), size, floor, top, k), 0.0, 0.0)
     ranked = [ranked_sims(m, ranking) for m in mats]
-    search = _Search(ranking, ranked, levels, targets, min_gap, tolerance)
-    search.dial_options = {
-        "k": k,
-        "weighting": weighting,
-        "min_labels": min_labels,
-        "models": models,
-    }
-    found = search.at(size) if size is not None else search.largest(top, floor)
+    tried: dict[int, Unreachable] = {}  # size -> why it did not place
+
+    def at(size: int) -> tuple[Dial, list[Placement]] | None:
+        """The levels placed at `size`, or None (the reason kept in `tried`)."""
+        dial = Dial(
+            ranking,
+            ranked,
+            size,
+            k=k,
+            weighting=weighting,
+            min_labels=min_labels,
+            ranked=True,
+            models=models,
+        )
+        try:
+            return dial, place(dial, levels, targets, min_gap, tolerance)
+        except Unreachable as e:
+            tried[size] = e
+            return None
+
+    found = at(size) if size is not None else _largest(at, top, floor)
     if found is None:
-        raise search.refusal()
+        raise _refusal(tried, levels, targets, min_gap, tolerance, several=len(ranked) > 1)
     return found
 
 
-class _Search:
-    """The size search of `choose`: what it tried, and why a size did not do."""
+def _largest(
+    at: Callable[[int], tuple[Dial, list[Placement]] | None], top: int, floor: int
+) -> tuple[Dial, list[Placement]] | None:
+    """The largest size in [floor, top] found to place the levels (`at`): `top`, else sizes
+    falling by `SIZE_STEP` until one places, then bisection between it and the last that did
+    not, until they are within `SIZE_PRECISION` of each other."""
+    size, found, failed = top, at(top), None
+    while found is None and size > floor:
+        failed, size = size, max(floor, int(size * SIZE_STEP))
+        found = at(size)
+    while found is not None and failed is not None:
+        if failed - size <= max(1, failed * SIZE_PRECISION):
+            break
+        mid = (size + failed) // 2
+        got = at(mid)
+        size, found, failed = (mid, got, failed) if got else (size, found, mid)
+    return found
 
-    def __init__(
-        self,
-        ranking: Ranking,
-        ranked: list[np.ndarray],
-        levels: Sequence[str],
-        targets: Sequence[float] | None,
-        min_gap: float,
-        tolerance: float,
-    ):
-        self.ranking, self.ranked, self.levels = ranking, ranked, list(levels)
-        self.targets, self.min_gap, self.tolerance = targets, min_gap, tolerance
-        self.dial_options: dict[str, Any] = {}
-        self.tried: dict[int, Unreachable] = {}  # size -> why it did not place
 
-    def at(self, size: int) -> tuple[Dial, list[Placement]] | None:
-        """The levels placed at `size`, or None (the reason kept)."""
-        dial = Dial(self.ranking, self.ranked, size, ranked=True, **self.dial_options)
-        try:
-            placed = place(dial, self.levels, self.targets, self.min_gap, self.tolerance)
-        except Unreachable as e:
-            self.tried[size] = e
-            return None
-        return dial, placed
-
-    def largest(self, top: int, floor: int) -> tuple[Dial, list[Placement]] | None:
-        """The largest size in [floor, top] found to place the levels: `top`, else sizes
-        falling by `SIZE_STEP` until one places, then bisection between it and the last
-        that did not, until they are within `SIZE_PRECISION` of each other."""
-        size, found, failed = top, self.at(top), None
-        while found is None and size > floor:
-            failed, size = size, max(floor, int(size * SIZE_STEP))
-            found = self.at(size)
-        while found is not None and failed is not None:
-            if failed - size <= max(1, failed * SIZE_PRECISION):
-                break
-            mid = (size + failed) // 2
-            got = self.at(mid)
-            size, found, failed = (mid, got, failed) if got else (size, found, mid)
-        return found
-
-    def refusal(self) -> Unreachable:
-        if len(self.tried) == 1:
-            return next(iter(self.tried.values()))
-        low = min(e.low for e in self.tried.values())
-        high = max(e.high for e in self.tried.values())
-        sizes = f"{min(self.tried):,} to {max(self.tried):,}"
-        if self.targets is None:
-            wanted = f"at least {self.min_gap:g} apart"
-        else:
-            asked = ", ".join(
-                f"{lv} {t:.3f}" for lv, t in zip(self.levels, self.targets, strict=True)
-            )
-            wanted = (
-                f"at {asked} (each within {self.tolerance:g}, consecutive levels at least "
-                f"{self.min_gap:g} apart)"
-            )
-        detail = ""
-        if len(self.ranked) > 1:  # each model's gaps, at the largest size one model places
-            wanted += " under every model"
-            alone = [n for n, e in self.tried.items() if e.alone]
-            if alone:
-                detail = f" ({self.tried[max(alone)]})"
-        return Unreachable(
-            f"no level size gives disjoint {'/'.join(self.levels)} levels {wanted}: levels of "
-            f"{sizes} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus{detail}",
-            low,
-            high,
+def _refusal(
+    tried: dict[int, Unreachable],
+    levels: Sequence[str],
+    targets: Sequence[float] | None,
+    min_gap: float,
+    tolerance: float,
+    several: bool,
+) -> Unreachable:
+    """Why no size tried placed the levels (`tried`: size -> its reason; `several`: more
+    than one model)."""
+    if len(tried) == 1:
+        return next(iter(tried.values()))
+    low = min(e.low for e in tried.values())
+    high = max(e.high for e in tried.values())
+    sizes = f"{min(tried):,} to {max(tried):,}"
+    if targets is None:
+        wanted = f"at least {min_gap:g} apart"
+    else:
+        asked = ", ".join(f"{lv} {t:.3f}" for lv, t in zip(levels, targets, strict=True))
+        wanted = (
+            f"at {asked} (each within {tolerance:g}, consecutive levels at least {min_gap:g} apart)"
         )
+    detail = ""
+    if several:  # each model's gaps, at the largest size one model places
+        wanted += " under every model"
+        alone = [n for n, e in tried.items() if e.alone]
+        if alone:
+            detail = f" ({tried[max(alone)]})"
+    return Unreachable(
+        f"no level size gives disjoint {'/'.join(levels)} levels {wanted}: levels of "
+        f"{sizes} mentions reach Familiarity {low:.3f} to {high:.3f} on this corpus{detail}",
+        low,
+        high,
+    )
 
 
 def _too_big(ranking: Ranking, n: int, size: int | None, floor: int, top: int, k: int) -> str:

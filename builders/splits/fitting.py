@@ -87,14 +87,11 @@ def _over(level: Level, size: int, share: float | None) -> bool:
 
 
 def fit(store: Store, cfg: SplitConfig, table: LabelTable, level: Level) -> tuple[Level, Selection]:
-    """The level and its sentences. A level cut to a size (familiarity windows, `--match
-    mentions`) holds that size counted on what it writes: the sentences of its whole labels
-    may hold more of a capped label than its cap, and those mentions are kept, so its labels
-    are taken along its order while they fit (`Store.fit_level`). A protocol that spells
-    labels otherwise than the store (`--protocol paper`: Few-NERD's `actor` for the stored
-    `person-actor`) passes the stored labels each stands for (`table.members`): matched by
-    their protocol spelling, they would count no mention, and every label of the order, the
-    spare ones past a window too, would be taken whole."""
+    """The level and its sentences; a level cut to a size (familiarity windows, `--match
+    mentions`) holds that size counted on what it writes (METHOD.md section 4,
+    `Store.fit_level`). The store gets the stored labels each label stands for
+    (`table.members`: `--protocol paper` spells the stored `person-actor` as `actor`): by
+    their protocol spelling they would count no mention, and all be taken whole."""
     if level.take is None or level.order is None:
         return level, choose_sentences(store, cfg, table, level)
     size = level.size if level.size is not None else int(level.take.sum())

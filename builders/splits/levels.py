@@ -1,6 +1,6 @@
 """The levels of a build: size-matched cuts, the checks every build keeps, and its verdicts.
 
-    levels = match_levels(cuts, scores, table, strategy, "mentions")   (or take the cuts as they are)
+    levels = match_levels(levels, scores, table, familiar_high, "mentions")   (or as they are)
     check_levels(levels, table, cfg)        disjoint and big enough, or refused before writing
     verdicts(full, subsets)                 does Familiarity fall low > medium > high? ...
 

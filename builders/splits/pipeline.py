@@ -1,14 +1,11 @@
 """The splitter: score training labels against benchmark labels and build label-shift subsets.
 
-    labels + counts (store) -> embeddings (cached) -> M[d, z] = sim(d, z) -> max | entropy
-    -> quantile cuts -> selected label sets -> subset rows (store SQL)
+    labels + counts (store) -> embeddings (cached) -> M[d, z] = sim(d, z)
+    -> the strategy's levels (`builders.splits.strategies`) -> subset rows (store SQL)
     -> Familiarity of the full corpus and of every subset against every benchmark
     -> (with `out`) every folder written at once (`builders.splits.subsets`)
 
-METHOD.md sections 2-4. A subset keeps the sentences with at least one mention of a selected
-label, only those mentions, and only the negatives that are selected labels; since every
-mention of a selected label survives, a subset's label counts are the corpus counts restricted
-to its labels, which is what its Familiarity is computed from.
+METHOD.md sections 2-4 and 8.
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ from builders.splits.levels import (
 )
 from builders.splits.provenance import provenance
 from builders.splits.strategies import strategy
+from builders.splits.strategies.base import Group
 from builders.store import Store
 from builders.store.subsets import Selection
 
@@ -186,37 +184,23 @@ def _measure(
     m_all, new = similarity_matrix(store, emb, table.labels, all_evals, progress)
     total = len(set(table.labels) | set(all_evals))
     stage(f"embeddings: {new:,} labels embedded, {total - new:,} read from the cache")
-    checks = _check_matrices(store, cfg, table, all_evals, progress, stage)
+    checks = {}  # each check model's (D, Z): `familiarity` places by them, all report under them
+    for name in cfg.check_model:
+        model = canonical_name(name)
+        stage(f"check model {model}: the labels' similarities under it")
+        check = Embedder.of(cfg.embedding.with_model(name))
+        checks[model], _ = similarity_matrix(store, check, table.labels, all_evals, progress)
     groups = [{b: ls} for b, ls in sets.items()] if cfg.per_benchmark else [sets]
     similarities = time.perf_counter() - begun  # every group's, and the check models'
     results = []
     for group in groups:
         cols = np.array([all_evals.index(z) for z in union_labels(group)])
         mine = {model: m[:, cols] for model, m in checks.items()}
-        res = _build_group(store, cfg, table, group, m_all[:, cols], stage, spill, mine)
+        res = _build_group(Group(store, cfg, table, group, m_all[:, cols], stage, mine), spill)
         res.embedded_new = new
         res.timings = {"similarities": similarities, **res.timings}
         results.append(res)
     return results
-
-
-def _check_matrices(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    evals: tuple[str, ...],
-    progress: bool,
-    stage: Callable[[str], None],
-) -> dict[str, np.ndarray]:
-    """Each check model's similarity matrix (D, Z), computed once: the `familiarity`
-    strategy places its levels by all of them, and every strategy reports under them."""
-    out = {}
-    for name in cfg.check_model:
-        model = canonical_name(name)
-        stage(f"check model {model}: the labels' similarities under it")
-        check = Embedder.of(cfg.embedding.with_model(name))
-        out[model], _ = similarity_matrix(store, check, table.labels, evals, progress)
-    return out
 
 
 def _check(cfg: SplitConfig, res: BuildResult, checks: dict[str, np.ndarray]) -> None:
@@ -294,25 +278,16 @@ def _subset(
     )
 
 
-def _build_group(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    group: dict[str, tuple[str, ...]],
-    m: np.ndarray,
-    stage: Callable[[str], None],
-    spill: Path | None = None,
-    checks: dict[str, np.ndarray] | None = None,
-) -> BuildResult:
+def _build_group(g: Group, spill: Path | None) -> BuildResult:
     """Scores, cuts, checked levels, the full corpus and every level of one benchmark group
-    (and their Familiarity under each check model: `checks`, model -> (D, Z) similarities)."""
+    (and their Familiarity under each check model)."""
+    store, cfg, table, group, stage = g.store, g.cfg, g.table, g.benchmarks, g.stage
     begun = time.perf_counter()
     timings: dict[str, float] = {}
-    sims_zd = np.ascontiguousarray(m.T)
-    checks = checks or {}
+    sims_zd = np.ascontiguousarray(g.m.T)
     method = strategy(cfg.strategy)
     with _timed(timings, "placement"):  # scores, cuts or windows, levels fitted
-        placed = method.place(store, cfg, table, group, m, stage, checks)
+        placed = method.place(g)
     model = canonical_name(cfg.embedding.model)
 
     def fam(counts: np.ndarray) -> FamiliarityReport:
@@ -321,7 +296,16 @@ def _build_group(
         )
 
     stage("Familiarity of the full corpus")
-    full = _full(store, cfg, table, fam(table.mentions))
+    full = SubsetResult(  # the full corpus, the row every level stands beside
+        name=cfg.source,
+        level="full",
+        strategy=cfg.strategy,
+        selection={},
+        sentences=store.count_sentences(cfg.source),
+        mentions=int(table.mentions.sum()),
+        labels=len(table.labels),
+        familiarity=fam(table.mentions),
+    )
     suffix = f"-{next(iter(group))}" if cfg.per_benchmark else ""
     subsets, levels = [], [lv for lv, _ in placed.fitted]
     for level, chosen in placed.fitted:
@@ -350,23 +334,7 @@ def _build_group(
         ),
         **placed.extra,
     )
-    if checks:
-        _check(cfg, res, checks)
+    if g.checks:
+        _check(cfg, res, g.checks)
     res.timings = {**timings, "measure": time.perf_counter() - begun - sum(timings.values())}
     return res
-
-
-def _full(
-    store: Store, cfg: SplitConfig, table: LabelTable, familiarity: FamiliarityReport
-) -> SubsetResult:
-    """The full corpus as the row every level stands beside."""
-    return SubsetResult(
-        name=cfg.source,
-        level="full",
-        strategy=cfg.strategy,
-        selection={},
-        sentences=store.count_sentences(cfg.source),
-        mentions=int(table.mentions.sum()),
-        labels=len(table.labels),
-        familiarity=familiarity,
-    )

@@ -240,13 +240,7 @@ def selected_labels(folder: Path, strategy: str) -> list[str] | None:
     if not path.exists():
         return None
     t = pq.read_table(path, columns=["label", "selected"])
-    return [
-        lab
-        for lab, s in zip(
-            t.column("label").to_pylist(), t.column("selected").to_pylist(), strict=True
-        )
-        if s
-    ]
+    return t.filter(t.column("selected")).column("label").to_pylist()
 
 
 def old_build(folder: Path, strategy: str) -> dict[str, Any] | None:

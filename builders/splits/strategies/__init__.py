@@ -1,6 +1,6 @@
 """The splitting strategies: one module each, behind one protocol (`base.Strategy`).
 
-    strategy("familiarity").place(store, cfg, table, group, m, stage, checks) -> Placed
+    strategy("familiarity").place(Group(store, cfg, table, benchmarks, m, stage, checks))
 
 A strategy ranks the training labels, places the levels, validates the options it owns,
 states the gap it promises, and describes its levels for the printed table and the plot.

@@ -1,9 +1,9 @@
 """The protocol every splitting strategy follows (`Strategy`), and what placing returns.
 
-A strategy owns, in its one module: its options (`Options`, nested in `SplitConfig` as
-`options`; another strategy's given a value are refused), the levels it places (`place`: scores, cuts and the levels fitted to what they
-write), the gap its levels promise, the default bound on a label's share of a level, and how
-its levels are described in the printed table and drawn in `scores.png`.
+A strategy owns, in its one module: its options (`Options`, nested in `SplitConfig.options`;
+another strategy's given a value are refused), the levels it places (`place`), the gap they
+promise, the default bound on a label's share of a level, and how its levels are described in
+the printed table and drawn in `scores.png`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,21 @@ if TYPE_CHECKING:
     from builders.splits.levels import Level
     from builders.store import Store
     from builders.store.subsets import Selection
+
+
+@dataclass(frozen=True)
+class Group:
+    """What a strategy places one benchmark group's levels from: `benchmarks` (name -> its
+    labels), `m` (training x evaluation similarities), `checks` (each check model's `m`) and
+    `stage` (says what is being done)."""
+
+    store: Store
+    cfg: SplitConfig
+    table: LabelTable
+    benchmarks: dict[str, tuple[str, ...]]
+    m: np.ndarray
+    stage: Callable[[str], None]
+    checks: dict[str, np.ndarray]
 
 
 @dataclass
@@ -54,8 +69,6 @@ class Strategy:
     #: Fields of the build's specs that only this strategy may change: field -> default
     #: (`protocol` for the quantile strategies).
     claims: ClassVar[Mapping[str, Any]] = {}
-    #: What those options do, for the refusal of them under another strategy
-    #: ("targets place levels by Familiarity: use the familiarity strategy").
     #: What its own options are for, after "is an option" / "are options": `of the quantile
     #: strategies (entropy, max)`.
     purpose: str = ""
@@ -94,18 +107,8 @@ class Strategy:
     def check(self, cfg: SplitConfig) -> None:
         """This strategy's own options, checked together."""
 
-    def place(
-        self,
-        store: Store,
-        cfg: SplitConfig,
-        table: LabelTable,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
-        stage: Callable[[str], None],
-        checks: dict[str, np.ndarray],
-    ) -> Placed:
-        """The levels of one benchmark group (`m`: training x evaluation similarities;
-        `checks`: each check model's), fitted to what they write."""
+    def place(self, g: Group) -> Placed:
+        """The levels of one benchmark group, fitted to what they write."""
         raise NotImplementedError
 
     def promised_gap(self, cfg: SplitConfig) -> float | None:

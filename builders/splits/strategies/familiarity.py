@@ -23,14 +23,12 @@ from builders.errors import (
 from builders.hub.plots import dial_png
 from builders.shift.coverage import Ranking, familiarity_ranking
 from builders.shift.embedder import canonical_name
-from builders.shift.familiarity import closed_form
 from builders.shift.report import LabelTable
 from builders.splits.config import BuildResult, SplitConfig, as_tuple
-from builders.splits.dial import Dial, Placement, Unreachable, choose
+from builders.splits.dial import Dial, Placement, Unreachable, choose, union_macro
 from builders.splits.fitting import equal_sizes, fit, table_counts
 from builders.splits.levels import Level, bound_share, check_levels
-from builders.splits.strategies.base import Options, Placed, Strategy, named
-from builders.store import Store
+from builders.splits.strategies.base import Group, Options, Placed, Strategy, named
 from builders.store.subsets import Selection
 
 
@@ -76,19 +74,52 @@ class Familiarity(Strategy):
             _check_targets(cfg, cfg.options.targets)
 
     def size_remedy(self) -> str:
-        return _size_remedy()
+        return f"{opt('level_mentions')} (another size), "
 
-    def place(
-        self,
-        store: Store,
-        cfg: SplitConfig,
-        table: LabelTable,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
-        stage: Callable[[str], None],
-        checks: dict[str, np.ndarray],
-    ) -> Placed:
-        return _placed_on_what_is_written(store, cfg, table, m, stage, checks)
+    def place(self, g: Group) -> Placed:
+        """The levels placed, fitted and measured on what they write; placed again where a
+        gap or target is missed there, refused where no placement keeps them (METHOD.md
+        section 8, "On what is written"; README: "or refuses with each model's gaps")."""
+        store, cfg, table, m, stage, checks = g.store, g.cfg, g.table, g.m, g.stage, g.checks
+        sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
+        order = _familiarity_levels(cfg, table, m)
+        stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
+        # once: every size tried places windows over this one ranking
+        ranking = familiarity_ranking(m, table.mentions, cfg.metric.k, cfg.metric.weighting)
+        gap, size = cfg.options.min_gap, cfg.options.level_mentions
+        rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
+        for _ in range(PLACE_TRIES):
+            if len(rounds) >= PLACE_ROUNDS or size == 0:
+                break
+            try:
+                found = _by_familiarity(cfg, table, ranking, order, sims, stage, checks, gap, size)
+                scores, cuts, levels, extra = found
+                check_levels(levels, table, cfg, self.size_remedy())
+            except CannotBuild:
+                if not rounds:
+                    raise
+                if cfg.options.level_mentions is not None:
+                    break  # the size is given and a wider gap does not place: keep the best
+                size = _smaller(cfg, size)  # this size does not place: a step smaller
+                continue
+            stage("choosing each level's sentences")
+            fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
+            short = _gap_shortfall(cfg, table, sims, fitted)
+            planned = int(levels[0].size or 0)
+            rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
+            if short <= 0:
+                break
+            if cfg.options.level_mentions is not None:
+                if cfg.options.targets is not None:
+                    break  # a given size and targets: no wider gap meets them
+                gap += short + 0.002  # the same size, windows further apart
+            size = _smaller(cfg, planned)
+            stage(f"the written levels miss {_promise(cfg)} by {short:.3f}: placing again")
+        kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
+        if rounds[kept][0] > 0:
+            raise _missed(cfg, table, sims, checks, rounds, kept)
+        _note_rounds(cfg, rounds, kept)
+        return rounds[kept][3]
 
     def promised_gap(self, cfg: SplitConfig) -> float | None:
         return cfg.options.min_gap
@@ -97,10 +128,9 @@ class Familiarity(Strategy):
         """The levels' size as the rows hold it: one size is planned, and the last sentence
         of a label kept in part may pass it by a few mentions."""
         planned = res.subsets[0].selection["level_mentions"]
-        sizes = [s.mentions for s in res.subsets]
-        if min(sizes) == max(sizes) == planned:
+        low, high = min(s.mentions for s in res.subsets), max(s.mentions for s in res.subsets)
+        if low == high == planned:
             return f"levels of {planned:,} mentions"
-        low, high = min(sizes), max(sizes)
         written = f"{low:,}" if low == high else f"{low:,}-{high:,}"
         return f"levels of {written} mentions, {planned:,} planned"
 
@@ -149,75 +179,13 @@ def _shown(values: tuple[float, ...]) -> str:
     return ",".join(f"{v:g}" for v in values)
 
 
-#: A familiarity placement is measured on the rows the levels write (fitted to their size,
-#: whole sentences) under every model; where a gap falls short of --min-gap there (or a level
-#: misses its --targets value), the levels are placed again a little smaller (or, at a size
-#: given by --level-mentions, with the gap widened by the shortfall), at most this many
-#: placements written in all...
+#: Levels whose written rows miss a gap or target are placed again (METHOD.md section 8): at
+#: most this many placements written in all...
 PLACE_ROUNDS = 8
 #: ...and at most this many placements tried (those that do not place count too).
 PLACE_TRIES = 24
 #: ...each size this share of the one before (sizes that do not place are stepped past).
 RETRY_STEP = 0.95
-
-
-def _placed_on_what_is_written(
-    store: Store,
-    cfg: SplitConfig,
-    table: LabelTable,
-    m: np.ndarray,
-    stage: Callable[[str], None],
-    checks: dict[str, np.ndarray],
-) -> Placed:
-    """The `familiarity` levels placed, fitted and measured: a placement's gaps hold on its
-    plan (label counts), and the written levels can differ (a whole label's sentences hold
-    more of a frequent label than its cap; a level that cannot fill its size makes every
-    level smaller), so the gaps (and targets) are checked on what is written. Where one is
-    missed, the levels are placed again: at the largest size (the default) the plan has no
-    slack, so a smaller size is tried, in steps, until the written levels keep every gap and
-    target; at a given size, the gap is widened by the shortfall. The first placement that
-    keeps them all is kept; where none does, the build is refused with the closest one's
-    figures under every model (README: "or refuses with each model's gaps")."""
-    sims = [np.ascontiguousarray(m.T), *(np.ascontiguousarray(c.T) for c in checks.values())]
-    order = _familiarity_levels(cfg, table, m)
-    stage(f"ranking {len(table.labels):,} labels by what they add to Familiarity")
-    ranking = familiarity_ranking(
-        m, table.mentions, cfg.metric.k, cfg.metric.weighting
-    )  # once: sizes vary
-    gap, size = cfg.options.min_gap, cfg.options.level_mentions
-    rounds: list[tuple[float, float, int, Placed]] = []  # (shortfall, gap, planned size, ...)
-    for _ in range(PLACE_TRIES):
-        if len(rounds) >= PLACE_ROUNDS or size == 0:
-            break
-        try:
-            found = _by_familiarity(cfg, table, ranking, order, sims, stage, checks, gap, size)
-            scores, cuts, levels, extra = found
-            check_levels(levels, table, cfg, _size_remedy())
-        except CannotBuild:
-            if not rounds:
-                raise
-            if cfg.options.level_mentions is not None:
-                break  # the size is given and a wider gap does not place: keep the best
-            size = _smaller(cfg, size)  # this size does not place: a step smaller
-            continue
-        stage("choosing each level's sentences")
-        fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
-        short = _gap_shortfall(cfg, table, sims, fitted)
-        planned = int(levels[0].size or 0)
-        rounds.append((short, gap, planned, Placed("familiarity", scores, cuts, fitted, extra)))
-        if short <= 0:
-            break
-        if cfg.options.level_mentions is not None:
-            if cfg.options.targets is not None:
-                break  # a given size and targets: no wider gap meets them
-            gap += short + 0.002  # the same size, windows further apart
-        size = _smaller(cfg, planned)
-        stage(f"the written levels miss {_promise(cfg)} by {short:.3f}: placing again")
-    kept = min(range(len(rounds)), key=lambda i: rounds[i][0])  # the first of the best
-    if rounds[kept][0] > 0:
-        raise _missed(cfg, table, sims, checks, rounds, kept)
-    _note_rounds(cfg, rounds, kept)
-    return rounds[kept][3]
 
 
 def _promise(cfg: SplitConfig) -> str:
@@ -309,22 +277,15 @@ def _written_unions(
 ) -> list[list[float]]:
     """Each model's (the build's first) union macro of each written level, as the dial
     computes a window's."""
-    out = []
-    for s in sims:
-        union = []
-        for _, chosen in fitted:
-            counts = table_counts(table, chosen)
-            cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
-            f = closed_form(
-                np.maximum(s[:, cols], 0),
-                counts[cols],
-                np.arange(cols.size),
-                cfg.metric.k,
-                cfg.metric.weighting,
-            )
-            union.append(float(np.sort(f).mean()))
-        out.append(union)
-    return out
+    written = []
+    for _, chosen in fitted:
+        counts = table_counts(table, chosen)
+        cols = np.flatnonzero(counts)  # labels by text: ties by label text, as everywhere
+        written.append((cols, counts[cols]))
+    k, weighting = cfg.metric.k, cfg.metric.weighting
+    return [
+        [union_macro(np.maximum(s[:, c], 0), n, k, weighting) for c, n in written] for s in sims
+    ]
 
 
 def _by_familiarity(
@@ -335,27 +296,26 @@ def _by_familiarity(
     sims: list[np.ndarray],
     stage: Callable[[str], None],
     checks: dict[str, np.ndarray],
-    min_gap: float | None = None,
-    size: int | None = None,
+    min_gap: float,
+    size: int | None,
 ) -> tuple[np.ndarray, dict[str, Any], list[Level], dict[str, Any]]:
-    """The `familiarity` strategy (METHOD.md section 8): the levels' windows over the ranking,
-    placed so that the gaps hold under the build's model and every check model (`sims`: the
-    (Z, D) similarities, the build's model's first, then each check model's).
-
-    Returns the per-label gains (the scores), each level's window, the levels, and the
-    BuildResult fields it adds (the ranking's columns and the Familiarity along it).
-    """
-    stage(f"placing {'/'.join(order)} levels" + _asked(cfg))
+    """The levels' windows over the ranking, the gaps kept under every model (`sims`: the
+    (Z, D) similarities, the build's model's first). Returns the per-label gains (the
+    scores), each level's window, the levels, and the BuildResult fields it adds (the
+    ranking's columns and the Familiarity along it)."""
+    targets = cfg.options.targets
+    asked = "" if targets is None else " at Familiarity " + ", ".join(f"{t:g}" for t in targets)
+    stage(f"placing {'/'.join(order)} levels{asked}")
     models = [canonical_name(cfg.embedding.model), *checks]
     try:
         dial, placed = choose(
             ranking,
             sims,
             order,
-            targets=cfg.options.targets,
-            min_gap=cfg.options.min_gap if min_gap is None else min_gap,
+            targets=targets,
+            min_gap=min_gap,
             tolerance=TARGET_TOLERANCE,
-            size=size if size is not None else cfg.options.level_mentions,
+            size=size,
             smallest=cfg.min_mentions,
             k=cfg.metric.k,
             weighting=cfg.metric.weighting,
@@ -396,11 +356,6 @@ def _familiarity_levels(cfg: SplitConfig, table: LabelTable, m: np.ndarray) -> l
     return order
 
 
-def _size_remedy() -> str:
-    """What `check_levels` suggests first when levels come out too small."""
-    return f"{opt('level_mentions')} (another size), "
-
-
 def _remedy() -> str:
     """The settings that help where no placement keeps the gaps."""
     return (
@@ -408,12 +363,6 @@ def _remedy() -> str:
         f"(another size), {opt('min_gap')} (a smaller gap), {opt('levels')} (fewer levels), "
         f"or {opt('strategy', 'entropy|max')}"
     )
-
-
-def _asked(cfg: SplitConfig) -> str:
-    if cfg.options.targets is None:
-        return ""
-    return " at Familiarity " + ", ".join(f"{t:g}" for t in cfg.options.targets)
 
 
 #: How far past its window a level may reach for labels to fill its size on what it writes

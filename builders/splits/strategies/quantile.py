@@ -7,7 +7,7 @@ to one size in score order. They promise no order: a build whose order fails poi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,7 +16,6 @@ from builders.deferred import np
 from builders.errors import ConflictingOptions, InvalidValue, opt
 from builders.hub.plots import histogram_png
 from builders.labels import union_labels
-from builders.shift.report import LabelTable
 from builders.shift.scoring import (
     SelectionResult,
     SelectionRule,
@@ -32,8 +31,7 @@ from builders.sources import source_profiles
 from builders.splits.config import BuildResult, SplitConfig, as_tuple
 from builders.splits.fitting import equal_sizes, fit
 from builders.splits.levels import bound_share, check_levels, from_cuts, match_levels
-from builders.splits.strategies.base import Options, Placed, Strategy
-from builders.store import Store
+from builders.splits.strategies.base import Group, Options, Placed, Strategy
 
 #: Named sources whose quantile profile is fixed by the paper, whatever their label count.
 SOURCE_PROFILES = source_profiles()  # the registry says which corpus uses which profile
@@ -81,50 +79,35 @@ class Quantile(Strategy):
             f"{opt('low_quantile')}, {opt('high_quantile')} and {opt('medium_band')} (wider cuts), "
         )
 
-    def scores(self, m: np.ndarray, temperature: float) -> np.ndarray:
-        """Every training label's score against the evaluation labels (`m`: D x Z)."""
-        return max_scores(m) if self.familiar_high else entropy_scores(m, temperature)
-
-    def place(
-        self,
-        store: Store,
-        cfg: SplitConfig,
-        table: LabelTable,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
-        stage: Callable[[str], None],
-        checks: dict[str, np.ndarray],
-    ) -> Placed:
+    def place(self, g: Group) -> Placed:
         """The profile, every label's score, the cuts and the levels, fitted."""
+        store, cfg, table = g.store, g.cfg, g.table
         rule = selection_rule(cfg, len(table.labels))
-        stage(
-            f"scoring ({cfg.strategy}, {cfg.metric.protocol} protocol) against {m.shape[1]} labels"
-        )
-        scores, cuts = self._score_and_cut(cfg, rule, group, m)
+        protocol = f"{cfg.strategy}, {cfg.metric.protocol} protocol"
+        g.stage(f"scoring ({protocol}) against {g.m.shape[1]} labels")
+        scores, cuts = self._score_and_cut(g, rule)
         levels = from_cuts(cuts, cfg.levels, rule.profile)
         levels = match_levels(levels, scores, table, self.familiar_high, cfg.options.match)
         levels = [bound_share(lv, table, cfg.label_share_bound) for lv in levels]
         check_levels(levels, table, cfg, self.size_remedy())
-        stage("choosing each level's sentences")
+        g.stage("choosing each level's sentences")
         fitted = equal_sizes(store, cfg, table, [fit(store, cfg, table, lv) for lv in levels])
         return Placed(rule.profile, scores, dict(cuts), fitted)
 
     def _score_and_cut(
-        self,
-        cfg: SplitConfig,
-        rule: SelectionRule,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
+        self, g: Group, rule: SelectionRule
     ) -> tuple[np.ndarray, dict[str, SelectionResult]]:
         """Our protocol: one score per label against the union, cut at its quantiles. The
         paper's: one score per (label, benchmark), cut at the pooled quantiles, a label kept
         if it qualifies for any benchmark (scores of shape (D, B))."""
+        cfg = g.cfg
         if cfg.metric.protocol != "paper":
-            scores = self.scores(m, cfg.metric.temperature)
+            t = cfg.metric.temperature
+            scores = max_scores(g.m) if self.familiar_high else entropy_scores(g.m, t)
             return scores, select(scores, cfg.strategy, rule)
-        evals = union_labels(group)
-        cols = [np.array([evals.index(z) for z in labels]) for labels in group.values()]
-        rows = paper_scores(m, cols, cfg.strategy, cfg.metric.temperature)
+        evals = union_labels(g.benchmarks)
+        cols = [np.array([evals.index(z) for z in labels]) for labels in g.benchmarks.values()]
+        rows = paper_scores(g.m, cols, cfg.strategy, cfg.metric.temperature)
         return rows, select_pooled(rows, cfg.strategy, rule)
 
     def check(self, cfg: SplitConfig) -> None:

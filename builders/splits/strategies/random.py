@@ -6,7 +6,6 @@ not ordered by shift.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,14 +13,12 @@ from builders.defaults import SCORE_SYMBOLS
 from builders.deferred import np
 from builders.errors import ConflictingOptions, opt
 from builders.hub.plots import histogram_png
-from builders.shift.report import LabelTable
 from builders.shift.scoring import max_scores
 from builders.splits.config import BuildResult, SplitConfig
 from builders.splits.fitting import fit
 from builders.splits.levels import Level, check_levels
 from builders.splits.strategies import strategy
-from builders.splits.strategies.base import Options, Placed, Strategy
-from builders.store import Store
+from builders.splits.strategies.base import Group, Options, Placed, Strategy
 
 
 @dataclass
@@ -72,23 +69,15 @@ class Random(Strategy):
     def size_remedy(self) -> str:
         return f"{opt('level_mentions')} (a larger size), "
 
-    def place(
-        self,
-        store: Store,
-        cfg: SplitConfig,
-        table: LabelTable,
-        group: dict[str, tuple[str, ...]],
-        m: np.ndarray,
-        stage: Callable[[str], None],
-        checks: dict[str, np.ndarray],
-    ) -> Placed:
+    def place(self, g: Group) -> Placed:
         """Labels in a seeded permutation, dealt whole to each level in turn while they fit
         its room, so the levels differ in size by less than one label."""
+        cfg, table, stage = g.cfg, g.table, g.stage
         size, rule = cfg.options.level_mentions, "given"
         if size is None:
             stage("the size a familiarity build of the corpus writes")
             twin = replace(cfg, strategy="familiarity", options=None)
-            fam = strategy("familiarity").place(store, twin, table, group, m, stage, checks)
+            fam = strategy("familiarity").place(replace(g, cfg=twin))
             size, rule = min(chosen.mentions for _, chosen in fam.fitted), "familiarity"
         stage(f"drawing {len(cfg.levels)} levels of {size:,} mentions (seed {cfg.metric.seed})")
         free = np.ones(len(table.labels), dtype=bool)
@@ -107,8 +96,8 @@ class Random(Strategy):
             cuts[lv] = draw
         check_levels(levels, table, cfg, self.size_remedy())
         stage("choosing each level's sentences")
-        fitted = [fit(store, cfg, table, lv) for lv in levels]
-        return Placed("random", max_scores(m), cuts, fitted)
+        fitted = [fit(g.store, cfg, table, lv) for lv in levels]
+        return Placed("random", max_scores(g.m), cuts, fitted)
 
     def size_text(self, res: BuildResult) -> str:
         low, high = min(s.mentions for s in res.subsets), max(s.mentions for s in res.subsets)
