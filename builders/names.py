@@ -31,16 +31,25 @@ def quoted(label: str) -> str:
 
 def _fault(value: str) -> str | None:
     """Why `value` cannot be part of a folder name, or None."""
-    checks = (
-        (not value, "it is empty"),
-        (bool(_CONTROL.search(value)), "it holds a control character"),
-        ("/" in value or "\\" in value, "it holds a path separator"),
-        (".." in value, "it holds `..`"),
-        (value.startswith("."), "it starts with `.`"),
-        (value != value.strip(), "it starts or ends with a space"),
-        (len(value.encode("utf-8")) > MAX_NAME_BYTES, f"it is longer than {MAX_NAME_BYTES} bytes"),
-    )
-    return next((why for failed, why in checks if failed), None)
+    if not value:
+        return "it is empty"
+    if _CONTROL.search(value):
+        return "it holds a control character"
+    if "/" in value or "\\" in value:
+        return "it holds a path separator"
+    if ".." in value:
+        return "it holds `..`"
+    if value.startswith("."):
+        return "it starts with `.`"
+    if value != value.strip():
+        return "it starts or ends with a space"
+    try:  # a lone surrogate: bytes of another encoding, as Python decodes a file name
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "it is not valid UTF-8"
+    if size > MAX_NAME_BYTES:
+        return f"it is longer than {MAX_NAME_BYTES} bytes"
+    return None
 
 
 def check_name(value: str, what: str, fix: str = "choose another") -> str:

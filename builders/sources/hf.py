@@ -275,9 +275,8 @@ def _load_local(folder: str) -> Any:
     """A local folder as a DatasetDict, loaded again when a file's name, size or mtime changed."""
     path = Path(folder)
     files = sorted([path, *path.iterdir()] if path.is_dir() else [path])
-    return _load_local_cached(
-        folder, tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    )
+    stats = [(f.name, f.stat()) for f in files]
+    return _load_local_cached(folder, tuple((n, s.st_size, s.st_mtime_ns) for n, s in stats))
 
 
 @lru_cache(maxsize=4)

@@ -115,7 +115,8 @@ def first_cut(path: Path, sep: str | None) -> str | None:
     for _, line, kind in lines(path):
         if kind == ROW:
             return "\t" if "\t" in line else None
-        hashed = hashed or (line if kind == HASH else "")
+        if kind == HASH and not hashed:
+            hashed = line
     return "\t" if "\t" in hashed else None
 
 

@@ -58,6 +58,8 @@ def build_args(db: Path, out: Path, *extra: str) -> list[str]:
 
 # ------------------------------------------------------------------ names
 HOSTILE = ["../evil", "/abs/x", "a/b", "a\\b", "..", ".hidden", "a\x1b[2Jb", "a\nb", "", "x" * 201]
+#: A file name of another encoding as Python decodes it (a lone surrogate): not UTF-8.
+HOSTILE += ["caf\udce9", "a/\udcff"]
 
 
 @pytest.mark.parametrize("name", [*HOSTILE, " ", " lead", "trail "])
