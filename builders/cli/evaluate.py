@@ -140,7 +140,7 @@ def evaluate_cmd(
     for line in lines:
         click.echo(line)
     for p in written:
-        note(f"measured difficulty written into {p}/README.md and its build.json", quiet)
+        note(f"measured difficulty written into {p}/build.json and {p.parent}/README.md", quiet)
 
 
 @contextmanager

@@ -260,7 +260,7 @@ def evaluate_runs(
 def record_difficulty(result: RunsResult) -> list[Path]:
     """Write each Table 5 level's measured difficulty into its config's build.json and card
     (named as it was); one build's level folders swap in together under their folder's lock,
-    with their manifest entries. Returns the folders written."""
+    with their manifest entries. Returns the config folders written (FOLDER/CONFIG)."""
     written: list[Path] = []
     for group in result.table5:
         folders, config = group["folders"], group["config"]
@@ -283,7 +283,7 @@ def record_difficulty(result: RunsResult) -> list[Path]:
                     {**record, MEASURED: _measured(lv, group, result.misc)},
                 )
                 (tmp / CARD).write_text(folder_card(tmp, *_card_names(folder)), encoding="utf-8")
-        written += folders
+        written += [folder / config for folder in folders]
     return written
 
 
