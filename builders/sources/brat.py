@@ -61,16 +61,18 @@ def read(unit: FileGroup, report: ReadReport, **options: object) -> Iterator[Exa
             cuts.append(m.end())
     cuts.append(len(text))
     bounds = sorted({o for s, e, _ in entities for o in (s, e)})
+    entities.sort()  # a sentence's entities are a slice by start: no scan per sentence
+    firsts = [start for start, _, _ in entities]
+    line, counted = 1, 0  # the line of offset `counted`, counted on as sentences go
     for a, b in pairwise(cuts):
         tokens, starts, ends = _tokens(text, a, b, bounds, report)
         if not tokens:
             continue
         spans: set[tuple[int, int, str]] = set()
-        for start, end, label in entities:
-            if a <= start < b:
-                span = (bisect_right(ends, start), bisect_left(starts, end), label)
-                report.keep(spans, span, "duplicate_spans")
-        line = text.count("\n", 0, a) + 1
+        for start, end, label in entities[bisect_left(firsts, a) : bisect_left(firsts, b)]:
+            span = (bisect_right(ends, start), bisect_left(starts, end), label)
+            report.keep(spans, span, "duplicate_spans")
+        line, counted = line + text.count("\n", counted, a), a
         yield Example(tokens, sorted(spans), line=line, raw_id=f"{txt.stem}@{starts[0]}")
 
 
