@@ -9,7 +9,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from builders import __version__
@@ -114,7 +116,9 @@ class SplitConfig:
         ):  # the default spelt out: recorded as left at it, so both build the same bytes
             object.__setattr__(self, "max_label_share", None)
         self._check_models()
-        own.refuse_foreign(self.to_dict(), every())
+        # another strategy's options cannot be in `options` (checked above): only what a
+        # strategy claims of the specs (`protocol`) can be set against this one
+        own.refuse_foreign({**self.embedding.to_dict(), **self.metric.to_dict()}, every())
         own.check(self)
 
     def _check_models(self) -> None:
@@ -187,7 +191,8 @@ class SplitConfig:
         if name in NAMES and "options" not in out:  # an unknown name is refused by the config
             own = strategy(name)
             own.refuse_foreign(given, every())
-            out["options"] = own.Options(**{k: v for k, v in given.items() if k in own.owned()})
+            mine = {f.name for f in fields(own.Options)}
+            out["options"] = own.Options(**{k: v for k, v in given.items() if k in mine})
         return cls(**out)
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,9 +206,11 @@ def _bound(share: float | None) -> float | None:
     return None if share is None or share >= 1 else share
 
 
-def _option_defaults() -> dict[str, Any]:
-    """Every strategy's options at their defaults, flat (a key two strategies own is one)."""
-    return {k: v for s in every() for k, v in s.Options().to_dict().items()}
+@cache
+def _option_defaults() -> Mapping[str, Any]:
+    """Every strategy's options at their defaults, flat (a key two strategies own is one);
+    read-only, as it is computed once."""
+    return MappingProxyType({k: v for s in every() for k, v in s.Options().to_dict().items()})
 
 
 def as_tuple(name: str, value: Any, cast: Any = None) -> Any:

@@ -128,6 +128,15 @@ class Strategy:
         raise NotImplementedError
 
 
+def check_level_mentions(cfg: SplitConfig) -> None:
+    """A level size asked for (`level_mentions`) no smaller than the smallest level allowed."""
+    size = cfg.options.level_mentions
+    if size is not None and size < cfg.min_mentions:
+        raise ConflictingOptions(
+            f"{opt('level_mentions', size)} is below {opt('min_mentions', cfg.min_mentions)}"
+        )
+
+
 def named(options: list[str]) -> str:
     """Options named as a sentence's subject: `--match is an option`, `--a, --b are options`."""
     return f"{', '.join(options)} {'is an option' if len(options) == 1 else 'are options'}"

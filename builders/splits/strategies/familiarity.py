@@ -15,7 +15,6 @@ from builders.defaults import LEVELS, MIN_GAP, TARGET_TOLERANCE
 from builders.deferred import np
 from builders.errors import (
     CannotBuild,
-    ConflictingOptions,
     InvalidValue,
     opt,
     options_that_help,
@@ -28,7 +27,14 @@ from builders.splits.config import BuildResult, SplitConfig, as_tuple
 from builders.splits.dial import Dial, Placement, Unreachable, choose, union_macro
 from builders.splits.fitting import equal_sizes, fit, table_counts
 from builders.splits.levels import Level, bound_share, check_levels
-from builders.splits.strategies.base import Group, Options, Placed, Strategy, named
+from builders.splits.strategies.base import (
+    Group,
+    Options,
+    Placed,
+    Strategy,
+    check_level_mentions,
+    named,
+)
 from builders.store.subsets import Selection
 
 
@@ -65,11 +71,7 @@ class Familiarity(Strategy):
     def check(self, cfg: SplitConfig) -> None:
         if not 0 <= cfg.options.min_gap < 1:
             raise InvalidValue(f"{opt('min_gap')} must be in [0, 1), got {cfg.options.min_gap}")
-        if cfg.options.level_mentions is not None and cfg.options.level_mentions < cfg.min_mentions:
-            raise ConflictingOptions(
-                f"{opt('level_mentions', cfg.options.level_mentions)} is below "
-                f"{opt('min_mentions', cfg.min_mentions)}"
-            )
+        check_level_mentions(cfg)
         if cfg.options.targets is not None:
             _check_targets(cfg, cfg.options.targets)
 

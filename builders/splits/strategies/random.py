@@ -18,7 +18,7 @@ from builders.splits.config import BuildResult, SplitConfig
 from builders.splits.fitting import fit
 from builders.splits.levels import Level, check_levels
 from builders.splits.strategies import strategy
-from builders.splits.strategies.base import Group, Options, Placed, Strategy
+from builders.splits.strategies.base import Group, Options, Placed, Strategy, check_level_mentions
 
 
 @dataclass
@@ -60,11 +60,7 @@ class Random(Strategy):
                 f"{opt('max_label_share')} caps labels, and {opt('strategy', 'random')} keeps "
                 "every label of a level whole: leave it out"
             )
-        if cfg.options.level_mentions is not None and cfg.options.level_mentions < cfg.min_mentions:
-            raise ConflictingOptions(
-                f"{opt('level_mentions', cfg.options.level_mentions)} is below "
-                f"{opt('min_mentions', cfg.min_mentions)}"
-            )
+        check_level_mentions(cfg)
 
     def size_remedy(self) -> str:
         return f"{opt('level_mentions')} (a larger size), "
