@@ -72,9 +72,8 @@ def test_same_seed_same_bytes_and_the_card(store: Store, tmp_path: Path) -> None
         (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files
     )
     level = Path("pilener-sample-low-shift/random")
-    assert (tmp_path / "a" / level / "build.json").read_bytes() != (
-        tmp_path / "c" / level / "build.json"
-    ).read_bytes()
+    rows = level / "train-00000-of-00001.parquet"  # what was drawn (build.json names the seed)
+    assert (tmp_path / "a" / rows).read_bytes() != (tmp_path / "c" / rows).read_bytes()
     card = (tmp_path / "a" / "pilener-sample-low-shift" / "README.md").read_text()
     assert "is a **random label-shift control**" in card
     assert "not ordered by shift" in card and "`--seed 0`" in card
@@ -97,8 +96,13 @@ def test_same_seed_same_bytes_and_the_card(store: Store, tmp_path: Path) -> None
 def test_random_owns_its_options(options: dict, message: str) -> None:
     with pytest.raises(BuildersError, match=message):
         SplitConfig.from_dict({"source": "pilener-sample", "strategy": "random", **options})
-    cfg = SplitConfig("pilener-sample", "random", options=RandomOptions(level_mentions=500))
-    assert cfg.options.level_mentions == 500
+
+
+def test_random_options_read_flat_both_ways() -> None:
+    flat = {"source": "pilener-sample", "strategy": "random", "level_mentions": 500}
+    cfg = SplitConfig.from_dict(flat)
+    assert cfg.options == RandomOptions(level_mentions=500)
+    assert SplitConfig.from_dict(cfg.to_dict()) == cfg
 
 
 #: What the strategies' selections hold that is theirs (build.json `subset.selection` and
